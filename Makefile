@@ -1,0 +1,54 @@
+# Two set-up commands on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export DAGSTER_HOME := $(CURDIR)/data/dagster_home
+export DGLBACKEND := pytorch
+export PYTHONUNBUFFERED := 1
+PRESET ?= default
+FIRST_WEEK := 2006-04-10
+LAST_WEEK := 2008-06-30
+
+help:
+	@echo "make demo   install, generate the default data if absent, materialize every asset for all weeks"
+	@echo "make test   install and run the test suite"
+	@echo "make data   generate the synthetic dataset (PRESET=tiny|default|large) if data/raw is empty"
+	@echo "make ui     serve the Dagster UI on http://127.0.0.1:3000"
+	@echo "make bench  run the benchmarks in benchmarks/"
+
+# torch first, from its CPU build, so nothing later makes pip resolve a CUDA build.
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+$(DAGSTER_HOME)/dagster.yaml:
+	mkdir -p $(DAGSTER_HOME) && ln -sf ../../dagster.yaml $@
+
+data: install
+	$(VENV)/bin/retailsim-generate --preset $(PRESET) --if-absent
+
+demo: install data $(DAGSTER_HOME)/dagster.yaml
+	$(VENV)/bin/dagster asset materialize -m retailsim_dagster.definitions \
+	  --select '*' --partition-range $(FIRST_WEEK)...$(LAST_WEEK)
+
+test: install
+	$(PY) -m pytest
+
+ui: install $(DAGSTER_HOME)/dagster.yaml
+	$(VENV)/bin/dagster dev -m retailsim_dagster.definitions --host 127.0.0.1 --port 3000
+
+bench: install
+	$(PY) benchmarks/bench_ingest.py
+
+clean-data:
+	rm -rf data/raw data/ground_truth data/warehouse
+
+.PHONY: help install data demo test ui bench clean-data

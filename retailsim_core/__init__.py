@@ -1,0 +1,1 @@
+"""RetailSim core: pure transforms and models. Never imports dagster."""

@@ -1,0 +1,67 @@
+"""The LGSR fiscal calendar: 117 Monday–Sunday shop weeks starting 2006-04-10.
+
+Three names for one week, converted here and nowhere else:
+
+- ``week``       1..117, the week starting 2006-04-10 is 1 (used in every table);
+- ``shop_week``  LGSR's ``SHOP_WEEK`` code, 200607..200652, 200701..200752, 200801..200819;
+- ``week_key``   the Dagster partition key, the Monday as ``YYYY-MM-DD``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+FIRST_MONDAY = dt.date(2006, 4, 10)
+N_WEEKS = 117
+# (fiscal year, first week code, last week code) in calendar order.
+_FISCAL_YEARS = ((2006, 7, 52), (2007, 1, 52), (2008, 1, 19))
+
+SHOP_WEEKS: tuple[int, ...] = tuple(
+    year * 100 + wk for year, first, last in _FISCAL_YEARS for wk in range(first, last + 1)
+)
+assert len(SHOP_WEEKS) == N_WEEKS
+_WEEK_OF_SHOP_WEEK = {code: i + 1 for i, code in enumerate(SHOP_WEEKS)}
+
+
+def shop_week_of(week: int) -> int:
+    """``week`` (1..117) to its LGSR ``SHOP_WEEK`` code."""
+    if not 1 <= week <= N_WEEKS:
+        raise ValueError(f"week {week} is outside 1..{N_WEEKS}")
+    return SHOP_WEEKS[week - 1]
+
+
+def week_of_shop_week(shop_week: int) -> int:
+    """LGSR ``SHOP_WEEK`` code to ``week`` (1..117)."""
+    try:
+        return _WEEK_OF_SHOP_WEEK[int(shop_week)]
+    except KeyError:
+        raise ValueError(f"SHOP_WEEK {shop_week} is not one of LGSR's 117 weeks") from None
+
+
+def monday_of(week: int) -> dt.date:
+    shop_week_of(week)  # validates the range
+    return FIRST_MONDAY + dt.timedelta(days=7 * (week - 1))
+
+
+def week_key_of(week: int) -> str:
+    """``week`` to the Dagster partition key (the Monday, ISO format)."""
+    return monday_of(week).isoformat()
+
+
+def week_of_key(key: str) -> int:
+    """Dagster partition key (a Monday) to ``week``."""
+    days = (dt.date.fromisoformat(key) - FIRST_MONDAY).days
+    if days % 7:
+        raise ValueError(f"partition key {key} is not a Monday of the LGSR calendar")
+    week = days // 7 + 1
+    shop_week_of(week)
+    return week
+
+
+def lgsr_weekday(date: dt.date) -> int:
+    """LGSR ``SHOP_WEEKDAY``: 1 = Sunday .. 7 = Saturday."""
+    return date.isoweekday() % 7 + 1
+
+
+def week_file_stem(week: int) -> str:
+    return f"transactions_{shop_week_of(week)}"

@@ -1,0 +1,195 @@
+"""Read and validate one LGSR week file into the raw table and a quarantine table.
+
+Every row read ends up in exactly one of the two (``rows_read == rows_kept + rows_rejected``);
+a quarantined row keeps its original text and every reason it failed. Problems with the
+file as a whole (unreadable, wrong header, another week's rows) raise ``LGSRFileError``
+naming the file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from retailsim_core.calendar import monday_of, shop_week_of, week_file_stem
+from retailsim_core.lgsr import (
+    BASKET_LEVEL_COLUMNS, CODE_SETS, FULL_HEADER, HEADERS, ID_PATTERNS, NULLABLE_COLUMNS,
+    QUARANTINE_SCHEMA, RAW_COLUMN_NAMES, RAW_TRANSACTIONS_SCHEMA, SAMPLE_HEADER,
+    SEG_1_TO_PRICE_SENSITIVITY, SEG_2_TO_LIFESTAGE,
+)
+
+
+class LGSRFileError(ValueError):
+    """A week file that cannot be ingested as a whole."""
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    week: int
+    source_file: str | None      # None when the week's file is missing
+    kept: pl.DataFrame           # RAW_TRANSACTIONS_SCHEMA
+    quarantine: pl.DataFrame     # QUARANTINE_SCHEMA
+    header_variant: str | None
+
+    @property
+    def rows_read(self) -> int:
+        return self.kept.height + self.quarantine.height
+
+    @property
+    def missing(self) -> bool:
+        return self.source_file is None
+
+
+def find_week_file(raw_dir: Path, week: int) -> Path | None:
+    """``transactions_YYYYWW.csv`` or ``.csv.gz`` in ``raw_dir``; None if neither exists."""
+    stem = week_file_stem(week)
+    found = [p for p in (raw_dir / f"{stem}.csv", raw_dir / f"{stem}.csv.gz") if p.exists()]
+    if len(found) > 1:
+        raise LGSRFileError(f"both {found[0]} and {found[1]} exist for week {week}; keep one")
+    return found[0] if found else None
+
+
+def expected_file_name(week: int) -> str:
+    return f"{week_file_stem(week)}.csv[.gz]"
+
+
+def _read_header(path: Path) -> list[str]:
+    """The header as written in the file (polars strips a UTF-8 BOM itself)."""
+    try:
+        return pl.read_csv(path, n_rows=0, infer_schema=False).columns
+    except Exception as err:  # polars raises several types for corrupt input
+        raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
+
+
+def detect_header(path: Path, columns: list[str]) -> str:
+    for variant, header in HEADERS.items():
+        if set(columns) == set(header) and len(columns) == len(header):
+            return variant
+    closest = SAMPLE_HEADER if {"seg_1", "seg_2"} & set(columns) else FULL_HEADER
+    missing = [c for c in closest if c not in columns]
+    extra = [c for c in columns if c not in closest]
+    dup = sorted({c for c in columns if columns.count(c) > 1})
+    raise LGSRFileError(f"{path}: malformed LGSR header; missing columns {missing}, extra columns {extra}"
+                        + (f", duplicated {dup}" if dup else ""))
+
+
+def read_week_text(path: Path) -> tuple[pl.DataFrame, str]:
+    """All cells as text (nothing is lost to type inference), canonical full-header names."""
+    written = _read_header(path)
+    columns = [c.strip() for c in written]
+    variant = detect_header(path, columns)
+    try:
+        df = pl.read_csv(path, infer_schema=False, row_index_name="line_number", row_index_offset=2)
+    except Exception as err:
+        raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
+    df = df.rename(dict(zip(written, columns)))
+    if variant == "sample":
+        df = df.rename({"seg_1": "CUST_PRICE_SENSITIVITY", "seg_2": "CUST_LIFESTAGE"}).with_columns(
+            _recode("CUST_PRICE_SENSITIVITY", SEG_1_TO_PRICE_SENSITIVITY),
+            _recode("CUST_LIFESTAGE", SEG_2_TO_LIFESTAGE),
+        )
+    # Empty fields (``,,`` or ``""``) become "", so every rule sees text and nothing is null.
+    return df.with_columns(pl.col(FULL_HEADER).fill_null("").str.strip_chars()), variant
+
+
+def _recode(col: str, mapping: dict[str, str]) -> pl.Expr:
+    # Unknown sample codes stay visible (prefixed) so validation quarantines them.
+    c = pl.col(col).str.strip_chars()
+    return pl.when(c == "").then(pl.lit("")).otherwise(c.replace_strict(mapping, default="?" + c)).alias(col)
+
+
+def _typed() -> list[pl.Expr]:
+    t = lambda c, dtype: pl.col(c).cast(dtype, strict=False)
+    return [
+        t("SHOP_WEEK", pl.Int32).alias("_shop_week"),
+        pl.col("SHOP_DATE").str.to_date("%Y%m%d", strict=False).alias("_date"),
+        t("SHOP_WEEKDAY", pl.Int8).alias("_weekday"),
+        t("SHOP_HOUR", pl.Int8).alias("_hour"),
+        t("QUANTITY", pl.Int32).alias("_quantity"),
+        t("SPEND", pl.Float64).alias("_spend"),
+        t("BASKET_ID", pl.Int64).alias("_basket"),
+    ]
+
+
+def _row_reasons(week: int) -> list[pl.Expr]:
+    """One expression per rule; each is the reason text where the rule fails, else null."""
+    monday = monday_of(week)
+    rules: list[tuple[pl.Expr, str]] = [
+        (pl.col("_shop_week").is_null(), "unparseable:SHOP_WEEK"),
+        (pl.col("_date").is_null(), "unparseable:SHOP_DATE"),
+        (pl.col("_weekday").is_null(), "unparseable:SHOP_WEEKDAY"),
+        (pl.col("_hour").is_null(), "unparseable:SHOP_HOUR"),
+        (pl.col("_quantity").is_null(), "unparseable:QUANTITY"),
+        (pl.col("_spend").is_null() | ~pl.col("_spend").is_finite(), "unparseable:SPEND"),
+        (pl.col("_quantity") <= 0, "quantity_not_positive"),
+        (pl.col("_spend") < 0, "spend_negative"),
+        (~pl.col("_hour").is_between(0, 23), "hour_out_of_range"),
+        (~pl.col("_date").is_between(monday, monday + dt.timedelta(days=6)),
+         "date_outside_week"),
+        (pl.col("_weekday") != (pl.col("_date").dt.weekday() % 7 + 1), "weekday_mismatch"),
+    ]
+    for col, pattern in ID_PATTERNS.items():
+        ok = pl.col(col).str.contains(pattern)
+        if col in NULLABLE_COLUMNS:
+            ok = ok | (pl.col(col) == "")
+        rules.append((~ok, f"unknown_code:{col}"))
+    for col, codes in CODE_SETS.items():
+        ok = pl.col(col).is_in(list(codes))
+        if col in NULLABLE_COLUMNS:
+            ok = ok | (pl.col(col) == "")
+        rules.append((~ok, f"unknown_code:{col}"))
+    # Uncarded rows carry no segments; a segment without a customer is inconsistent.
+    rules.append(((pl.col("CUST_CODE") == "") & (pl.col("CUST_PRICE_SENSITIVITY") != ""),
+                  "segment_without_customer"))
+    for col in BASKET_LEVEL_COLUMNS:
+        rules.append((pl.col(col).n_unique().over("BASKET_ID") > 1, f"basket_inconsistent:{col}"))
+    return [pl.when(cond.fill_null(True)).then(pl.lit(reason)) for cond, reason in rules]
+
+
+_TYPED_COLUMNS = {"SHOP_WEEK": "_shop_week", "SHOP_DATE": "_date", "SHOP_WEEKDAY": "_weekday",
+                  "SHOP_HOUR": "_hour", "QUANTITY": "_quantity", "SPEND": "_spend", "BASKET_ID": "_basket"}
+
+
+def _to_raw_schema(df: pl.DataFrame, week: int) -> pl.DataFrame:
+    def column(c: str) -> pl.Expr:
+        if c in _TYPED_COLUMNS:
+            return pl.col(_TYPED_COLUMNS[c])
+        if c in NULLABLE_COLUMNS:
+            return pl.when(pl.col(c) != "").then(pl.col(c))
+        return pl.col(c)
+
+    return df.select(
+        pl.lit(week).alias("week"),
+        *[column(c).alias(RAW_COLUMN_NAMES[c]) for c in FULL_HEADER],
+    ).select([pl.col(n).cast(t) for n, t in RAW_TRANSACTIONS_SCHEMA.items()])
+
+
+def validate_week(text: pl.DataFrame, week: int, source_file: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split a text frame (as from ``read_week_text``) into (kept, quarantine)."""
+    expected = shop_week_of(week)
+    checked = text.with_columns(_typed()).with_columns(
+        pl.concat_str(_row_reasons(week), separator=";", ignore_nulls=True).alias("reason"))
+    wrong = checked.filter(pl.col("_shop_week").is_not_null() & (pl.col("_shop_week") != expected))
+    if wrong.height:
+        weeks = sorted(wrong["_shop_week"].unique().to_list())[:5]
+        raise LGSRFileError(f"{source_file}: holds rows of SHOP_WEEK {weeks} "
+                            f"({wrong.height} rows) but its name says {expected}")
+    bad = pl.col("reason").str.len_bytes() > 0
+    kept = _to_raw_schema(checked.filter(~bad), week)
+    quarantine = checked.filter(bad).select(
+        pl.lit(week, pl.Int16).alias("week"), pl.lit(source_file).alias("source_file"),
+        pl.col("line_number").cast(pl.Int64), "reason", *FULL_HEADER,
+    ).cast(dict(QUARANTINE_SCHEMA))
+    return kept, quarantine
+
+
+def ingest_week(raw_dir: Path, week: int) -> IngestResult:
+    path = find_week_file(Path(raw_dir), week)
+    if path is None:
+        return IngestResult(week, None, RAW_TRANSACTIONS_SCHEMA.to_frame(), QUARANTINE_SCHEMA.to_frame(), None)
+    text, variant = read_week_text(path)
+    kept, quarantine = validate_week(text, week, path.name)
+    return IngestResult(week, path.name, kept, quarantine, variant)

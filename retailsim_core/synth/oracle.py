@@ -1,0 +1,64 @@
+"""The generator's true purchase probabilities: the ceiling for every evaluation.
+
+For a basket with K = 1 + Poisson(lam) draws from q, a slot with mass q_s is missed with
+probability (1 - q_s) * exp(-lam * q_s); two slots are missed together with probability
+(1 - q_a - q_b) * exp(-lam * (q_a + q_b)). A product p enters directly with
+P(slot drawn) * pi_p (pi: its share of the slot), and a complement partner x pulls it in
+with probability c when x entered directly. Hence, exactly,
+
+    P(p absent) = A_p - c * (A_p - A_px)   for complement pairs (singleton slots)
+    P(p absent) = 1 - (1 - A_s) * pi_p      otherwise
+
+with A_p = P(slot of p not drawn) and A_px = P(neither drawn).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from retailsim_core.synth.config import BASKET_SIZES, MISSION_FOCI, PRICE_MODES
+from retailsim_core.synth.demand import explore_distribution, product_avail, slot_factor, slot_probabilities
+
+
+def _index(vocab: tuple[str, ...], value) -> np.ndarray:
+    values = np.atleast_1d(value)
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64)
+    lookup = {v: i for i, v in enumerate(vocab)}
+    try:
+        return np.array([lookup[v] for v in values])
+    except KeyError as err:
+        raise ValueError(f"{err.args[0]!r} is not one of {vocab}") from None
+
+
+def purchase_probabilities(world, week: int, customer, store, focus, price_mode, size) -> np.ndarray:
+    """(B, P) probability that each basket contains each product.
+
+    ``customer`` and ``store`` are indices into the world; ``focus``, ``price_mode`` and ``size``
+    are LGSR codes (``"Fresh"``, ``"LA"``, ``"M"``) or indices, broadcast against each other.
+    """
+    cat, beh = world.catalogue, world.cfg.behaviour
+    customer, store = np.atleast_1d(customer), np.atleast_1d(store)
+    f, m, z = _index(MISSION_FOCI, focus), _index(PRICE_MODES, price_mode), _index(BASKET_SIZES, size)
+    customer, store, f, m, z = np.broadcast_arrays(customer, store, f, m, z)
+    region = cat.store_region[store]
+    avail = product_avail(world, week)
+    factor = slot_factor(world, avail)
+    explore = explore_distribution(world, week, factor)
+    q = slot_probabilities(world, week, factor, explore, customer, region, f, m)   # (B, S)
+    lam = np.asarray(beh.extra_draws_by_size)[z][:, None]
+    missed = (1.0 - q) * np.exp(-lam * q)                                           # (B, S)
+    s = cat.slot
+    share = avail[:, region, m].T / np.maximum(factor[s][:, region, m].T, 1e-300)   # (B, P)
+    absent = 1.0 - (1.0 - missed[:, s]) * share
+    partner = cat.complement
+    has = partner >= 0
+    p, x = np.flatnonzero(has), partner[has]
+    a_p, a_x = missed[:, s[p]], missed[:, s[x]]
+    qp, qx = q[:, s[p]], q[:, s[x]]
+    a_px = (1.0 - qp - qx) * np.exp(-lam * (qp + qx))
+    # An unlaunched product has q = 0 (a_p = 1) and is never pulled in; an unlaunched
+    # partner has q = 0, so a_px = a_p and the pull term vanishes by itself.
+    pull = cat.complement_prob[p] * (cat.launch_week[p] <= week)
+    absent[:, p] = a_p - pull * (a_p - a_px)
+    return 1.0 - absent

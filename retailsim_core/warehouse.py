@@ -1,0 +1,79 @@
+"""The Parquet warehouse: one folder per table, Hive ``week=<key>/`` folders for weekly tables.
+
+Layout::
+
+    <root>/<table>/week=2006-04-10/part-0.parquet     the data (the file also holds `week`)
+    <root>/<table>/week=2006-04-10/_manifest.json     row accounting, source file, status
+    <root>/<table>/part-0.parquet                     an unpartitioned table
+
+Writes are atomic and deterministic, so re-materializing a partition gives identical bytes.
+Readers glob ``*/part-0.parquet`` with Hive partitioning off: the ``week`` column inside the
+files (1..117) is authoritative; the folder name is the Dagster partition key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from retailsim_core.calendar import week_key_of
+from retailsim_core.io import atomic_write_parquet, atomic_write_text
+
+DATA_FILE = "part-0.parquet"
+MANIFEST_FILE = "_manifest.json"
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    root: Path
+
+    def table_dir(self, table: str) -> Path:
+        return Path(self.root) / table
+
+    def partition_dir(self, table: str, week: int) -> Path:
+        return self.table_dir(table) / f"week={week_key_of(week)}"
+
+    def write_partition(self, table: str, week: int, df: pl.DataFrame,
+                        schema: pl.Schema, manifest: dict | None = None) -> Path:
+        if df.schema != schema:
+            raise ValueError(f"{table}: frame schema {df.schema} differs from the table schema {schema}")
+        folder = self.partition_dir(table, week)
+        path = atomic_write_parquet(df, folder / DATA_FILE)
+        atomic_write_text(json.dumps({"table": table, "week": week, "rows": df.height, **(manifest or {})},
+                                     indent=2, sort_keys=True), folder / MANIFEST_FILE)
+        return path
+
+    def write_table(self, table: str, df: pl.DataFrame) -> Path:
+        return atomic_write_parquet(df, self.table_dir(table) / DATA_FILE)
+
+    def manifest(self, table: str, week: int) -> dict | None:
+        path = self.partition_dir(table, week) / MANIFEST_FILE
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def weeks(self, table: str) -> list[int]:
+        """Weeks that have a written partition (missing-file weeks included, with 0 rows)."""
+        out = []
+        for path in self.table_dir(table).glob(f"week=*/{MANIFEST_FILE}"):
+            out.append(int(json.loads(path.read_text())["week"]))
+        return sorted(out)
+
+    def missing_weeks(self, table: str) -> list[int]:
+        """Weeks whose source file was missing: gaps that later stages must treat as such."""
+        return [w for w in self.weeks(table) if (self.manifest(table, w) or {}).get("status") == "missing"]
+
+    def scan(self, table: str, weeks: Iterable[int] | None = None,
+             schema: pl.Schema | None = None) -> pl.LazyFrame:
+        """Lazy scan of a weekly table, all weeks or the given ones (absent ones are skipped)."""
+        if weeks is None:
+            files = sorted(self.table_dir(table).glob(f"week=*/{DATA_FILE}"))
+        else:
+            files = [p for w in weeks if (p := self.partition_dir(table, w) / DATA_FILE).exists()]
+        if not files:
+            if schema is None:
+                raise FileNotFoundError(f"no partitions of {table} under {self.table_dir(table)}")
+            return schema.to_frame().lazy()
+        return pl.scan_parquet(files, hive_partitioning=False, schema=schema)

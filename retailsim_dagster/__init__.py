@@ -1,0 +1,1 @@
+"""RetailSim's Dagster layer: thin assets, checks, partitions and resources over retailsim_core."""

@@ -1,0 +1,1 @@
+"""Asset modules, one per domain of the pipeline."""

@@ -1,0 +1,64 @@
+"""``raw_transactions`` and its quarantine: LGSR week files -> validated Parquet partitions."""
+
+import dagster as dg
+
+from retailsim_core.ingest import expected_file_name
+from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.pipeline.ingest import QUARANTINE_TABLE, RAW_TABLE, ingest_weeks
+from retailsim_dagster.metadata import markdown_table, table_schema
+from retailsim_dagster.partitions import weekly_partitions, weeks_of
+from retailsim_dagster.resources import RawSourceResource, WarehouseResource
+
+CHECKS = [
+    dg.AssetCheckSpec("row_accounting", asset=RAW_TABLE,
+                      description="rows read == rows kept + rows rejected, for every week of the run"),
+    dg.AssetCheckSpec("schema", asset=RAW_TABLE, description="written Parquet matches RAW_TRANSACTIONS_SCHEMA"),
+    dg.AssetCheckSpec("week_file_present", asset=RAW_TABLE,
+                      description="WARN when an expected transactions_YYYYWW.csv[.gz] is missing"),
+]
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(RAW_TABLE, group_name="ingest", kinds={"polars", "parquet"},
+                     description="Validated LGSR transactions, one Parquet partition per shop week.",
+                     metadata={"dagster/column_schema": table_schema(RAW_TRANSACTIONS_SCHEMA)}),
+        dg.AssetSpec(QUARANTINE_TABLE, group_name="ingest", kinds={"polars", "parquet"},
+                     description="Rows that failed validation, verbatim, with every reason.",
+                     metadata={"dagster/column_schema": table_schema(QUARANTINE_SCHEMA)}),
+    ],
+    check_specs=CHECKS,
+    partitions_def=weekly_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    # Either table may be selected alone (`--select raw_transactions`); both are always
+    # written together, since row accounting spans the pair.
+    can_subset=True,
+)
+def raw_transactions(context: dg.AssetExecutionContext, raw_source: RawSourceResource,
+                     warehouse: WarehouseResource):
+    wh, weeks = warehouse.warehouse, weeks_of(context)
+    report, reasons = ingest_weeks(raw_source.path, wh, weeks, log=context.log.info)
+    read, kept, rejected = (int(report[c].sum()) for c in ("rows_read", "rows_kept", "rows_rejected"))
+    missing = report.filter(status="missing")["week"].to_list()
+    common = {"weeks": len(weeks), "missing_weeks": missing, "raw_dir": str(raw_source.path),
+              "rows_read": read, "rows_kept": kept, "rows_rejected": rejected,
+              "reasons": dg.MetadataValue.md(markdown_table(reasons))}
+    selected = {k.to_user_string() for k in context.selected_asset_keys}
+    if RAW_TABLE in selected:
+        yield dg.MaterializeResult(asset_key=RAW_TABLE, metadata={
+            **common, "dagster/row_count": kept, "per_week": dg.MetadataValue.md(markdown_table(report))})
+    if QUARANTINE_TABLE in selected:
+        yield dg.MaterializeResult(asset_key=QUARANTINE_TABLE, metadata={**common, "dagster/row_count": rejected})
+    if RAW_TABLE not in selected:
+        return
+    yield dg.AssetCheckResult(check_name="row_accounting", asset_key=RAW_TABLE,
+                              passed=read == kept + rejected,
+                              metadata={"rows_read": read, "rows_kept": kept, "rows_rejected": rejected})
+    bad_schema = [w for w in weeks if wh.scan(RAW_TABLE, [w]).collect_schema() != RAW_TRANSACTIONS_SCHEMA]
+    yield dg.AssetCheckResult(check_name="schema", asset_key=RAW_TABLE, passed=not bad_schema,
+                              metadata={"weeks_with_other_schema": bad_schema})
+    yield dg.AssetCheckResult(
+        check_name="week_file_present", asset_key=RAW_TABLE, passed=not missing,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"missing_files": [expected_file_name(w) for w in missing], "raw_dir": str(raw_source.path)},
+        description=("missing: " + ", ".join(expected_file_name(w) for w in missing)) if missing else None)

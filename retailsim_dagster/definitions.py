@@ -1,0 +1,12 @@
+"""Everything Dagster loads: ``dagster dev``, ``dagster asset materialize -m retailsim_dagster.definitions``."""
+
+import dagster as dg
+
+from retailsim_dagster.assets import ingest
+from retailsim_dagster.resources import default_resources
+
+defs = dg.Definitions(
+    assets=dg.load_assets_from_modules([ingest]),
+    asset_checks=dg.load_asset_checks_from_modules([ingest]),
+    resources=default_resources(),
+)

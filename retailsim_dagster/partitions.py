@@ -1,0 +1,18 @@
+"""The one weekly partitioning shared by every weekly asset: LGSR's 117 shop weeks."""
+
+import datetime as dt
+
+import dagster as dg
+
+from retailsim_core.calendar import FIRST_MONDAY, N_WEEKS, week_of_key
+
+weekly_partitions = dg.WeeklyPartitionsDefinition(
+    start_date=FIRST_MONDAY.isoformat(),
+    end_date=(FIRST_MONDAY + dt.timedelta(weeks=N_WEEKS)).isoformat(),  # exclusive
+    day_offset=1,  # weeks start on Monday, like LGSR's
+)
+
+
+def weeks_of(context: dg.AssetExecutionContext) -> list[int]:
+    """The LGSR weeks (1..117) of the run's partition or partition range."""
+    return [week_of_key(k) for k in context.partition_keys]

@@ -1,0 +1,48 @@
+"""The oracle's purchase probabilities match the simulator's empirical frequencies."""
+
+import numpy as np
+import pytest
+
+from retailsim_core.synth import build_world, preset
+from retailsim_core.synth.baskets import draw_basket_lines
+from retailsim_core.synth.config import BASKET_SIZES, MISSION_FOCI, PRICE_MODES
+from retailsim_core.synth.oracle import purchase_probabilities
+
+N = 40_000
+
+
+@pytest.fixture(scope="module")
+def world():
+    return build_world(preset("tiny"))
+
+
+@pytest.mark.parametrize("focus,mode,size,week", [("Fresh", "LA", "M", 30), ("Nonfood", "UM", "L", 100),
+                                                   ("Mixed", "MM", "S", 90)])
+def test_oracle_matches_monte_carlo(world, focus, mode, size, week):
+    cat = world.catalogue
+    carded = np.flatnonzero(world.population.carded)
+    customer = int(carded[3])
+    store = int(world.population.home_store[customer])
+    probs = purchase_probabilities(world, week, customer, store, focus, mode, size)[0]
+    rng = np.random.default_rng(0)
+    ctx = lambda vocab, v: np.full(N, vocab.index(v))
+    b, p, _ = draw_basket_lines(world, week, np.full(N, customer), np.full(N, store),
+                                ctx(MISSION_FOCI, focus), ctx(PRICE_MODES, mode), ctx(BASKET_SIZES, size), rng)
+    empirical = np.bincount(p, minlength=cat.n_products) / N
+    tolerance = 5 * np.sqrt(probs * (1 - probs) / N) + 2e-4
+    assert np.all(np.abs(empirical - probs) <= tolerance), np.max(np.abs(empirical - probs) - tolerance)
+    assert np.all(probs[cat.launch_week > week] == 0)
+    # The expected basket size is consistent too.
+    assert abs(probs.sum() - len(p) / N) < 0.05 * probs.sum()
+
+
+def test_oracle_covers_substitutes_and_complements(world):
+    """Pairs exist in the tiny world, so the test above exercised both code paths."""
+    cat = world.catalogue
+    assert (cat.slot_members[:, 1] >= 0).sum() > 0
+    assert (cat.complement >= 0).sum() > 0
+
+
+def test_oracle_rejects_unknown_codes(world):
+    with pytest.raises(ValueError, match="not one of"):
+        purchase_probabilities(world, 10, 0, 0, "Frozen", "LA", "M")

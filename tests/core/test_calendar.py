@@ -1,0 +1,37 @@
+import datetime as dt
+
+import pytest
+from hypothesis import given, strategies as st
+
+from retailsim_core import calendar as cal
+
+
+def test_lgsr_calendar_facts():
+    assert len(cal.SHOP_WEEKS) == 117
+    assert cal.shop_week_of(1) == 200607 and cal.shop_week_of(117) == 200819
+    assert cal.shop_week_of(46) == 200652 and cal.shop_week_of(47) == 200701
+    assert cal.monday_of(1) == dt.date(2006, 4, 10)
+    assert cal.monday_of(117) + dt.timedelta(days=6) == dt.date(2008, 7, 6)
+    assert cal.week_key_of(1) == "2006-04-10"
+
+
+def test_lgsr_weekday_is_sunday_one():
+    assert cal.lgsr_weekday(dt.date(2006, 4, 9)) == 1   # Sunday
+    assert cal.lgsr_weekday(dt.date(2006, 4, 10)) == 2  # Monday
+    assert cal.lgsr_weekday(dt.date(2006, 4, 15)) == 7  # Saturday
+
+
+@given(st.integers(1, 117))
+def test_week_conversions_round_trip(week):
+    assert cal.week_of_shop_week(cal.shop_week_of(week)) == week
+    assert cal.week_of_key(cal.week_key_of(week)) == week
+
+
+@pytest.mark.parametrize("bad", [0, 118])
+def test_out_of_range_weeks_raise(bad):
+    with pytest.raises(ValueError):
+        cal.shop_week_of(bad)
+    with pytest.raises(ValueError):
+        cal.week_of_shop_week(200653)
+    with pytest.raises(ValueError):
+        cal.week_of_key("2006-04-11")
