@@ -8,7 +8,9 @@ naming the file.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import gzip
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,9 @@ from retailsim_core.lgsr import (
     QUARANTINE_SCHEMA, RAW_COLUMN_NAMES, RAW_TRANSACTIONS_SCHEMA, SAMPLE_HEADER,
     SEG_1_TO_PRICE_SENSITIVITY, SEG_2_TO_LIFESTAGE,
 )
+
+
+BASKET_INCONSISTENT = "basket_inconsistent"
 
 
 class LGSRFileError(ValueError):
@@ -57,10 +62,12 @@ def expected_file_name(week: int) -> str:
 
 
 def _read_header(path: Path) -> list[str]:
-    """The header as written in the file (polars strips a UTF-8 BOM itself)."""
+    """The header line as written (a UTF-8 BOM removed), without reading the rest."""
+    opener = gzip.open if path.suffix == ".gz" else open
     try:
-        return pl.read_csv(path, n_rows=0, infer_schema=False).columns
-    except Exception as err:  # polars raises several types for corrupt input
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
+            return next(csv.reader([fh.readline()]), [])
+    except (OSError, UnicodeDecodeError, EOFError) as err:
         raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
 
 
@@ -91,14 +98,19 @@ def read_week_text(path: Path) -> tuple[pl.DataFrame, str]:
             _recode("CUST_PRICE_SENSITIVITY", SEG_1_TO_PRICE_SENSITIVITY),
             _recode("CUST_LIFESTAGE", SEG_2_TO_LIFESTAGE),
         )
-    # Empty fields (``,,`` or ``""``) become "", so every rule sees text and nothing is null.
-    return df.with_columns(pl.col(FULL_HEADER).fill_null("").str.strip_chars()), variant
+    # Cells are kept verbatim: an empty field may read as null (``,,``) or "" (``""``), and the
+    # rules treat both as empty. Padded codes are not silently trimmed; they fail validation.
+    return df, variant
 
 
 def _recode(col: str, mapping: dict[str, str]) -> pl.Expr:
     # Unknown sample codes stay visible (prefixed) so validation quarantines them.
-    c = pl.col(col).str.strip_chars()
-    return pl.when(c == "").then(pl.lit("")).otherwise(c.replace_strict(mapping, default="?" + c)).alias(col)
+    c = pl.col(col)
+    return pl.when(_empty(col)).then(c).otherwise(c.replace_strict(mapping, default="?" + c)).alias(col)
+
+
+def _empty(col: str) -> pl.Expr:
+    return pl.col(col).is_null() | (pl.col(col) == "")
 
 
 def _typed() -> list[pl.Expr]:
@@ -114,8 +126,8 @@ def _typed() -> list[pl.Expr]:
     ]
 
 
-def _row_reasons(week: int) -> list[pl.Expr]:
-    """One expression per rule; each is the reason text where the rule fails, else null."""
+def _rules(week: int) -> list[tuple[pl.Expr, str]]:
+    """(failure condition, reason) per validation rule; a null condition counts as a failure."""
     monday = monday_of(week)
     rules: list[tuple[pl.Expr, str]] = [
         (pl.col("_shop_week").is_null(), "unparseable:SHOP_WEEK"),
@@ -127,26 +139,40 @@ def _row_reasons(week: int) -> list[pl.Expr]:
         (pl.col("_quantity") <= 0, "quantity_not_positive"),
         (pl.col("_spend") < 0, "spend_negative"),
         (~pl.col("_hour").is_between(0, 23), "hour_out_of_range"),
-        (~pl.col("_date").is_between(monday, monday + dt.timedelta(days=6)),
-         "date_outside_week"),
+        (~pl.col("_date").is_between(monday, monday + dt.timedelta(days=6)), "date_outside_week"),
         (pl.col("_weekday") != (pl.col("_date").dt.weekday() % 7 + 1), "weekday_mismatch"),
     ]
     for col, pattern in ID_PATTERNS.items():
         ok = pl.col(col).str.contains(pattern)
-        if col in NULLABLE_COLUMNS:
-            ok = ok | (pl.col(col) == "")
-        rules.append((~ok, f"unknown_code:{col}"))
+        rules.append((~(ok | _empty(col)) if col in NULLABLE_COLUMNS else ~ok, f"unknown_code:{col}"))
     for col, codes in CODE_SETS.items():
         ok = pl.col(col).is_in(list(codes))
-        if col in NULLABLE_COLUMNS:
-            ok = ok | (pl.col(col) == "")
-        rules.append((~ok, f"unknown_code:{col}"))
+        rules.append((~(ok | _empty(col)) if col in NULLABLE_COLUMNS else ~ok, f"unknown_code:{col}"))
     # Uncarded rows carry no segments; a segment without a customer is inconsistent.
-    rules.append(((pl.col("CUST_CODE") == "") & (pl.col("CUST_PRICE_SENSITIVITY") != ""),
-                  "segment_without_customer"))
-    for col in BASKET_LEVEL_COLUMNS:
-        rules.append((pl.col(col).n_unique().over("BASKET_ID") > 1, f"basket_inconsistent:{col}"))
-    return [pl.when(cond.fill_null(True)).then(pl.lit(reason)) for cond, reason in rules]
+    rules.append((_empty("CUST_CODE") & ~_empty("CUST_PRICE_SENSITIVITY"), "segment_without_customer"))
+    # One hash over the basket-level columns finds inconsistent baskets in a single window;
+    # which columns disagree is worked out for those few baskets only (_basket_detail).
+    basket_values = pl.struct(BASKET_LEVEL_COLUMNS).hash()
+    rules.append((basket_values.n_unique().over("BASKET_ID") > 1, BASKET_INCONSISTENT))
+    return rules
+
+
+def _basket_detail() -> pl.Expr:
+    """For rows of inconsistent baskets, ``basket_inconsistent:<COL>`` for each column that varies."""
+    varying = [pl.when(pl.col(c).n_unique().over("BASKET_ID") > 1).then(pl.lit(f"{BASKET_INCONSISTENT}:{c}"))
+               for c in BASKET_LEVEL_COLUMNS]
+    return pl.concat_str(varying, separator=";", ignore_nulls=True)
+
+
+def _failure_mask(rules: list[tuple[pl.Expr, str]]) -> pl.Expr:
+    """Bit i set where rule i fails: cheap to compute for every row, decoded for bad rows only."""
+    assert len(rules) < 63
+    return pl.sum_horizontal(cond.fill_null(True).cast(pl.Int64) * (1 << i) for i, (cond, _) in enumerate(rules))
+
+
+def _decode_reasons(masks: pl.Series, rules: list[tuple[pl.Expr, str]]) -> dict[int, str]:
+    """Reason text for each distinct failure mask (a handful per file, not per row)."""
+    return {m: ";".join(r for i, (_, r) in enumerate(rules) if m >> i & 1) for m in masks.unique().to_list()}
 
 
 _TYPED_COLUMNS = {"SHOP_WEEK": "_shop_week", "SHOP_DATE": "_date", "SHOP_WEEKDAY": "_weekday",
@@ -158,7 +184,7 @@ def _to_raw_schema(df: pl.DataFrame, week: int) -> pl.DataFrame:
         if c in _TYPED_COLUMNS:
             return pl.col(_TYPED_COLUMNS[c])
         if c in NULLABLE_COLUMNS:
-            return pl.when(pl.col(c) != "").then(pl.col(c))
+            return pl.when(~_empty(c)).then(pl.col(c))
         return pl.col(c)
 
     return df.select(
@@ -170,16 +196,21 @@ def _to_raw_schema(df: pl.DataFrame, week: int) -> pl.DataFrame:
 def validate_week(text: pl.DataFrame, week: int, source_file: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split a text frame (as from ``read_week_text``) into (kept, quarantine)."""
     expected = shop_week_of(week)
-    checked = text.with_columns(_typed()).with_columns(
-        pl.concat_str(_row_reasons(week), separator=";", ignore_nulls=True).alias("reason"))
+    rules = _rules(week)
+    checked = text.with_columns(_typed()).with_columns(_failure_mask(rules).alias("_mask"))
     wrong = checked.filter(pl.col("_shop_week").is_not_null() & (pl.col("_shop_week") != expected))
     if wrong.height:
         weeks = sorted(wrong["_shop_week"].unique().to_list())[:5]
         raise LGSRFileError(f"{source_file}: holds rows of SHOP_WEEK {weeks} "
                             f"({wrong.height} rows) but its name says {expected}")
-    bad = pl.col("reason").str.len_bytes() > 0
-    kept = _to_raw_schema(checked.filter(~bad), week)
-    quarantine = checked.filter(bad).select(
+    kept = _to_raw_schema(checked.filter(pl.col("_mask") == 0), week)
+    bad = checked.filter(pl.col("_mask") != 0)
+    if bad.is_empty():
+        return kept, QUARANTINE_SCHEMA.to_frame()
+    reason = pl.col("_mask").replace_strict(_decode_reasons(bad["_mask"], rules), return_dtype=pl.String)
+    quarantine = bad.with_columns(
+        reason=reason.str.replace(BASKET_INCONSISTENT, _basket_detail(), literal=True),
+    ).select(
         pl.lit(week, pl.Int16).alias("week"), pl.lit(source_file).alias("source_file"),
         pl.col("line_number").cast(pl.Int64), "reason", *FULL_HEADER,
     ).cast(dict(QUARANTINE_SCHEMA))

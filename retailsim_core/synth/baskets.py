@@ -13,6 +13,7 @@ import numpy as np
 
 from retailsim_core.calendar import lgsr_weekday, monday_of
 from retailsim_core.synth.config import BASKET_SIZES, MISSION_FOCI, MISSION_TYPES, PRICE_MODES
+from retailsim_core.synth.sampling import categorical, rowwise_choice
 from retailsim_core.synth.demand import explore_distribution, personal_weights, product_avail, slot_factor
 
 HOURS = np.arange(8, 23)
@@ -42,23 +43,6 @@ class WeekBaskets:
     l_spend: np.ndarray
 
 
-def _categorical(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
-    """One draw per row of a (N, K) probability matrix."""
-    cum = np.cumsum(probs, axis=1)
-    u = rng.random(len(probs))[:, None] * cum[:, -1:]
-    return np.minimum((cum <= u).sum(axis=1), probs.shape[1] - 1)
-
-
-def _rowwise_choice(rng, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """For each entry of ``rows``, a column of ``weights[row]`` drawn proportionally (batched
-    inverse-CDF: rows are offset by their index so one searchsorted serves all of them)."""
-    cum = np.cumsum(weights, axis=1)
-    cum = cum / np.where(cum[:, -1:] > 0, cum[:, -1:], 1.0)
-    flat = (cum + np.arange(len(cum))[:, None]).ravel()
-    idx = np.searchsorted(flat, rows + rng.random(len(rows)), side="right") - rows * weights.shape[1]
-    return np.clip(idx, 0, weights.shape[1] - 1)
-
-
 def _visits(world, week: int, rng) -> np.ndarray:
     pop, beh = world.population, world.cfg.behaviour
     monday = monday_of(week)
@@ -86,16 +70,16 @@ def simulate_week(world, week: int) -> WeekBaskets:
     customer = _visits(world, week, rng)
     n_b = len(customer)
     store = _stores(world, week, customer, rng)
-    mtype = _categorical(rng, pop.type_mix[customer])
-    size = _categorical(rng, np.asarray(beh.size_given_type)[mtype])
-    focus = _categorical(rng, pop.focus_mix[customer])
+    mtype = categorical(rng, pop.type_mix[customer])
+    size = categorical(rng, np.asarray(beh.size_given_type)[mtype])
+    focus = categorical(rng, pop.focus_mix[customer])
     own = pop.price_segment[customer]
     keep_own = (own < len(PRICE_MODES)) & (rng.random(n_b) < beh.own_price_mode_prob)
     mode = np.where(keep_own, own, rng.integers(0, len(PRICE_MODES), n_b))
-    weekday = _categorical(rng, np.tile(np.asarray(beh.weekday_probs), (n_b, 1))) + 1
+    weekday = categorical(rng, np.tile(np.asarray(beh.weekday_probs), (n_b, 1))) + 1
     monday = np.datetime64(monday_of(week).isoformat())
     date = monday + ((weekday - lgsr_weekday(monday_of(week))) % 7).astype("timedelta64[D]")
-    hour = HOURS[_categorical(rng, HOUR_PROBS[mtype])]
+    hour = HOURS[categorical(rng, HOUR_PROBS[mtype])]
 
     l_b, l_p, l_q = draw_basket_lines(world, week, customer, store, focus, mode, size, rng)
     price = world.prices.shelf(cat, week, l_p, store[l_b])
@@ -125,17 +109,17 @@ def draw_basket_lines(world, week: int, customer: np.ndarray, store: np.ndarray,
     from_pers = (rng.random(len(d_basket)) < pop.repeat_share[customer][d_basket]) & has_pers[d_basket]
     slot = np.empty(len(d_basket), dtype=np.int64)
     pb = d_basket[from_pers]
-    slot[from_pers] = pop.fav_slots[customer[pb], _rowwise_choice(rng, pers, pb)]
+    slot[from_pers] = pop.fav_slots[customer[pb], rowwise_choice(rng, pers, pb)]
     eb = d_basket[~from_pers]
     groups = (region * len(MISSION_FOCI) + focus) * len(PRICE_MODES) + mode
-    slot[~from_pers] = _rowwise_choice(rng, explore.reshape(-1, explore.shape[-1]), groups[eb])
+    slot[~from_pers] = rowwise_choice(rng, explore.reshape(-1, explore.shape[-1]), groups[eb])
 
     # Count draws per (basket, slot); the basket buys one member of each drawn slot.
     key, qty = np.unique(d_basket * cat.n_slots + slot, return_counts=True)
     bsk, slt = key // cat.n_slots, key % cat.n_slots
     members = cat.slot_members[slt]                                       # (N, 2)
     w = np.where(members >= 0, avail[np.maximum(members, 0), region[bsk, None], mode[bsk, None]], 0.0)
-    product = members[np.arange(len(slt)), _rowwise_choice(rng, w, np.arange(len(slt)))]
+    product = members[np.arange(len(slt)), rowwise_choice(rng, w, np.arange(len(slt)))]
 
     # Complements: a drawn product pulls its partner in with the pair's probability.
     partner = cat.complement[product]

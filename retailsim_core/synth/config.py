@@ -98,7 +98,7 @@ PRESETS: dict[str, SynthConfig] = {
     "default": SynthConfig(),
     # Benchmarks: >= 30M rows, streamed to disk week by week.
     "large": SynthConfig(
-        name="large", n_customers=60_000, n_stores=300, n_products=5_000,
+        name="large", n_customers=80_000, n_stores=300, n_products=5_000,
         n_departments=60, n_groups=16, n_substitute_pairs=250, n_complement_pairs=250,
     ),
 }

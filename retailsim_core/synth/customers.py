@@ -14,6 +14,7 @@ import numpy as np
 
 from retailsim_core.lgsr import LIFESTAGE_CODES
 from retailsim_core.synth.catalogue import FORMAT_SIZE_WEIGHT, Catalogue
+from retailsim_core.synth.sampling import rowwise_choice
 from retailsim_core.synth.config import MISSION_FOCI, MISSION_TYPES, PRICE_MODES, SynthConfig
 
 SEGMENT_CODES = PRICE_MODES + ("XX",)
@@ -22,7 +23,7 @@ LIFESTAGE_PROBS = (0.15, 0.18, 0.20, 0.17, 0.15, 0.10, 0.05)  # YA OA YF OF PE O
 EMPTY_LIFESTAGE_PROB = 0.03
 TYPE_DIRICHLET = (6.0, 4.5, 3.0)             # Top Up, Small Shop, Full Shop
 FOCUS_DIRICHLET = (2.0, 2.0, 2.5, 0.5)       # Fresh, Grocery, Mixed, Nonfood
-CHUNK = 2_048                                 # customers per repertoire chunk (bounds memory)
+OVERSAMPLE = 3                                # draws per repertoire place (duplicates are dropped)
 
 
 @dataclass(frozen=True)
@@ -69,28 +70,38 @@ def _stores_for(cfg, rng, cat: Catalogue, n: int):
 
 
 def _repertoires(cfg, rng, cat: Catalogue, behaviour, focus_mix, segment):
-    """Gumbel top-k sampling of each shopper's favourite slots, chunked over shoppers."""
+    """Each shopper's favourite slots, drawn without replacement by *successive sampling*:
+    draw with replacement from the shopper's slot distribution and keep first occurrences,
+    which has exactly the law of weighted sampling without replacement.
+
+    The distribution is a mixture over foci, ``sum_f focus_mix[c, f] * G[f, segment_c]``,
+    so each draw picks a focus, then a slot from one of Fo x 4 shared distributions G.
+    """
     n, (f_lo, f_hi) = len(focus_mix), cfg.favourites_range
     leaders = cat.slot_members[:, 0]
-    slot_div = cat.division[leaders]
-    log_pop = np.log(cat.popularity[leaders] / cat.slot_share[leaders])  # slot popularity
-    fdw = np.asarray(behaviour.focus_division_weight)
-    tier = np.asarray(behaviour.tier_preference + (0.0,))  # XX segment: no tier preference
-    log_rel = np.log(cat.rel_price[leaders])
+    slot_pop = cat.popularity[leaders] / cat.slot_share[leaders]
+    fdw = np.asarray(behaviour.focus_division_weight)[:, cat.division[leaders]]       # (Fo, S)
+    tier = cat.rel_price[leaders][None, :] ** np.asarray(behaviour.tier_preference + (0.0,))[:, None]  # (4, S)
+    g = (slot_pop * fdw)[:, None, :] * tier[None, :, :]                               # (Fo, 4, S)
+    g = g.reshape(-1, g.shape[-1])
+    draws = OVERSAMPLE * f_hi
+    focus = (rng.random((n, draws, 1)) > np.cumsum(focus_mix, axis=1)[:, None, :]).sum(axis=2)
+    focus = np.minimum(focus, fdw.shape[0] - 1)
+    group = focus * tier.shape[0] + segment[:, None]                                  # (n, draws)
+    cand = rowwise_choice(rng, g, group.ravel()).reshape(n, draws)
+    # First occurrence of each slot in draw order, then the first `size` of those.
+    order = np.argsort(cand * draws + np.arange(draws), axis=1)
+    sorted_cand = np.take_along_axis(cand, order, axis=1)
+    first_sorted = np.ones_like(sorted_cand, dtype=bool)
+    first_sorted[:, 1:] = sorted_cand[:, 1:] != sorted_cand[:, :-1]
+    first = np.empty_like(first_sorted)
+    np.put_along_axis(first, order, first_sorted, axis=1)
     size = rng.integers(f_lo, f_hi + 1, n)
-    slots = np.full((n, f_hi), -1, dtype=np.int64)
-    for lo in range(0, n, CHUNK):  # chunks bound memory at CHUNK x n_slots
-        hi = min(lo + CHUNK, n)
-        mix_div = focus_mix[lo:hi] @ fdw                      # (c, 3)
-        logits = log_pop + np.log(mix_div[:, slot_div]) + tier[segment[lo:hi], None] * log_rel
-        keys = logits + rng.gumbel(size=logits.shape)
-        top = np.argpartition(-keys, f_hi - 1, axis=1)[:, :f_hi]
-        top_keys = np.take_along_axis(keys, top, axis=1)
-        top = np.take_along_axis(top, np.argsort(-top_keys, axis=1), axis=1)
-        slots[lo:hi] = top
-    keep = np.arange(f_hi)[None, :] < size[:, None]
-    slots = np.where(keep, slots, -1)
-    pref = np.where(keep, np.exp(rng.normal(0.0, 1.0, slots.shape)), 0.0)
+    keep = first & (np.cumsum(first, axis=1) <= size[:, None])
+    pos = np.argsort(~keep, axis=1, kind="stable")[:, :f_hi]
+    kept = np.take_along_axis(keep, pos, axis=1)
+    slots = np.where(kept, np.take_along_axis(cand, pos, axis=1), -1)
+    pref = np.where(kept, np.exp(rng.normal(0.0, 1.0, slots.shape)), 0.0)
     return slots, pref
 
 

@@ -128,7 +128,7 @@ def test_inconsistent_basket_quarantines_the_whole_basket(week_text, column, val
 
 
 def test_segment_without_customer_is_quarantined(week_text):
-    uncarded = week_text.filter(pl.col("CUST_CODE") == "")["line_number"][0]
+    uncarded = week_text.filter(pl.col("CUST_CODE").is_null())["line_number"][0]
     bad = week_text.with_columns(pl.when(pl.col("line_number") == uncarded).then(pl.lit("LA"))
                                  .otherwise(pl.col("CUST_PRICE_SENSITIVITY")).alias("CUST_PRICE_SENSITIVITY"))
     _, quarantine = validate_week(bad, WEEK, "f.csv")
