@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import shutil
 import time
 from pathlib import Path
@@ -40,8 +41,10 @@ def main() -> None:
     seconds = time.perf_counter() - start
     rows = int(report["rows_read"].sum())
     size = sum(p.stat().st_size for p in raw.glob("transactions_*")) / 2**20
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
     print(f"ingest {args.preset}: {rows:,} rows ({size:,.0f} MiB CSV) in {seconds:.1f}s "
-          f"= {rows / seconds:,.0f} rows/s; slowest week {report['seconds'].max():.2f}s")
+          f"= {rows / seconds:,.0f} rows/s; slowest week {report['seconds'].max():.2f}s; "
+          f"peak RSS {peak:,.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import gzip
+import hashlib
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,7 @@ class IngestResult:
     kept: pl.DataFrame           # RAW_TRANSACTIONS_SCHEMA
     quarantine: pl.DataFrame     # QUARANTINE_SCHEMA
     header_variant: str | None
+    source_sha256: str | None = None
 
     @property
     def rows_read(self) -> int:
@@ -61,13 +64,35 @@ def expected_file_name(week: int) -> str:
     return f"{week_file_stem(week)}.csv[.gz]"
 
 
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 def _read_header(path: Path) -> list[str]:
     """The header line as written (a UTF-8 BOM removed), without reading the rest."""
     opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
-            return next(csv.reader([fh.readline()]), [])
-    except (OSError, UnicodeDecodeError, EOFError) as err:
+        with opener(path, "rb") as fh:  # decode the header line alone, not a buffer beyond it
+            return next(csv.reader([fh.readline().decode("utf-8-sig")]), [])
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as err:
+        raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
+
+
+def _read_csv_text(path: Path) -> pl.DataFrame:
+    """Every cell as text. Strict UTF-8 first (polars memory-maps the file); a file with invalid
+    bytes is re-read with them replaced by U+FFFD, which no rule accepts, so those rows end in
+    quarantine (every column has a pattern, code set or type check) instead of failing the file."""
+    read = lambda encoding: pl.read_csv(path, infer_schema=False, encoding=encoding,  # noqa: E731
+                                        row_index_name="line_number", row_index_offset=2)
+    try:
+        try:
+            return read("utf8")
+        except pl.exceptions.ComputeError as err:
+            if "utf-8" not in str(err).lower():
+                raise
+            return read("utf8-lossy")
+    except Exception as err:  # polars raises several types for malformed CSV
         raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
 
 
@@ -83,15 +108,17 @@ def detect_header(path: Path, columns: list[str]) -> str:
                         + (f", duplicated {dup}" if dup else ""))
 
 
-def read_week_text(path: Path) -> tuple[pl.DataFrame, str]:
-    """All cells as text (nothing is lost to type inference), canonical full-header names."""
+def read_week_text(path: Path) -> tuple[pl.DataFrame, str, str]:
+    """(all cells as text, header variant, sha256 of the file as stored). Text loses nothing to
+    type inference; columns take the full-header names."""
+    if path.stat().st_size == 0:
+        raise LGSRFileError(f"{path}: is empty (0 bytes); expected an LGSR header and rows")
     written = _read_header(path)
     columns = [c.strip() for c in written]
     variant = detect_header(path, columns)
-    try:
-        df = pl.read_csv(path, infer_schema=False, row_index_name="line_number", row_index_offset=2)
-    except Exception as err:
-        raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
+    df = _read_csv_text(path)
+    if df.height == 0:
+        raise LGSRFileError(f"{path}: has a header but no rows")
     df = df.rename(dict(zip(written, columns)))
     if variant == "sample":
         df = df.rename({"seg_1": "CUST_PRICE_SENSITIVITY", "seg_2": "CUST_LIFESTAGE"}).with_columns(
@@ -100,7 +127,7 @@ def read_week_text(path: Path) -> tuple[pl.DataFrame, str]:
         )
     # Cells are kept verbatim: an empty field may read as null (``,,``) or "" (``""``), and the
     # rules treat both as empty. Padded codes are not silently trimmed; they fail validation.
-    return df, variant
+    return df, variant, _sha256(path)
 
 
 def _recode(col: str, mapping: dict[str, str]) -> pl.Expr:
@@ -150,11 +177,34 @@ def _rules(week: int) -> list[tuple[pl.Expr, str]]:
         rules.append((~(ok | _empty(col)) if col in NULLABLE_COLUMNS else ~ok, f"unknown_code:{col}"))
     # Uncarded rows carry no segments; a segment without a customer is inconsistent.
     rules.append((_empty("CUST_CODE") & ~_empty("CUST_PRICE_SENSITIVITY"), "segment_without_customer"))
-    # One hash over the basket-level columns finds inconsistent baskets in a single window;
-    # which columns disagree is worked out for those few baskets only (_basket_detail).
-    basket_values = pl.struct(BASKET_LEVEL_COLUMNS).hash()
-    rules.append((basket_values.n_unique().over("BASKET_ID") > 1, BASKET_INCONSISTENT))
+    rules.append((pl.col("_duplicate"), "duplicate_row"))
+    rules.append((pl.col("_inconsistent_basket"), BASKET_INCONSISTENT))
     return rules
+
+
+def _row_flags(text: pl.DataFrame) -> list[pl.Expr]:
+    """``_duplicate`` and ``_inconsistent_basket`` row flags, after one cheap probe of the file.
+
+    - A duplicate is an exact copy of an earlier line. Copies share (BASKET_ID, PROD_CODE), so
+      the full-row comparison runs only when such pairs exist.
+    - An inconsistent basket has rows that disagree on a basket-level column (customer, store,
+      date, hour, BASKET_*). LGSR lists a basket's rows together, so when every basket is one
+      contiguous run and no row differs from the previous row of its basket, no basket is
+      inconsistent and the grouped window is skipped. Which columns disagree is worked out
+      later, for the rows of those baskets only (_basket_detail).
+    """
+    values = pl.struct(BASKET_LEVEL_COLUMNS).hash()
+    probe = text.select(values.alias("values"), pl.struct("BASKET_ID", "PROD_CODE").hash().alias("pair"))
+    basket, hashed = text.get_column("BASKET_ID"), probe.get_column("values")
+    same_basket = (basket == basket.shift(1)).fill_null(False)
+    runs = len(basket) - int(same_basket.sum())
+    changes = int((same_basket & (hashed != hashed.shift(1))).sum())
+    # Equal pairs hash equally, so no repeated pair hash means no repeated pair.
+    pairs_repeat = probe.get_column("pair").n_unique() < len(basket)
+    duplicate = ~pl.struct(FULL_HEADER).is_first_distinct() if pairs_repeat else pl.lit(False)
+    consistent = runs == basket.n_unique() and changes == 0
+    inconsistent = pl.lit(False) if consistent else values.n_unique().over("BASKET_ID") > 1
+    return [duplicate.alias("_duplicate"), inconsistent.alias("_inconsistent_basket")]
 
 
 def _basket_detail() -> pl.Expr:
@@ -165,7 +215,7 @@ def _basket_detail() -> pl.Expr:
 
 
 def _failure_mask(rules: list[tuple[pl.Expr, str]]) -> pl.Expr:
-    """Bit i set where rule i fails: cheap to compute for every row, decoded for bad rows only."""
+    """Bit i set where rule i fails, decoded into reason text per distinct mask."""
     assert len(rules) < 63
     return pl.sum_horizontal(cond.fill_null(True).cast(pl.Int64) * (1 << i) for i, (cond, _) in enumerate(rules))
 
@@ -179,7 +229,7 @@ _TYPED_COLUMNS = {"SHOP_WEEK": "_shop_week", "SHOP_DATE": "_date", "SHOP_WEEKDAY
                   "SHOP_HOUR": "_hour", "QUANTITY": "_quantity", "SPEND": "_spend", "BASKET_ID": "_basket"}
 
 
-def _to_raw_schema(df: pl.DataFrame, week: int) -> pl.DataFrame:
+def _to_raw_schema(df: pl.LazyFrame, week: int) -> pl.LazyFrame:
     def column(c: str) -> pl.Expr:
         if c in _TYPED_COLUMNS:
             return pl.col(_TYPED_COLUMNS[c])
@@ -197,14 +247,15 @@ def validate_week(text: pl.DataFrame, week: int, source_file: str) -> tuple[pl.D
     """Split a text frame (as from ``read_week_text``) into (kept, quarantine)."""
     expected = shop_week_of(week)
     rules = _rules(week)
-    checked = text.with_columns(_typed()).with_columns(_failure_mask(rules).alias("_mask"))
-    wrong = checked.filter(pl.col("_shop_week").is_not_null() & (pl.col("_shop_week") != expected))
-    if wrong.height:
-        weeks = sorted(wrong["_shop_week"].unique().to_list())[:5]
-        raise LGSRFileError(f"{source_file}: holds rows of SHOP_WEEK {weeks} "
-                            f"({wrong.height} rows) but its name says {expected}")
-    kept = _to_raw_schema(checked.filter(pl.col("_mask") == 0), week)
-    bad = checked.filter(pl.col("_mask") != 0)
+    checked = text.with_columns(*_typed(), *_row_flags(text)).with_columns(
+        pl.any_horizontal(cond.fill_null(True) for cond, _ in rules).alias("_bad"))
+    other_weeks = checked.get_column("_shop_week").filter(checked.get_column("_shop_week") != expected)
+    if other_weeks.len():
+        raise LGSRFileError(f"{source_file}: holds rows of SHOP_WEEK {sorted(other_weeks.unique().to_list())[:5]} "
+                            f"({other_weeks.len()} rows) but its name says {expected}")
+    kept = _to_raw_schema(checked.lazy().filter(~pl.col("_bad")), week).collect()
+    # Which rules failed is worked out for the (few) bad rows only.
+    bad = checked.filter(pl.col("_bad")).with_columns(_failure_mask(rules).alias("_mask"))
     if bad.is_empty():
         return kept, QUARANTINE_SCHEMA.to_frame()
     reason = pl.col("_mask").replace_strict(_decode_reasons(bad["_mask"], rules), return_dtype=pl.String)
@@ -221,6 +272,6 @@ def ingest_week(raw_dir: Path, week: int) -> IngestResult:
     path = find_week_file(Path(raw_dir), week)
     if path is None:
         return IngestResult(week, None, RAW_TRANSACTIONS_SCHEMA.to_frame(), QUARANTINE_SCHEMA.to_frame(), None)
-    text, variant = read_week_text(path)
+    text, variant, digest = read_week_text(path)
     kept, quarantine = validate_week(text, week, path.name)
-    return IngestResult(week, path.name, kept, quarantine, variant)
+    return IngestResult(week, path.name, kept, quarantine, variant, digest)

@@ -14,7 +14,7 @@ files (1..117) is authoritative; the folder name is the Dagster partition key.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,14 +38,12 @@ class Warehouse:
         return self.table_dir(table) / f"week={week_key_of(week)}"
 
     def write_partition(self, table: str, week: int, df: pl.DataFrame, schema: pl.Schema,
-                        manifest: dict | Callable[[], dict] | None = None) -> Path:
-        """Write the data file, then its manifest (a callable manifest is resolved in between,
-        so slow provenance work can overlap the Parquet write)."""
+                        manifest: dict | None = None) -> Path:
+        """Write the data file, then its manifest (readers trust a partition with a manifest)."""
         if df.schema != schema:
             raise ValueError(f"{table}: frame schema {df.schema} differs from the table schema {schema}")
         folder = self.partition_dir(table, week)
         path = atomic_write_parquet(df, folder / DATA_FILE)
-        manifest = manifest() if callable(manifest) else manifest
         atomic_write_text(json.dumps({"table": table, "week": week, "rows": df.height, **(manifest or {})},
                                      indent=2, sort_keys=True), folder / MANIFEST_FILE)
         return path

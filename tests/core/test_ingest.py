@@ -63,7 +63,7 @@ def test_missing_week_is_reported_not_failed(tiny_dataset):
 @pytest.fixture()
 def week_text(tiny_dataset) -> pl.DataFrame:
     from retailsim_core.ingest import read_week_text
-    text, _ = read_week_text(tiny_dataset["raw"] / "transactions_200609.csv")
+    text, _, _ = read_week_text(tiny_dataset["raw"] / "transactions_200609.csv")
     return text
 
 
@@ -198,3 +198,67 @@ def test_ragged_rows_fail_naming_the_file(tiny_dataset, tmp_path):
     path.write_text(path.read_text() + "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24\n")
     with pytest.raises(LGSRFileError, match=r"transactions_200609\.csv"):
         ingest_week(tmp_path / "raw", WEEK)
+
+
+def test_empty_file_fails_naming_the_file(tmp_path):
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "transactions_200609.csv").write_bytes(b"")
+    with pytest.raises(LGSRFileError, match=r"transactions_200609\.csv: is empty"):
+        ingest_week(tmp_path / "raw", WEEK)
+
+
+def test_header_only_file_fails_naming_the_file(tmp_path):
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "transactions_200609.csv").write_text(",".join(FULL_HEADER) + "\n")
+    with pytest.raises(LGSRFileError, match=r"transactions_200609\.csv: has a header but no rows"):
+        ingest_week(tmp_path / "raw", WEEK)
+
+
+def test_wrong_delimiter_is_a_malformed_header(tiny_dataset, tmp_path):
+    path = _copy_week(tiny_dataset, tmp_path)
+    path.write_text(path.read_text().replace(",", ";"))
+    with pytest.raises(LGSRFileError, match=r"transactions_200609\.csv: malformed LGSR header"):
+        ingest_week(tmp_path / "raw", WEEK)
+
+
+def test_invalid_utf8_row_is_quarantined_not_fatal(tiny_dataset, tmp_path):
+    path = _copy_week(tiny_dataset, tmp_path)
+    lines = path.read_bytes().split(b"\n")
+    lines[4] = lines[4].replace(b"PRD09", b"PRD\xff9", 1)
+    path.write_bytes(b"\n".join(lines))
+    result = ingest_week(tmp_path / "raw", WEEK)
+    assert result.quarantine["line_number"].to_list() == [5]
+    assert "unknown_code:PROD_CODE" in result.quarantine["reason"][0]
+    assert not result.kept["product_id"].str.contains("\ufffd", literal=True).any()
+
+
+def test_truncated_last_line_is_quarantined(tiny_dataset, tmp_path):
+    path = _copy_week(tiny_dataset, tmp_path)
+    text = path.read_text().rstrip("\n")
+    path.write_text(text[: text.rfind(",", 0, len(text) - 40)])  # cut the last row mid-way
+    result = ingest_week(tmp_path / "raw", WEEK)
+    n_lines = text.count("\n")
+    assert result.rows_read == n_lines and result.quarantine["line_number"].to_list() == [n_lines + 1]
+
+
+def test_duplicated_row_quarantines_the_copy_only(week_text):
+    dup = pl.concat([week_text, week_text[7].with_columns(pl.lit(10**6, pl.UInt32).alias("line_number"))])
+    kept, quarantine = validate_week(dup, WEEK, "f.csv")
+    assert quarantine["line_number"].to_list() == [10**6] and quarantine["reason"][0] == "duplicate_row"
+    assert kept.height == week_text.height
+
+
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_basket_check_fast_path_matches_grouped_window(week_text, corrupt):
+    """Contiguous baskets take the one-pass path; shuffled rows force the grouped window.
+    Both must quarantine exactly the same rows."""
+    text = week_text
+    if corrupt:
+        basket = _first_basket(text)
+        first = text.filter(pl.col("BASKET_ID") == basket)["line_number"][0]
+        text = text.with_columns(pl.when(pl.col("line_number") == first).then(pl.lit("STORE00999"))
+                                 .otherwise(pl.col("STORE_CODE")).alias("STORE_CODE"))
+    _, sorted_q = validate_week(text, WEEK, "f.csv")
+    _, shuffled_q = validate_week(text.sample(fraction=1.0, shuffle=True, seed=3), WEEK, "f.csv")
+    assert_frame_equal(sorted_q.sort("line_number"), shuffled_q.sort("line_number"))
+    assert (sorted_q.height > 0) == corrupt
