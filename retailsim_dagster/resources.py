@@ -9,6 +9,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from retailsim_core.graph import GraphConfig
+from retailsim_core.split import TemporalSplit, default_split
 from retailsim_core.warehouse import Warehouse
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -42,8 +44,28 @@ class WarehouseResource(dg.ConfigurableResource):
         return Warehouse(Path(self.root))
 
 
+class PipelineConfigResource(dg.ConfigurableResource):
+    """Settings shared by every stage: the one temporal split and the graph thresholds
+    (spec §2.3 values by default)."""
+
+    train_end: int = default_split().train_end
+    valid_end: int = default_split().valid_end
+    min_lift: float = GraphConfig.min_lift
+    min_count: int = GraphConfig.min_count
+    min_jaccard: float = GraphConfig.min_jaccard
+
+    @property
+    def split(self) -> TemporalSplit:
+        return TemporalSplit(self.train_end, self.valid_end)
+
+    @property
+    def graph(self) -> GraphConfig:
+        return GraphConfig(min_lift=self.min_lift, min_count=self.min_count, min_jaccard=self.min_jaccard)
+
+
 def default_resources() -> dict:
     return {
         "raw_source": RawSourceResource(raw_dir=default_raw_dir()),
         "warehouse": WarehouseResource(root=default_warehouse_dir()),
+        "pipeline_config": PipelineConfigResource(),
     }

@@ -19,6 +19,8 @@ DIVISION_PRODUCT_SHARE = (0.35, 0.45, 0.20)
 FORMAT_PROBS = (0.30, 0.30, 0.30, 0.10)              # LS, MS, SS, XLS
 FORMAT_PRICE_MULTIPLIER = (1.00, 1.02, 1.08, 0.98)   # convenience stores charge more
 FORMAT_SIZE_WEIGHT = (2.0, 1.5, 1.0, 3.0)            # how often a store is someone's home
+SUBSTITUTE_EXPLORE_WEIGHT = 0.05                     # substitute slots in exploration draws
+SUBSTITUTE_REPERTOIRE_WEIGHT = 5.0                   # ... and when repertoires are drawn
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class Catalogue:
     cl_season_phase: np.ndarray
     # slots, index s: members (S, 2) with -1 padding
     slot_members: np.ndarray
+    slot_explore_pop: np.ndarray     # weight of the slot in exploration draws
+    slot_repertoire_pop: np.ndarray  # weight of the slot when repertoires are drawn
     # stores, index t
     store_code: np.ndarray
     store_region: np.ndarray      # index into STORE_REGION_CODES
@@ -97,8 +101,10 @@ def _substitute_pairs(cfg, rng, cl, base_price):
     return a[take], b[take]
 
 
-def _complement_pairs(cfg, rng, cl, excluded):
-    eligible = rng.permutation(np.flatnonzero(~excluded))
+def _complement_pairs(cfg, rng, cl, excluded, popularity):
+    """Pairs of products from different sub-commodities; like chips and salsa, planted
+    complements are everyday items (above-median popularity)."""
+    eligible = rng.permutation(np.flatnonzero(~excluded & (popularity >= np.median(popularity))))
     a, b = eligible[0:-1:2], eligible[1::2]
     keep = np.flatnonzero(cl[a] != cl[b])[: cfg.n_complement_pairs]
     return a[keep], b[keep]
@@ -122,7 +128,7 @@ def build_catalogue(cfg: SynthConfig, rng: np.random.Generator) -> Catalogue:
     sub_a, sub_b = _substitute_pairs(cfg, rng, prod_cl, base_price)
     in_sub = np.zeros(n_p, bool)
     in_sub[sub_a] = in_sub[sub_b] = True
-    comp_a, comp_b = _complement_pairs(cfg, rng, prod_cl, in_sub)
+    comp_a, comp_b = _complement_pairs(cfg, rng, prod_cl, in_sub, popularity)
     complement = np.full(n_p, -1)
     complement[comp_a], complement[comp_b] = comp_b, comp_a
     complement_prob = np.zeros(n_p)
@@ -141,7 +147,16 @@ def build_catalogue(cfg: SynthConfig, rng: np.random.Generator) -> Catalogue:
     members[slot[sub_b], 1] = sub_b
     pop_slot = popularity[leaders].copy()
     pop_slot[slot[sub_b]] += popularity[sub_b]
-    slot_share = popularity / pop_slot[slot]
+    slot_share = np.ones(n_p)
+    # Substitutes are habitual staples whose buyers switch between the two by price: balanced
+    # shares, often in repertoires, rarely picked by one-off exploration. That is the pattern
+    # (shared customers, never in one basket) spec §2.3.4 detects.
+    share_a = rng.beta(10.0, 10.0, len(sub_a))
+    slot_share[sub_a], slot_share[sub_b] = share_a, 1.0 - share_a
+    is_pair = np.zeros(len(leaders), bool)
+    is_pair[slot[sub_b]] = True
+    explore_pop = np.where(is_pair, pop_slot * SUBSTITUTE_EXPLORE_WEIGHT, pop_slot)
+    repertoire_pop = np.where(is_pair, pop_slot * SUBSTITUTE_REPERTOIRE_WEIGHT, pop_slot)
 
     stores = _stores(cfg, rng)
     return Catalogue(
@@ -154,7 +169,7 @@ def build_catalogue(cfg: SynthConfig, rng: np.random.Generator) -> Catalogue:
         cl_season_amp=np.where(rng.random(n_cl) < cfg.seasonal_sub_commodity_share,
                                rng.uniform(0.3, 0.8, n_cl), 0.0),
         cl_season_phase=rng.uniform(0, 52, n_cl),
-        slot_members=members, **stores,
+        slot_members=members, slot_explore_pop=explore_pop, slot_repertoire_pop=repertoire_pop, **stores,
     )
 
 

@@ -79,7 +79,7 @@ def _repertoires(cfg, rng, cat: Catalogue, behaviour, focus_mix, segment):
     """
     n, (f_lo, f_hi) = len(focus_mix), cfg.favourites_range
     leaders = cat.slot_members[:, 0]
-    slot_pop = cat.popularity[leaders] / cat.slot_share[leaders]
+    slot_pop = cat.slot_repertoire_pop
     fdw = np.asarray(behaviour.focus_division_weight)[:, cat.division[leaders]]       # (Fo, S)
     tier = cat.rel_price[leaders][None, :] ** np.asarray(behaviour.tier_preference + (0.0,))[:, None]  # (4, S)
     g = (slot_pop * fdw)[:, None, :] * tier[None, :, :]                               # (Fo, 4, S)

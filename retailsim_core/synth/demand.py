@@ -45,8 +45,7 @@ def _slot_static(world, week: int):
     leaders = cat.slot_members[:, 0]
     slot_cl = cat.cl[leaders]
     season = season_factor(cat, week_of_year(week))[slot_cl]                    # (S,)
-    slot_pop = cat.popularity[leaders] / cat.slot_share[leaders]
-    return leaders, cat.division[leaders], season, slot_pop
+    return leaders, cat.division[leaders], season, cat.slot_explore_pop
 
 
 def explore_distribution(world, week: int, factor: np.ndarray) -> np.ndarray:

@@ -74,8 +74,9 @@ def save_ground_truth(world: World, folder: Path) -> None:
     )
     atomic_write_parquet(products, folder / "products.parquet")
     atomic_write_parquet(_frame(cat, _CAT_CL_COLS), folder / "sub_commodities.parquet")
-    atomic_write_parquet(pl.DataFrame({"member_0": cat.slot_members[:, 0], "member_1": cat.slot_members[:, 1]}),
-                         folder / "slots.parquet")
+    atomic_write_parquet(pl.DataFrame({"member_0": cat.slot_members[:, 0], "member_1": cat.slot_members[:, 1],
+                                       "explore_pop": cat.slot_explore_pop,
+                                       "repertoire_pop": cat.slot_repertoire_pop}), folder / "slots.parquet")
     stores = pl.DataFrame({
         "store_id": cat.store_code, "store_region": np.asarray(STORE_REGION_CODES)[cat.store_region],
         "store_format": np.asarray(STORE_FORMAT_CODES)[cat.store_format],
@@ -133,6 +134,7 @@ def load_world(folder: Path) -> World:
         **{c: prod[c].to_numpy() for c in _CAT_PRODUCT_COLS},
         **{c: cls[c].to_numpy() for c in _CAT_CL_COLS},
         slot_members=np.stack([slots["member_0"].to_numpy(), slots["member_1"].to_numpy()], axis=1),
+        slot_explore_pop=slots["explore_pop"].to_numpy(), slot_repertoire_pop=slots["repertoire_pop"].to_numpy(),
         store_code=stores["store_id"].to_numpy(), store_region=stores["region_idx"].to_numpy(),
         store_format=stores["format_idx"].to_numpy(), store_open_week=stores["open_week"].to_numpy(),
     )

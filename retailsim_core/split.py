@@ -1,0 +1,39 @@
+"""The one temporal split every stage uses: train <= 80 < validation <= 95 < test (weeks 1..117)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from retailsim_core.calendar import N_WEEKS
+
+
+@dataclass(frozen=True)
+class TemporalSplit:
+    train_end: int = 80    # last training week
+    valid_end: int = 95    # last validation week; test is valid_end+1 .. 117
+
+    def __post_init__(self):
+        if not 1 <= self.train_end < self.valid_end < N_WEEKS:
+            raise ValueError(f"need 1 <= train_end < valid_end < {N_WEEKS}, got {self}")
+
+    def split_of(self, week: int) -> str:
+        return "train" if week <= self.train_end else ("validation" if week <= self.valid_end else "test")
+
+    @property
+    def train_weeks(self) -> range:
+        return range(1, self.train_end + 1)
+
+    @property
+    def validation_weeks(self) -> range:
+        return range(self.train_end + 1, self.valid_end + 1)
+
+    @property
+    def test_weeks(self) -> range:
+        return range(self.valid_end + 1, N_WEEKS + 1)
+
+
+def default_split() -> TemporalSplit:
+    """The project's split; ``RETAILSIM_TRAIN_END`` / ``RETAILSIM_VALID_END`` override it."""
+    return TemporalSplit(int(os.environ.get("RETAILSIM_TRAIN_END", 80)),
+                         int(os.environ.get("RETAILSIM_VALID_END", 95)))

@@ -1,0 +1,26 @@
+"""The default synthetic world run through the pipeline once per test session (~30 s)."""
+
+import pytest
+
+from retailsim_core.pipeline.customers import snapshot_weeks
+from retailsim_core.pipeline.graph import build_product_graph, write_graph
+from retailsim_core.pipeline.ingest import ingest_weeks
+from retailsim_core.pipeline.prices import derive_price_weeks
+from retailsim_core.split import TemporalSplit
+from retailsim_core.synth import preset
+from retailsim_core.synth.writer import generate
+from retailsim_core.warehouse import Warehouse
+
+
+@pytest.fixture(scope="session")
+def default_pipeline(tmp_path_factory):
+    root = tmp_path_factory.mktemp("default")
+    generate(preset("default"), root / "raw", root / "truth")
+    wh = Warehouse(root / "warehouse")
+    weeks = range(1, 118)
+    ingest_weeks(root / "raw", wh, weeks)
+    derive_price_weeks(wh, weeks)
+    graph = build_product_graph(wh, TemporalSplit())
+    write_graph(wh, graph)
+    snapshot_weeks(wh, weeks)
+    return {"root": root, "truth": root / "truth", "warehouse": wh, "graph": graph}

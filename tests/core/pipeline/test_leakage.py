@@ -1,0 +1,72 @@
+"""No future leakage: week-W outputs do not change when later data changes."""
+
+import polars as pl
+import pytest
+
+from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE, snapshot_weeks
+from retailsim_core.pipeline.ingest import RAW_TABLE, ingest_weeks
+from retailsim_core.pipeline.prices import PRICES_TABLE, derive_price_weeks
+from retailsim_core.warehouse import Warehouse
+
+W = 8
+WEEKS = range(1, 15)
+
+
+def _perturb_from(wh: Warehouse, first_week: int) -> None:
+    """Change every later week: double some prices, delete a third of the rows, add a store."""
+    for week in range(first_week, WEEKS[-1] + 1):
+        df = wh.scan(RAW_TABLE, [week]).collect()
+        df = df.filter(pl.int_range(pl.len()) % 3 != 0).with_columns(
+            spend=pl.col("spend") * 2, store_id=pl.when(pl.int_range(pl.len()) % 5 == 0).then(pl.lit("STORE09999"))
+            .otherwise(pl.col("store_id")))
+        wh.write_partition(RAW_TABLE, week, df, RAW_TRANSACTIONS_SCHEMA, {"status": "ok"})
+
+
+def _bytes(wh, table, week):
+    return (wh.partition_dir(table, week) / "part-0.parquet").read_bytes()
+
+
+@pytest.fixture()
+def warehouse(tiny_dataset, tmp_path):
+    wh = Warehouse(tmp_path / "wh")
+    ingest_weeks(tiny_dataset["raw"], wh, WEEKS)
+    return wh
+
+
+def test_prices_of_week_w_ignore_weeks_after_w(warehouse):
+    derive_price_weeks(warehouse, WEEKS)
+    before = {w: _bytes(warehouse, PRICES_TABLE, w) for w in WEEKS}
+    _perturb_from(warehouse, W + 1)
+    derive_price_weeks(warehouse, WEEKS)
+    assert all(_bytes(warehouse, PRICES_TABLE, w) == before[w] for w in range(1, W + 1))
+    assert _bytes(warehouse, PRICES_TABLE, W + 1) != before[W + 1]   # the perturbation does matter
+
+
+def test_snapshots_of_week_w_ignore_weeks_from_w(warehouse):
+    snapshot_weeks(warehouse, WEEKS)
+    tables = (AFFINITY_TABLE, MISSIONS_TABLE)
+    before = {(t, w): _bytes(warehouse, t, w) for t in tables for w in WEEKS}
+    _perturb_from(warehouse, W)
+    snapshot_weeks(warehouse, WEEKS)
+    assert all(_bytes(warehouse, t, w) == before[(t, w)] for t in tables for w in range(1, W + 1))
+    assert _bytes(warehouse, AFFINITY_TABLE, W + 1) != before[(AFFINITY_TABLE, W + 1)]
+
+
+def test_resumed_runs_equal_one_pass(warehouse, tmp_path):
+    """A run that starts mid-way (state from the warehouse, or rebuilt from raw) writes the same
+    bytes as one pass over all weeks."""
+    derive_price_weeks(warehouse, WEEKS)
+    snapshot_weeks(warehouse, WEEKS)
+    one_pass = {(t, w): _bytes(warehouse, t, w) for t in (PRICES_TABLE, AFFINITY_TABLE, MISSIONS_TABLE) for w in WEEKS}
+    derive_price_weeks(warehouse, range(9, 15))            # state from partitions 1..8
+    snapshot_weeks(warehouse, range(9, 15))
+    for w in range(9, 15):
+        for t in (PRICES_TABLE, AFFINITY_TABLE, MISSIONS_TABLE):
+            assert _bytes(warehouse, t, w) == one_pass[(t, w)], (t, w)
+    fresh = Warehouse(tmp_path / "fresh")                   # no price partitions: rebuilt from raw
+    for w in WEEKS:
+        raw = warehouse.scan(RAW_TABLE, [w]).collect()
+        fresh.write_partition(RAW_TABLE, w, raw, RAW_TRANSACTIONS_SCHEMA, {"status": "ok"})
+    derive_price_weeks(fresh, range(9, 15))
+    assert all(_bytes(fresh, PRICES_TABLE, w) == one_pass[(PRICES_TABLE, w)] for w in range(9, 15))
