@@ -20,8 +20,10 @@ import polars as pl
 SWITCH_LOOKBACK = 4  # spec: a novel store is one not visited in the prior 4 weeks
 MISSION_TYPES = ("Top Up", "Small Shop", "Full Shop")
 MISSION_FOCI = ("Fresh", "Grocery", "Mixed", "Nonfood")
-SENSITIVITY_SCORE = {"LA": 1.0, "MM": 0.5, "UM": 0.0}
-SIZE_SCORE = {"S": 1 / 3, "M": 2 / 3, "L": 1.0}
+# Running sums hold exact small integers (order-independent, so any run gives the same bytes);
+# snapshots scale them: price sensitivity LA = 1, MM = 0.5, UM = 0; size S = 1/3, M = 2/3, L = 1.
+SENSITIVITY_UNITS, SENSITIVITY_SCALE = {"LA": 2, "MM": 1, "UM": 0}, 0.5
+SIZE_UNITS, SIZE_SCALE = {"S": 1, "M": 2, "L": 3}, 1 / 3
 
 VISITS_SCHEMA = pl.Schema({
     "customer_id": pl.String, "basket_id": pl.Int64, "week": pl.Int16, "store_id": pl.String,
@@ -42,7 +44,7 @@ def visits(raw: pl.LazyFrame) -> pl.LazyFrame:
     """One row per carded basket (uncarded shoppers have no customer features)."""
     return (raw.filter(pl.col("customer_id").is_not_null())
             .group_by("basket_id").agg(pl.col(c).first() for c in VISITS_SCHEMA.names() if c != "basket_id")
-            .select(VISITS_SCHEMA.names()).cast(dict(VISITS_SCHEMA)))
+            .select(VISITS_SCHEMA.names()).cast(dict(VISITS_SCHEMA)).sort("basket_id"))
 
 
 @dataclass
@@ -79,8 +81,8 @@ def advance(state: CustomerState, week_visits: pl.DataFrame, week: int) -> Custo
              .join(state.customers.select("customer_id"), on="customer_id", how="semi")
              .select("customer_id").unique().with_columns(switch=pl.lit(1.0)))
     score = lambda col, mapping: pl.col(col).replace_strict(mapping, default=None, return_dtype=pl.Float64)  # noqa: E731
-    per_customer = v.with_columns(sens=score("basket_price_sensitivity", SENSITIVITY_SCORE),
-                                  size=score("basket_size", SIZE_SCORE)).group_by("customer_id").agg(
+    per_customer = v.with_columns(sens=score("basket_price_sensitivity", SENSITIVITY_UNITS),
+                                  size=score("basket_size", SIZE_UNITS)).group_by("customer_id").agg(
         *[(pl.col("basket_type") == t).sum().cast(pl.Float64).alias(f"type_{t}") for t in MISSION_TYPES],
         *[(pl.col("basket_dominant_mission") == f).sum().cast(pl.Float64).alias(f"focus_{f}") for f in MISSION_FOCI],
         pl.col("sens").count().cast(pl.Float64).alias("sens_n"), pl.col("sens").sum().alias("sens_sum"),
@@ -158,9 +160,9 @@ def _dominant(cols: list[str], names: tuple[str, ...]) -> pl.Expr:
 
 def mission_snapshot(state: CustomerState, week: int) -> pl.DataFrame:
     """Spec §2.5: mission patterns of each customer as of week W (from weeks < W)."""
-    mean = lambda s, n: pl.when(pl.col(n) > 0).then(pl.col(s) / pl.col(n))  # noqa: E731
-    var = lambda s, ss, n: pl.when(pl.col(n) > 0).then(  # noqa: E731
-        (pl.col(ss) / pl.col(n) - (pl.col(s) / pl.col(n)) ** 2).clip(0.0, None))
+    mean = lambda s, n, k: pl.when(pl.col(n) > 0).then(k * pl.col(s) / pl.col(n))  # noqa: E731
+    var = lambda s, ss, n, k: pl.when(pl.col(n) > 0).then(  # noqa: E731
+        k * k * ((pl.col(ss) * pl.col(n) - pl.col(s) ** 2) / pl.col(n) ** 2).clip(0.0, None))
     h_type, h_focus = _entropy(_TYPE_COLS), _entropy(_FOCUS_COLS)
     consistency = 1.0 - (h_type / math.log2(len(MISSION_TYPES)) + h_focus / math.log2(len(MISSION_FOCI))) / 2
     return state.customers.select(
@@ -171,10 +173,10 @@ def mission_snapshot(state: CustomerState, week: int) -> pl.DataFrame:
         _distribution(_FOCUS_COLS, MISSION_FOCI).alias("mission_focus_dist"),
         _dominant(_FOCUS_COLS, MISSION_FOCI).alias("dominant_focus"),
         h_focus.alias("focus_entropy"),
-        mean("sens_sum", "sens_n").alias("mean_price_sensitivity"),
-        var("sens_sum", "sens_sumsq", "sens_n").sqrt().alias("sensitivity_volatility"),
-        mean("size_sum", "size_n").alias("mean_basket_size"),
-        var("size_sum", "size_sumsq", "size_n").alias("basket_size_variance"),
+        mean("sens_sum", "sens_n", SENSITIVITY_SCALE).alias("mean_price_sensitivity"),
+        var("sens_sum", "sens_sumsq", "sens_n", SENSITIVITY_SCALE).sqrt().alias("sensitivity_volatility"),
+        mean("size_sum", "size_n", SIZE_SCALE).alias("mean_basket_size"),
+        var("size_sum", "size_sumsq", "size_n", SIZE_SCALE).alias("basket_size_variance"),
         consistency.alias("mission_consistency"),
         pl.col("visits").cast(pl.Int32).alias("n_trips"),
     ).sort("customer_id")

@@ -98,7 +98,6 @@ def substitution_edges(products: pl.DataFrame, customers: sp.csc_matrix, counts:
                        support: np.ndarray, n_baskets: int, cfg: GraphConfig) -> pl.DataFrame:
     """``products``: idx-ordered frame with product_id, prod_code_10 and mean_price."""
     cust_support = np.asarray(customers.sum(axis=0)).ravel()
-    lift_lookup = counts.tocsr()
     frames = []
     for _, block in products.with_row_index("idx").group_by("prod_code_10", maintain_order=True):
         idx = block["idx"].to_numpy()
@@ -112,9 +111,13 @@ def substitution_edges(products: pl.DataFrame, customers: sp.csc_matrix, counts:
         frames.append(pl.DataFrame({"i": idx[a], "j": idx[b], "jaccard": np.where(union > 0, shared / np.maximum(union, 1), 0.0)}))
     if not frames:
         return EDGES_SCHEMA.to_frame()
-    cand = pl.concat(frames).filter(pl.col("jaccard") > cfg.min_jaccard)
+    pair_counts = pl.DataFrame({"i": counts.row, "j": counts.col, "together": counts.data.astype(np.int64)},
+                               schema={"i": pl.Int64, "j": pl.Int64, "together": pl.Int64})
+    cand = (pl.concat(frames).filter(pl.col("jaccard") > cfg.min_jaccard)
+            .with_columns(pl.col("i").cast(pl.Int64), pl.col("j").cast(pl.Int64))
+            .join(pair_counts, on=["i", "j"], how="left").with_columns(pl.col("together").fill_null(0)))
     i, j = cand["i"].to_numpy(), cand["j"].to_numpy()
-    together = np.asarray(lift_lookup[np.minimum(i, j), np.maximum(i, j)]).ravel()
+    together = cand["together"].to_numpy()
     lift, _, _ = lift_and_chi2(together, support[i], support[j], n_baskets)
     price = products["mean_price"].to_numpy()
     gap = np.abs(price[i] - price[j]) / ((price[i] + price[j]) / 2)

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
+
+BASE_WINDOW = 4  # spec §2.2.2 step 2: base price = max over weeks w-3..w
 IMPUTATION_METHODS = ("observed", "product_store_mean", "product_region_week_mean", "product_chain_mean")
 VALIDATION_FLAGS = ("price_nonpositive", "price_over_max", "depth_over_max", "base_price_decrease",
                     "low_coverage", "high_volatility")
@@ -29,7 +32,6 @@ VALIDATION_FLAGS_DTYPE = pl.Struct({name: pl.Boolean for name in VALIDATION_FLAG
 
 @dataclass(frozen=True)
 class PriceConfig:
-    base_window: int = 4            # spec: base = max over w-3..w
     reference_window: int = 26      # promo reference lookback (weeks, W included); see decisions.md
     min_own_observations: int = 3   # own observations needed before trusting the cell alone
     store_mean_window: int = 13     # waterfall level 2: the cell's mean over its recent weeks
@@ -41,7 +43,7 @@ class PriceConfig:
 
     @property
     def history_weeks(self) -> int:
-        return max(self.reference_window, self.store_mean_window, self.base_window)
+        return max(self.reference_window, self.store_mean_window, BASE_WINDOW)
 
 
 OBSERVED_SCHEMA = pl.Schema({
@@ -50,6 +52,8 @@ OBSERVED_SCHEMA = pl.Schema({
     "week": pl.Int16, "observed_price": pl.Float64, "n_lines": pl.UInt32, "units": pl.Int64,
 })
 STORE_SPAN = 100_000  # STORE_CODE has 5 digits
+_REGION_INDEX = {code: i for i, code in enumerate(STORE_REGION_CODES)}
+_FORMAT_INDEX = {code: i for i, code in enumerate(STORE_FORMAT_CODES)}
 
 
 def cell_keys() -> list[pl.Expr]:
@@ -58,6 +62,13 @@ def cell_keys() -> list[pl.Expr]:
     product_num = pl.col("product_id").str.slice(3).cast(pl.Int32)
     store_num = pl.col("store_id").str.slice(5).cast(pl.Int64)
     return [(product_num.cast(pl.Int64) * STORE_SPAN + store_num).alias("cell"), product_num.alias("product_num")]
+
+
+def zone_key() -> pl.Expr:
+    """Exact integer key of (product, region, format): a pricing zone of one product."""
+    region = pl.col("store_region").replace_strict(_REGION_INDEX, return_dtype=pl.Int64)
+    fmt = pl.col("store_format").replace_strict(_FORMAT_INDEX, return_dtype=pl.Int64)
+    return (pl.col("product_num").cast(pl.Int64) * 64 + region * 4 + fmt).alias("zone")
 
 
 def observed_prices(raw: pl.LazyFrame) -> pl.LazyFrame:
@@ -73,25 +84,25 @@ def observed_prices(raw: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def reference_prices(history: pl.LazyFrame, week: int, cfg: PriceConfig) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Per cell observed in the lookback: own max and count, and the zone (region x format) max."""
+def cell_history_stats(history: pl.LazyFrame, week: int, cfg: PriceConfig) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """One pass over the observed-price history: per cell the reference max and count over the
+    reference lookback and the level-2 mean over the last ``store_mean_window`` weeks; per
+    pricing zone (product x region x format) the reference max."""
     recent = history.filter(pl.col("week") > week - cfg.reference_window)
+    in_l2 = pl.col("week") > week - cfg.store_mean_window
     own = recent.group_by("cell").agg(
-        pl.col("observed_price").max().alias("own_max"), pl.len().alias("own_n"))
-    zone = recent.group_by("product_num", "store_region", "store_format").agg(
-        pl.col("observed_price").max().alias("zone_max"))
+        pl.col("observed_price").max().alias("own_max"), pl.len().alias("own_n"),
+        pl.col("observed_price").filter(in_l2).mean().alias("l2"))
+    zone = recent.with_columns(zone_key()).group_by("zone").agg(pl.col("observed_price").max().alias("zone_max"))
     return own, zone
 
 
-def waterfall(cells: pl.LazyFrame, observed: pl.LazyFrame, history: pl.LazyFrame,
-              cumulative: pl.LazyFrame, week: int, cfg: PriceConfig) -> pl.LazyFrame:
+def waterfall(cells: pl.LazyFrame, observed: pl.LazyFrame, own: pl.LazyFrame) -> pl.LazyFrame:
     """Step 4: the cell's price this week — observed, else the first available of
-    (product, store) recent mean -> (product, region, week) mean -> (product) chain mean to date.
-    Every average uses weeks <= W only."""
-    store_mean = (history.filter(pl.col("week") > week - cfg.store_mean_window)
-                  .group_by("cell").agg(pl.col("observed_price").mean().alias("l2")))
+    (product, store) recent mean (``own.l2``) -> (product, region, week) mean -> (product) chain
+    mean to date (from the cells' cumulative sums). Every average uses weeks <= W only."""
     region_mean = observed.group_by("product_num", "store_region").agg(pl.col("observed_price").mean().alias("l3"))
-    chain_mean = cumulative.group_by("product_num").agg(
+    chain_mean = cells.group_by("product_num").agg(
         (pl.col("price_sum_to_date").sum() / pl.col("n_obs_to_date").sum()).alias("l4"))
     levels = [pl.col("observed_price"), pl.col("l2"), pl.col("l3"), pl.col("l4")]
     method = pl.when(levels[0].is_not_null()).then(pl.lit(IMPUTATION_METHODS[0]))
@@ -99,7 +110,7 @@ def waterfall(cells: pl.LazyFrame, observed: pl.LazyFrame, history: pl.LazyFrame
         method = method.when(level.is_not_null()).then(pl.lit(name))
     return (
         cells.join(observed.select("cell", "observed_price", "n_lines", "units"), on="cell", how="left")
-        .join(store_mean, on="cell", how="left")
+        .join(own, on="cell", how="left")
         .join(region_mean, on=["product_num", "store_region"], how="left")
         .join(chain_mean, on="product_num", how="left")
         .with_columns(pl.coalesce(levels).alias("actual_price"), method.alias("imputation_method"))

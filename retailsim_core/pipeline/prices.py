@@ -19,18 +19,23 @@ from retailsim_core.calendar import shop_week_of
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.prices import (
-    OBSERVED_SCHEMA, VALIDATION_FLAGS, VALIDATION_FLAGS_DTYPE, PriceConfig, cell_keys, observed_prices, promotions,
-    reference_prices, validation, waterfall,
+    BASE_WINDOW, OBSERVED_SCHEMA, VALIDATION_FLAGS, VALIDATION_FLAGS_DTYPE, PriceConfig, cell_keys, observed_prices, promotions,
+    zone_key,
+    cell_history_stats, validation, waterfall,
 )
 from retailsim_core.warehouse import Warehouse
 
 PRICES_TABLE = "derived_prices"
 CELL = ["cell", "product_num", "product_id", "store_id"]  # cell is the key; the rest ride along
 
+PREV_PRICES = [f"prev_price_{k}" for k in range(1, BASE_WINDOW)]
 CUMULATIVE_SCHEMA = pl.Schema({
     "cell": pl.Int64, "product_num": pl.Int32, "product_id": pl.String, "store_id": pl.String, "store_region": pl.String, "store_format": pl.String,
     "first_week": pl.Int16, "n_obs_to_date": pl.Int32, "price_sum_to_date": pl.Float64,
     "price_sumsq_to_date": pl.Float64,
+    # The cell's price in each of the previous weeks (spec base price = max over w-3..w) and its
+    # last base price, carried row-aligned so the base price is a row-wise max, not a group-by.
+    **{c: pl.Float64 for c in PREV_PRICES}, "prev_base_price": pl.Float64,
 })
 DERIVED_PRICES_SCHEMA = pl.Schema({
     "product_id": pl.String, "store_id": pl.String, "store_region": pl.String, "store_format": pl.String,
@@ -44,8 +49,6 @@ DERIVED_PRICES_SCHEMA = pl.Schema({
     "missing_share": pl.Float64, "price_cv": pl.Float64, "prev_base_price": pl.Float64,
 })
 _PRODUCTS = pl.Schema({"product_num": pl.Int32, "product_first_week": pl.Int16, "product_obs_weeks": pl.Int32})
-_RECENT = pl.Schema({"cell": pl.Int64, "week": pl.Int16, "actual_price": pl.Float64})
-_PREV_BASE = pl.Schema({"cell": pl.Int64, "prev_base_price": pl.Float64})
 
 
 @dataclass
@@ -54,14 +57,11 @@ class PriceState:
 
     cumulative: pl.DataFrame   # CUMULATIVE_SCHEMA, one row per cell of the assortment to date
     history: pl.DataFrame      # OBSERVED_SCHEMA rows of the last `history_weeks` weeks
-    recent: pl.DataFrame       # _RECENT: the cells' prices of the last base_window - 1 weeks
-    prev_base: pl.DataFrame    # (cell, prev_base_price) of week W
     products: pl.DataFrame     # _PRODUCTS: chain-wide weeks observed per product
 
     @classmethod
     def empty(cls) -> PriceState:
-        return cls(CUMULATIVE_SCHEMA.to_frame(), OBSERVED_SCHEMA.to_frame(), _RECENT.to_frame(),
-                   _PREV_BASE.to_frame(), _PRODUCTS.to_frame())
+        return cls(CUMULATIVE_SCHEMA.to_frame(), OBSERVED_SCHEMA.to_frame(), _PRODUCTS.to_frame())
 
 
 def _accumulate(cumulative: pl.DataFrame, observed: pl.DataFrame, week: int) -> pl.DataFrame:
@@ -74,7 +74,8 @@ def _accumulate(cumulative: pl.DataFrame, observed: pl.DataFrame, week: int) -> 
                 pl.coalesce("first_week", pl.lit(week)).cast(pl.Int16).alias("first_week"),
                 (pl.col("n_obs_to_date").fill_null(0) + seen.cast(pl.Int32)).alias("n_obs_to_date"),
                 (pl.col("price_sum_to_date").fill_null(0.0) + p.fill_null(0.0)).alias("price_sum_to_date"),
-                (pl.col("price_sumsq_to_date").fill_null(0.0) + (p * p).fill_null(0.0)).alias("price_sumsq_to_date"))
+                (pl.col("price_sumsq_to_date").fill_null(0.0) + (p * p).fill_null(0.0)).alias("price_sumsq_to_date"),
+                *PREV_PRICES, "prev_base_price")
         .sort("cell")  # a stable cell order makes every partition byte-identical on re-runs
     )
 
@@ -88,16 +89,12 @@ def derive_week(state: PriceState, observed: pl.DataFrame, week: int,
     products = (pl.concat([state.products, seen]).group_by("product_num")
                 .agg(pl.col("product_first_week").min(), pl.col("product_obs_weeks").sum()).sort("product_num"))
     history = pl.concat([state.history.filter(pl.col("week") > week - cfg.history_weeks), observed])
-    own, zone = reference_prices(history.lazy(), week, cfg)
-    priced = waterfall(cumulative.lazy(), observed.lazy(), history.lazy(), cumulative.lazy(), week, cfg)
-    current = priced.select("cell", pl.lit(week, pl.Int16).alias("week"), "actual_price")
-    base = (pl.concat([state.recent.lazy(), current]).group_by("cell")
-            .agg(pl.col("actual_price").max().alias("base_price")))
+    own, zone = cell_history_stats(history.lazy(), week, cfg)
+    priced = waterfall(cumulative.lazy(), observed.lazy(), own)
     table = (
-        priced.join(base, on="cell", how="left")
-        .join(state.prev_base.lazy(), on="cell", how="left")
-        .join(own, on="cell", how="left")
-        .join(zone, on=["product_num", "store_region", "store_format"], how="left")
+        priced.with_columns(base_price=pl.max_horizontal("actual_price", *PREV_PRICES))
+        .with_columns(zone_key())
+        .join(zone, on="zone", how="left")
         .join(products.lazy(), on="product_num", how="left")
         .pipe(promotions, cfg)
         .pipe(validation, week, cfg)
@@ -105,12 +102,11 @@ def derive_week(state: PriceState, observed: pl.DataFrame, week: int,
         .sort("cell")
         .collect()
     )
-    keep_recent = pl.col("week") > week + 1 - cfg.base_window
+    shifted = {"prev_price_1": pl.col("actual_price"), "prev_base_price": pl.col("base_price"),
+               **{PREV_PRICES[k]: pl.col(PREV_PRICES[k - 1]) for k in range(1, len(PREV_PRICES))}}
     new_state = PriceState(
-        cumulative=cumulative,
+        cumulative=table.with_columns(**shifted).select(CUMULATIVE_SCHEMA.names()),
         history=history,
-        recent=pl.concat([state.recent, table.select(_RECENT.names())]).filter(keep_recent),
-        prev_base=table.select("cell", pl.col("base_price").alias("prev_base_price")),
         products=products,
     )
     return table.select(DERIVED_PRICES_SCHEMA.names()).cast(dict(DERIVED_PRICES_SCHEMA)), new_state
@@ -135,12 +131,13 @@ def state_from_warehouse(warehouse: Warehouse, week: int, cfg: PriceConfig) -> P
     last = past.filter(pl.col("week") == week - 1).collect()
     history = (past.filter(pl.col("imputation_method") == "observed")
                .select(OBSERVED_SCHEMA.names()).cast(dict(OBSERVED_SCHEMA)).collect())
-    recent = (past.filter(pl.col("week") >= week + 1 - cfg.base_window)
-              .select(_RECENT.names()).collect())
+    cumulative = last.with_columns(prev_price_1=pl.col("actual_price"), prev_base_price=pl.col("base_price"))
+    for k in range(2, BASE_WINDOW):  # the prices of weeks W-2, W-3 of the cells that existed then
+        earlier = past.filter(pl.col("week") == week - k).select("cell", pl.col("actual_price").alias(f"prev_price_{k}"))
+        cumulative = cumulative.join(earlier.collect(), on="cell", how="left")
     return PriceState(
-        cumulative=last.select(CUMULATIVE_SCHEMA.names()).cast(dict(CUMULATIVE_SCHEMA)),
-        history=history.sort("week", "cell"), recent=recent,
-        prev_base=last.select("cell", pl.col("base_price").alias("prev_base_price")),
+        cumulative=cumulative.select(CUMULATIVE_SCHEMA.names()).cast(dict(CUMULATIVE_SCHEMA)).sort("cell"),
+        history=history.sort("week", "cell"),
         products=last.select(_PRODUCTS.names()).unique("product_num").sort("product_num"),
     )
 

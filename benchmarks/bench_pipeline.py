@@ -1,0 +1,67 @@
+"""Benchmark: the data-pipeline assets on an ingested warehouse (default: the large preset).
+
+Each stage runs in its own process so its peak memory is its own. Run
+`python benchmarks/bench_ingest.py --preset large` first (it leaves data/bench/large/warehouse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+
+STAGES = ("derived_prices", "product_graph", "customer_snapshots")
+
+
+def run_stage(stage: str, root: Path) -> dict:
+    from retailsim_core.pipeline.customers import snapshot_weeks
+    from retailsim_core.pipeline.graph import build_product_graph, write_graph
+    from retailsim_core.pipeline.prices import derive_price_weeks
+    from retailsim_core.split import TemporalSplit
+    from retailsim_core.warehouse import Warehouse
+
+    wh = Warehouse(root)
+    weeks = range(1, 118)
+    rows_in = wh.scan("raw_transactions").select(pl.len()).collect().item()
+    start = time.perf_counter()
+    if stage == "derived_prices":
+        summary = derive_price_weeks(wh, weeks)
+        rows_out = int(summary["cells"].sum())
+    elif stage == "product_graph":
+        graph = build_product_graph(wh, TemporalSplit())
+        write_graph(wh, graph)
+        rows_in = wh.scan("raw_transactions", TemporalSplit().train_weeks).select(pl.len()).collect().item()
+        rows_out = graph.edges.height
+    else:
+        summary = snapshot_weeks(wh, weeks)
+        rows_out = int(summary["customers"].sum()) * 2
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+    return {"stage": stage, "rows_in": rows_in, "rows_out": rows_out, "seconds": round(seconds, 1),
+            "rows_in_per_s": round(rows_in / seconds), "peak_rss_mib": round(peak)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--warehouse", type=Path, default=Path("data/bench/large/warehouse"))
+    ap.add_argument("--stage", choices=STAGES)
+    args = ap.parse_args()
+    if args.stage:
+        print(json.dumps(run_stage(args.stage, args.warehouse)))
+        return
+    for stage in STAGES:
+        out = subprocess.run([sys.executable, __file__, "--stage", stage, "--warehouse", str(args.warehouse)],
+                             capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"{r['stage']:20s} {r['rows_in']:>12,} rows in  {r['rows_out']:>13,} rows out  "
+              f"{r['seconds']:>7.1f} s  {r['rows_in_per_s']:>10,} rows/s  peak {r['peak_rss_mib']:,} MiB", flush=True)
+
+
+if __name__ == "__main__":
+    main()
