@@ -46,7 +46,8 @@ ui: install $(DAGSTER_HOME)/dagster.yaml
 	$(VENV)/bin/dagster dev -m retailsim_dagster.definitions --host 127.0.0.1 --port 3000
 
 bench: install
-	$(PY) benchmarks/bench_ingest.py
+	$(PY) benchmarks/bench_ingest.py --preset large
+	$(PY) benchmarks/bench_pipeline.py --warehouse data/bench/large/warehouse
 
 clean-data:
 	rm -rf data/raw data/ground_truth data/warehouse

@@ -65,7 +65,7 @@ def _add(a: pl.DataFrame, b: pl.DataFrame, keys: list[str], summed: list[str], f
     return (pl.concat([a, b], how="vertical_relaxed").group_by(keys)
             .agg(*[pl.col(c).sum() for c in summed], *[pl.col(c).first() for c in firsts],
                  *[pl.col(c).min() for c in mins], *[pl.col(c).max() for c in maxs])
-            .select(a.columns).sort(keys))
+            .select(a.columns))  # unsorted: every count is an exact integer, so order cannot matter
 
 
 def advance(state: CustomerState, week_visits: pl.DataFrame, week: int) -> CustomerState:
@@ -116,17 +116,16 @@ AFFINITY_SCHEMA = pl.Schema({
 
 def affinity_snapshot(state: CustomerState, week: int) -> pl.DataFrame:
     """Spec §2.4: store affinity of each customer as of week W (from weeks < W)."""
-    ranked = state.pairs.with_columns(
-        share=pl.col("visits") / pl.col("visits").sum().over("customer_id"),
-        rank=pl.struct(pl.col("visits").neg(), "store_id").rank("ordinal").over("customer_id"))
-    features = ranked.group_by("customer_id").agg(
-        pl.col("store_id").filter(pl.col("rank") == 1).first().alias("primary_store"),
-        (pl.col("share") ** 2).sum().alias("loyalty_score"),
+    visits_ = pl.col("visits")
+    features = state.pairs.group_by("customer_id").agg(
+        pl.col("store_id").sort_by(["visits", "store_id"], descending=[True, False]).first().alias("primary_store"),
+        # HHI = sum of squared visit shares = sum(v^2) / (sum v)^2: integer sums, exact in any order.
+        ((visits_ * visits_).sum() / visits_.sum() ** 2).alias("loyalty_score"),
         pl.col("store_region").n_unique().cast(pl.Int16).alias("region_diversity"),
         pl.len().cast(pl.Int32).alias("total_stores_visited"),
-        pl.col("share").filter(pl.col("rank") <= 3).sum().alias("visit_concentration"),
+        (visits_.sort(descending=True).head(3).sum() / visits_.sum()).alias("visit_concentration"),
         pl.col("store_region").str.slice(0, 1).n_unique().cast(pl.Int8).alias("spatial_range"),
-        pl.col("visits").sum().cast(pl.Int32).alias("n_visits"),
+        visits_.sum().cast(pl.Int32).alias("n_visits"),
     )
     c = state.customers.select("customer_id", "visit_weeks", "switch_weeks", "first_week", "last_week")
     return (features.join(c, on="customer_id", how="left")

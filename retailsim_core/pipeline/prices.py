@@ -1,8 +1,8 @@
 """``derived_prices``: weekly price tables built week by week from a small carried state.
 
 Week W needs, besides its own raw rows, only what earlier weeks left behind: the cumulative
-statistics of each cell (its partition W-1) and the observed prices of the last 13 weeks (its
-partitions W-13..W-1). A run over weeks A..B loads that state from the warehouse once and
+statistics and last three prices of each cell (partitions W-1..W-3) and the observed prices of
+the reference lookback (partitions W-26..W-1). A run over weeks A..B loads that state from the warehouse once and
 carries it forward in memory, so a backfill is one pass over the data and a weekly run reads a
 few partitions, never the whole history. If the state is not in the warehouse (a range that
 starts after unmaterialized weeks), it is rebuilt from raw_transactions without writing.
