@@ -5,7 +5,7 @@ import polars as pl
 
 from retailsim_core.pipeline.graph import load_graph, to_dgl, to_networkx
 from retailsim_core.warehouse import Warehouse
-from retailsim_dagster.assets import checks, ingest, pipeline
+from retailsim_dagster.assets import checks, features, ingest, pipeline
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
 RANGE = {"dagster/asset_partition_range_start": "2006-04-10", "dagster/asset_partition_range_end": "2006-07-10"}
@@ -23,8 +23,12 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     assert evaluations["rule_price_nonpositive"].passed
     assert "threshold_share" in evaluations["rule_depth_over_max"].metadata
     assert evaluations["affinity_ranges"].passed and evaluations["mission_distributions"].passed
-    graph_run = dg.materialize([pipeline.product_graph, checks.product_graph_integrity], resources=resources)
-    assert graph_run.success and graph_run.get_asset_check_evaluations()[0].passed
+    graph_run = dg.materialize([pipeline.product_graph, checks.product_graph_integrity, features.pseudo_brands,
+                                features.pseudo_brand_tiers], resources=resources)
+    assert graph_run.success and all(e.passed for e in graph_run.get_asset_check_evaluations())
+    feature_run = dg.materialize([features.price_features, features.store_features, features.price_feature_ranges,
+                                  features.store_feature_ranges], resources=resources, tags=RANGE)
+    assert feature_run.success and all(e.passed for e in feature_run.get_asset_check_evaluations())
     mats = graph_run.asset_materializations_for_node("product_graph")
     assert mats[0].metadata["edges_hierarchy"].value > 0
     wh = Warehouse(tmp_path / "wh")

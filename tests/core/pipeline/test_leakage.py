@@ -70,3 +70,22 @@ def test_resumed_runs_equal_one_pass(warehouse, tmp_path):
         fresh.write_partition(RAW_TABLE, w, raw, RAW_TRANSACTIONS_SCHEMA, {"status": "ok"})
     derive_price_weeks(fresh, range(9, 15))
     assert all(_bytes(fresh, PRICES_TABLE, w) == one_pass[(PRICES_TABLE, w)] for w in range(9, 15))
+
+
+def test_feature_tables_of_week_w_ignore_later_weeks(warehouse):
+    from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE, price_feature_weeks, store_feature_weeks
+
+    def build():
+        derive_price_weeks(warehouse, WEEKS)
+        price_feature_weeks(warehouse, WEEKS)
+        store_feature_weeks(warehouse, WEEKS)
+
+    build()
+    before = {(t, w): _bytes(warehouse, t, w) for t in (PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE) for w in WEEKS}
+    _perturb_from(warehouse, W + 1)          # price features of W may use week W itself
+    build()
+    assert all(_bytes(warehouse, PRICE_FEATURES_TABLE, w) == before[(PRICE_FEATURES_TABLE, w)] for w in range(1, W + 1))
+    _perturb_from(warehouse, W)              # store features of W use weeks < W only
+    build()
+    assert all(_bytes(warehouse, STORE_FEATURES_TABLE, w) == before[(STORE_FEATURES_TABLE, w)] for w in range(1, W + 1))
+    assert _bytes(warehouse, STORE_FEATURES_TABLE, W + 2) != before[(STORE_FEATURES_TABLE, W + 2)]

@@ -1,0 +1,83 @@
+"""Feature engineering (spec §3): pseudo_brands, price_features, store_features."""
+
+import dagster as dg
+import polars as pl
+
+from retailsim_core.brands import PSEUDO_BRANDS_SCHEMA
+from retailsim_core.features import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
+from retailsim_core.pipeline.features import (
+    BRANDS_TABLE, PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE, build_pseudo_brands, price_feature_weeks,
+    store_feature_weeks,
+)
+from retailsim_core.pipeline.ingest import RAW_TABLE
+from retailsim_core.pipeline.prices import PRICES_TABLE
+from retailsim_dagster.metadata import markdown_table, table_schema
+from retailsim_dagster.partitions import weekly_partitions, weeks_of
+from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
+
+_PREVIOUS_WEEK = dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True)
+
+
+@dg.asset(group_name="features", kinds={"polars", "parquet"}, deps=[RAW_TABLE, PRICES_TABLE, "product_graph"],
+          backfill_policy=dg.BackfillPolicy.single_run(),
+          metadata={"dagster/column_schema": table_schema(PSEUDO_BRANDS_SCHEMA)},
+          description="Pseudo-brand per product: sub-commodity x price tier x substitution cluster (spec §3.2).")
+def pseudo_brands(warehouse: WarehouseResource, pipeline_config: PipelineConfigResource) -> dg.MaterializeResult:
+    brands = build_pseudo_brands(warehouse.warehouse, pipeline_config.split)
+    warehouse.warehouse.write_table(BRANDS_TABLE, brands)
+    return dg.MaterializeResult(metadata={
+        "dagster/row_count": brands.height, "pseudo_brands": brands["pseudo_brand_id"].n_unique(),
+        "substitution_groups": brands["substitution_group"].drop_nulls().n_unique(),
+        "tiers": dg.MetadataValue.md(markdown_table(brands.group_by("price_tier").len("products").sort("price_tier"))),
+    })
+
+
+@dg.asset(group_name="features", partitions_def=weekly_partitions, kinds={"polars", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run(),
+          deps=[dg.AssetDep(PRICES_TABLE), dg.AssetDep(PRICE_FEATURES_TABLE, partition_mapping=_PREVIOUS_WEEK)],
+          metadata={"dagster/column_schema": table_schema(PRICE_FEATURES_SCHEMA)},
+          description="T4 inputs per product x store x week: log, relative price, velocity, acceleration, "
+                      "promotional momentum, depth, flag (spec §3.3).")
+def price_features(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    summary = price_feature_weeks(warehouse.warehouse, weeks_of(context), log=context.log.info)
+    return dg.MaterializeResult(metadata={"dagster/row_count": int(summary["cells"].sum()),
+                                          "per_week": dg.MetadataValue.md(markdown_table(summary))})
+
+
+@dg.asset(group_name="features", partitions_def=weekly_partitions, kinds={"polars", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run(),
+          deps=[dg.AssetDep(RAW_TABLE, partition_mapping=_PREVIOUS_WEEK)],
+          metadata={"dagster/column_schema": table_schema(STORE_FEATURES_SCHEMA)},
+          description="T5 store context as of week W from weeks < W, with format x region fallbacks (spec §4.6).")
+def store_features(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    summary = store_feature_weeks(warehouse.warehouse, weeks_of(context), log=context.log.info)
+    return dg.MaterializeResult(metadata={"stores_last_week": int(summary["stores"][-1]),
+                                          "per_week": dg.MetadataValue.md(markdown_table(summary))})
+
+
+@dg.asset_check(asset="pseudo_brands", description="tiers split each category about 20/60/20; ids are 0..K-1")
+def pseudo_brand_tiers(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    b = pl.read_parquet(warehouse.warehouse.table_dir(BRANDS_TABLE) / "part-0.parquet")
+    share = b.group_by("price_tier").len().with_columns(share=pl.col("len") / b.height)
+    shares = dict(share.select("price_tier", "share").iter_rows())
+    contiguous = sorted(b["pseudo_brand_id"].unique().to_list()) == list(range(b["pseudo_brand_id"].n_unique()))
+    ok = contiguous and abs(shares.get("mid", 0) - 0.6) < 0.1
+    return dg.AssetCheckResult(passed=ok, metadata={**{f"share_{k}": v for k, v in shares.items()},
+                                                    "ids_contiguous": contiguous, "expected_mid_share": 0.6})
+
+
+@dg.asset_check(asset=PRICE_FEATURES_TABLE, description="positive prices and relative prices, momentum >= 0")
+def price_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    bad = warehouse.warehouse.scan(PRICE_FEATURES_TABLE).select(
+        (pl.col("actual_price") <= 0).sum().alias("nonpositive_price"),
+        (pl.col("relative_price") <= 0).sum().alias("nonpositive_relative"),
+        (pl.col("promo_momentum") < 0).sum().alias("negative_momentum")).collect().row(0, named=True)
+    return dg.AssetCheckResult(passed=not any(bad.values()), metadata={k: int(v) for k, v in bad.items()})
+
+
+@dg.asset_check(asset=STORE_FEATURES_TABLE, description="normalised features in [0, 1]")
+def store_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    cols = ["traffic", "size_proxy", "regional_competition", "age"]
+    bad = warehouse.warehouse.scan(STORE_FEATURES_TABLE).select(
+        [(~pl.col(c).is_between(0, 1)).sum().alias(c) for c in cols]).collect().row(0, named=True)
+    return dg.AssetCheckResult(passed=not any(bad.values()), metadata={f"out_of_range_{k}": int(v) for k, v in bad.items()})
