@@ -48,6 +48,7 @@ ui: install $(DAGSTER_HOME)/dagster.yaml
 bench: install
 	$(PY) benchmarks/bench_ingest.py --preset large
 	$(PY) benchmarks/bench_pipeline.py --warehouse data/bench/large/warehouse
+	$(PY) benchmarks/bench_graphsage.py --warehouse data/warehouse
 
 clean-data:
 	rm -rf data/raw data/ground_truth data/warehouse

@@ -24,8 +24,10 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     assert "threshold_share" in evaluations["rule_depth_over_max"].metadata
     assert evaluations["affinity_ranges"].passed and evaluations["mission_distributions"].passed
     graph_run = dg.materialize([pipeline.product_graph, checks.product_graph_integrity, features.pseudo_brands,
-                                features.pseudo_brand_tiers], resources=resources)
+                                features.pseudo_brand_tiers, features.graphsage_embeddings], resources=resources)
     assert graph_run.success and all(e.passed for e in graph_run.get_asset_check_evaluations())
+    emb = graph_run.asset_materializations_for_node("graphsage_embeddings")[0].metadata
+    assert emb["dimensions"].value == 256 and "loss_curve" in emb and "nearest_neighbours" in emb
     feature_run = dg.materialize([features.price_features, features.store_features, features.price_feature_ranges,
                                   features.store_feature_ranges], resources=resources, tags=RANGE)
     assert feature_run.success and all(e.passed for e in feature_run.get_asset_check_evaluations())

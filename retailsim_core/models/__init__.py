@@ -1,0 +1,1 @@
+"""Pure-PyTorch models (GraphSAGE here; the world model later)."""
