@@ -3,10 +3,14 @@
 import dagster as dg
 
 from retailsim_dagster.assets import checks, features, ingest, pipeline
+from retailsim_dagster.automation import new_week_file_sensor, weekly_job, weekly_refresh_schedule
 from retailsim_dagster.resources import default_resources
 
 defs = dg.Definitions(
     assets=dg.load_assets_from_modules([ingest, pipeline, features]),
     asset_checks=dg.load_asset_checks_from_modules([ingest, checks, features]),
+    jobs=[weekly_job],
+    schedules=[weekly_refresh_schedule],
+    sensors=[new_week_file_sensor],
     resources=default_resources(),
 )

@@ -18,3 +18,18 @@ def test_definitions_load():
 def test_weekly_partitions_are_the_117_lgsr_weeks():
     keys = weekly_partitions.get_partition_keys()
     assert len(keys) == 117 and keys[0] == "2006-04-10" and keys[-1] == "2008-06-30"
+
+
+def test_dg_cli_loads_the_project():
+    """`dg check defs` from the repo root, as documented."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    dg_bin = Path(sys.executable).with_name("dg")
+    env = {**os.environ, "DAGSTER_HOME": str(root / "data" / "dagster_home")}
+    out = subprocess.run([str(dg_bin), "check", "defs"], cwd=root, capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "All definitions loaded successfully" in out.stdout + out.stderr

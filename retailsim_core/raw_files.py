@@ -1,0 +1,39 @@
+"""What is in the raw directory: LGSR week files and a fingerprint of each (for sensors)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from retailsim_core.calendar import week_of_shop_week
+
+WEEK_FILE = re.compile(r"^transactions_(\d{6})\.csv(\.gz)?$")
+
+
+@dataclass(frozen=True, order=True)
+class WeekFile:
+    week: int
+    name: str
+    fingerprint: str   # size and modification time: changes when the file is replaced
+
+
+def list_week_files(raw_dir: Path) -> list[WeekFile]:
+    """LGSR week files in ``raw_dir`` (names outside the 117-week calendar are ignored)."""
+    out = []
+    for path in Path(raw_dir).glob("transactions_*"):
+        m = WEEK_FILE.match(path.name)
+        if not m:
+            continue
+        try:
+            week = week_of_shop_week(int(m.group(1)))
+        except ValueError:
+            continue
+        st = path.stat()
+        out.append(WeekFile(week, path.name, f"{st.st_size}:{st.st_mtime_ns}"))
+    return sorted(out)
+
+
+def unseen(files: list[WeekFile], seen: dict[str, str]) -> list[WeekFile]:
+    """Files not in ``seen`` (name -> fingerprint) or whose fingerprint changed."""
+    return [f for f in files if seen.get(f.name) != f.fingerprint]

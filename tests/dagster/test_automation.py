@@ -1,0 +1,69 @@
+"""The weekly schedule and the new-week-file sensor."""
+
+import json
+import os
+import shutil
+
+import dagster as dg
+
+from retailsim_core.warehouse import Warehouse
+from retailsim_dagster.automation import new_week_file_sensor, weekly_refresh_schedule
+from retailsim_dagster.definitions import defs
+from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
+
+
+def _copy(tiny_dataset, raw, *names):
+    raw.mkdir(exist_ok=True)
+    for name in names:
+        shutil.copy(tiny_dataset["raw"] / name, raw / name)
+
+
+def _requests(result):
+    return [] if isinstance(result, dg.SkipReason) else sorted(r.partition_key for r in result)
+
+
+def test_sensor_requests_each_new_file_once(tiny_dataset, tmp_path):
+    raw = tmp_path / "raw"
+    _copy(tiny_dataset, raw, "transactions_200607.csv", "transactions_200609.csv")
+    resources = {"raw_source": RawSourceResource(raw_dir=str(raw))}
+    ctx = dg.build_sensor_context(resources=resources)
+    assert _requests(new_week_file_sensor(ctx)) == ["2006-04-10", "2006-04-24"]
+    ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
+    assert isinstance(new_week_file_sensor(ctx), dg.SkipReason)          # processed once
+    _copy(tiny_dataset, raw, "transactions_200608.csv")
+    ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
+    assert _requests(new_week_file_sensor(ctx)) == ["2006-04-17"]          # exactly the new week
+    (raw / "transactions_200607.csv").write_text((raw / "transactions_200607.csv").read_text() + "\n")
+    ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
+    assert _requests(new_week_file_sensor(ctx)) == ["2006-04-10"]          # a replaced file runs again
+    assert set(json.loads(ctx.cursor)) == {"transactions_200607.csv", "transactions_200608.csv", "transactions_200609.csv"}
+
+
+def test_sensor_ignores_other_files(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "transactions_209901.csv").write_text("x")                # outside the LGSR calendar
+    ctx = dg.build_sensor_context(resources={"raw_source": RawSourceResource(raw_dir=str(tmp_path))})
+    assert isinstance(new_week_file_sensor(ctx), dg.SkipReason)
+
+
+def test_schedule_requests_the_newest_week(tiny_dataset, tmp_path):
+    raw = tmp_path / "raw"
+    resources = {"raw_source": RawSourceResource(raw_dir=str(raw))}
+    raw.mkdir()
+    assert isinstance(weekly_refresh_schedule(dg.build_schedule_context(resources=resources)), dg.SkipReason)
+    _copy(tiny_dataset, raw, "transactions_200607.csv", "transactions_200611.csv")
+    request = weekly_refresh_schedule(dg.build_schedule_context(resources=resources))
+    assert request.partition_key == "2006-05-08" and request.run_key.startswith("transactions_200611.csv:")
+
+
+def test_weekly_job_refreshes_one_week_through_the_graph(tiny_dataset, tmp_path):
+    resources = {"raw_source": RawSourceResource(raw_dir=str(tiny_dataset["raw"])),
+                 "warehouse": WarehouseResource(root=str(tmp_path / "wh")),
+                 "pipeline_config": PipelineConfigResource()}
+    job = defs.get_job_def("weekly_refresh")
+    for key in ("2006-04-10", "2006-04-17"):
+        assert job.execute_in_process(partition_key=key, resources=resources).success
+    wh = Warehouse(tmp_path / "wh")
+    for table in ("raw_transactions", "derived_prices", "customer_store_affinity", "price_features", "store_features"):
+        assert wh.weeks(table) == [1, 2], table
+    assert os.path.exists(wh.partition_dir("mission_patterns", 2))
