@@ -19,11 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from retailsim_core.calendar import week_key_of
 from retailsim_core.io import atomic_write_parquet, atomic_write_text
 
 DATA_FILE = "part-0.parquet"
+
+
+class CorruptPartitionError(RuntimeError):
+    """A warehouse file that cannot be read; the message names it."""
 MANIFEST_FILE = "_manifest.json"
 
 
@@ -32,7 +37,12 @@ class Warehouse:
     root: Path
 
     def table_dir(self, table: str) -> Path:
-        return Path(self.root) / table
+        """The table's folder, which must lie inside the warehouse root (no ``..`` escapes)."""
+        root = Path(self.root).resolve()
+        path = (root / table).resolve()
+        if path == root or root not in path.parents:
+            raise ValueError(f"table {table!r} resolves outside the warehouse root {root}")
+        return path
 
     def partition_dir(self, table: str, week: int) -> Path:
         return self.table_dir(table) / f"week={week_key_of(week)}"
@@ -77,4 +87,10 @@ class Warehouse:
             if schema is None:
                 raise FileNotFoundError(f"no partitions of {table} under {self.table_dir(table)}")
             return schema.to_frame().lazy()
+        for path in files:  # a cheap footer read: a damaged file fails here, naming itself
+            try:
+                pq.read_metadata(path)
+            except Exception as err:  # pyarrow raises several types for damaged files
+                raise CorruptPartitionError(f"{path}: not a readable Parquet file ({err}); "
+                                            f"re-materialize that partition") from err
         return pl.scan_parquet(files, hive_partitioning=False, schema=schema)
