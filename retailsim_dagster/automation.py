@@ -14,7 +14,8 @@ weekly_job = dg.define_asset_job(
     "weekly_refresh",
     selection=dg.AssetSelection.assets("raw_transactions", "raw_transactions_quarantine", "derived_prices",
                                        "customer_store_affinity", "mission_patterns", "price_features",
-                                       "store_features"),
+                                       "store_features", "temporal_metadata", "customer_trips",
+                                       "bucketed_samples"),
     partitions_def=weekly_partitions,
     description="Materialize one shop week through every weekly asset.",
 )

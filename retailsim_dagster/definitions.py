@@ -2,12 +2,12 @@
 
 import dagster as dg
 
-from retailsim_dagster.assets import checks, features, ingest, pipeline
+from retailsim_dagster.assets import checks, features, ingest, pipeline, training_data
 from retailsim_dagster.automation import new_week_file_sensor, weekly_job, weekly_refresh_schedule
 from retailsim_dagster.resources import default_resources
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([ingest, pipeline, features]),
+    assets=dg.load_assets_from_modules([ingest, pipeline, features, training_data]),
     asset_checks=dg.load_asset_checks_from_modules([ingest, checks, features]),
     jobs=[weekly_job],
     schedules=[weekly_refresh_schedule],

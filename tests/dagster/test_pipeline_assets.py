@@ -5,7 +5,7 @@ import polars as pl
 
 from retailsim_core.pipeline.graph import load_graph, to_dgl, to_networkx
 from retailsim_core.warehouse import Warehouse
-from retailsim_dagster.assets import checks, features, ingest, pipeline
+from retailsim_dagster.assets import checks, features, ingest, pipeline, training_data
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
 RANGE = {"dagster/asset_partition_range_start": "2006-04-10", "dagster/asset_partition_range_end": "2006-07-10"}
@@ -29,8 +29,10 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     emb = graph_run.asset_materializations_for_node("graphsage_embeddings")[0].metadata
     assert emb["dimensions"].value == 256 and "loss_curve" in emb and "nearest_neighbours" in emb
     feature_run = dg.materialize([features.price_features, features.store_features, features.price_feature_ranges,
-                                  features.store_feature_ranges], resources=resources, tags=RANGE)
+                                  features.store_feature_ranges, training_data.training_data], resources=resources, tags=RANGE)
     assert feature_run.success and all(e.passed for e in feature_run.get_asset_check_evaluations())
+    samples = feature_run.asset_materializations_for_node("training_data")
+    assert {m.asset_key.to_user_string() for m in samples} == {"temporal_metadata", "customer_trips", "bucketed_samples"}
     mats = graph_run.asset_materializations_for_node("product_graph")
     assert mats[0].metadata["edges_hierarchy"].value > 0
     wh = Warehouse(tmp_path / "wh")

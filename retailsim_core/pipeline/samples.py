@@ -1,0 +1,64 @@
+"""``temporal_metadata``, ``customer_trips`` and ``bucketed_samples``: one pass over the weeks.
+
+Week W's metadata and samples come from the state of weeks < W; its trips (the week's carded
+baskets with their products) are appended to the trip store as partition W. The history of a
+sample is never copied: it is the slice of the trip store before its week (``TripStore``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import polars as pl
+
+from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.pipeline.ingest import RAW_TABLE
+from retailsim_core.samples import (
+    METADATA_SCHEMA, SAMPLES_SCHEMA, HistoryState, advance_history, samples_from_metadata, week_metadata,
+)
+from retailsim_core.split import TemporalSplit
+from retailsim_core.trips import TRIPS_SCHEMA, TripStore, trips_of
+from retailsim_core.warehouse import Warehouse
+
+METADATA_TABLE = "temporal_metadata"
+TRIPS_TABLE = "customer_trips"
+SAMPLES_TABLE = "bucketed_samples"
+_COLUMNS = ["week", "basket_id", "customer_id", "store_id", "shop_date", "shop_hour", "product_id", "spend",
+            "basket_type", "basket_dominant_mission", "basket_price_sensitivity", "basket_size"]
+
+
+def _raw(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:
+    weeks = list(weeks)
+    for w in weeks:
+        if warehouse.manifest(RAW_TABLE, w) is None:
+            raise FileNotFoundError(f"raw_transactions week {w} is not materialized; materialize it first")
+    return warehouse.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA).select(_COLUMNS).collect()
+
+
+def training_data_weeks(warehouse: Warehouse, weeks: Iterable[int], split: TemporalSplit,
+                        log: Callable[[str], None] = lambda _: None) -> pl.DataFrame:
+    weeks = sorted(weeks)
+    state = HistoryState.empty()
+    if weeks[0] > 1:
+        for (week,), part in sorted(_raw(warehouse, range(1, weeks[0])).partition_by("week", as_dict=True).items()):
+            state = advance_history(state, part, week)
+    rows = []
+    for i, week in enumerate(weeks, 1):
+        raw = _raw(warehouse, [week])
+        metadata = week_metadata(raw, state, week, split)
+        samples = samples_from_metadata(metadata)
+        warehouse.write_partition(METADATA_TABLE, week, metadata, METADATA_SCHEMA)
+        warehouse.write_partition(SAMPLES_TABLE, week, samples, SAMPLES_SCHEMA)
+        warehouse.write_partition(TRIPS_TABLE, week, trips_of(raw.lazy()).collect(), TRIPS_SCHEMA)
+        state = advance_history(state, raw, week)
+        rows.append({"week": week, "baskets": metadata.height, "samples": samples.height,
+                     "cold_start": int(samples["is_cold_start"].sum()),
+                     "novel_products": int(samples["is_novel_products"].sum())})
+        log(f"[{i}/{len(weeks)}] training data week {week}: {samples.height:,} samples")
+    return pl.DataFrame(rows)
+
+
+def build_trip_store(warehouse: Warehouse, max_week: int | None = None) -> TripStore:
+    """All trips of weeks <= ``max_week`` (default: every materialized week) as one store."""
+    weeks = [w for w in warehouse.weeks(TRIPS_TABLE) if max_week is None or w <= max_week]
+    return TripStore.build(warehouse.scan(TRIPS_TABLE, weeks, schema=TRIPS_SCHEMA).collect())
