@@ -49,6 +49,7 @@ bench: install
 	$(PY) benchmarks/bench_ingest.py --preset large
 	$(PY) benchmarks/bench_pipeline.py --warehouse data/bench/large/warehouse
 	$(PY) benchmarks/bench_graphsage.py --warehouse data/warehouse
+	$(PY) benchmarks/bench_dataloader.py --warehouse data/warehouse
 
 clean-data:
 	rm -rf data/raw data/ground_truth data/warehouse

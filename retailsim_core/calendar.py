@@ -65,3 +65,47 @@ def lgsr_weekday(date: dt.date) -> int:
 
 def week_file_stem(week: int) -> str:
     return f"transactions_{shop_week_of(week)}"
+
+
+def easter_sunday(year: int) -> dt.date:
+    """Gregorian Easter (anonymous Gregorian algorithm)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = b // 4, b % 4
+    f = (b + 8) // 25
+    g = (b - f + 1) // 3
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = c // 4, c % 4
+    el = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 22 * el) // 451
+    month = (h + el - 7 * m + 114) // 31
+    day = (h + el - 7 * m + 114) % 31 + 1
+    return dt.date(year, month, day)
+
+
+def _weekday_on_or_after(d: dt.date, weekday: int) -> dt.date:
+    return d + dt.timedelta(days=(weekday - d.weekday()) % 7)
+
+
+def _substitute(d: dt.date, taken: set[dt.date]) -> dt.date:
+    """A holiday on a weekend moves to the next free weekday."""
+    while d.weekday() >= 5 or d in taken:
+        d += dt.timedelta(days=1)
+    return d
+
+
+def uk_bank_holidays(year: int) -> list[dt.date]:
+    """England & Wales bank holidays (LGSR's regions are British)."""
+    easter = easter_sunday(year)
+    fixed = [easter - dt.timedelta(days=2), easter + dt.timedelta(days=1),
+             _weekday_on_or_after(dt.date(year, 5, 1), 0),                       # early May
+             _weekday_on_or_after(dt.date(year, 5, 25), 0),                      # spring: last Monday of May
+             _weekday_on_or_after(dt.date(year, 8, 25), 0)]                      # summer: last Monday of August
+    taken: set[dt.date] = set(fixed)
+    for d in (dt.date(year, 1, 1), dt.date(year, 12, 25), dt.date(year, 12, 26)):
+        taken.add(_substitute(d, taken))
+    return sorted(taken)
+
+
+def season_of(month: int) -> int:
+    """Meteorological season: 0 winter (Dec-Feb), 1 spring, 2 summer, 3 autumn."""
+    return (month % 12) // 3

@@ -18,6 +18,7 @@ PRICE_FEATURES_SCHEMA = pl.Schema({
     "shop_week": pl.Int32, "actual_price": pl.Float64, "log_price": pl.Float64, "relative_price": pl.Float64,
     "price_velocity": pl.Float64, "price_acceleration": pl.Float64, "promo_momentum": pl.Int16,
     "discount_depth": pl.Float64, "promo_flag": pl.Boolean, "has_prior_price": pl.Boolean,
+    "is_imputed_price": pl.Boolean,
 })
 _PRICE_STATE = pl.Schema({"product_id": pl.String, "store_id": pl.String, "prev_log_price": pl.Float64,
                           "prev_velocity": pl.Float64, "prev_momentum": pl.Int16})
@@ -31,14 +32,21 @@ def price_features(prices: pl.DataFrame, categories: pl.DataFrame, prev: pl.Data
       cell's first week, ``has_prior_price`` false); acceleration = velocity - previous velocity;
     - relative_price = price / mean price of the cells of the same sub-commodity in the same
       store that week (the store's assortment to date, observed or imputed);
-    - promo_momentum = consecutive weeks the cell has been on promotion, this week included.
+    - promo_momentum = consecutive weeks the cell has been on promotion, this week included;
+    - a price <= 0 (free items, data errors) is replaced by the median positive price of the
+      sub-commodity in that store-week, else of the sub-commodity that week, and flagged
+      ``is_imputed_price`` (spec §4.7.5 case 6): log prices stay finite.
     """
+    positive = pl.when(pl.col("actual_price") > 0).then(pl.col("actual_price"))
     log_price = pl.col("actual_price").log()
     has_prior = pl.col("prev_log_price").is_not_null()
     velocity = pl.when(has_prior).then(log_price - pl.col("prev_log_price")).otherwise(0.0)
     return (
         prices.join(categories, on="product_id", how="left")
         .join(prev, on=["product_id", "store_id"], how="left")
+        .with_columns(is_imputed_price=~(pl.col("actual_price") > 0).fill_null(False),
+                      actual_price=pl.coalesce(positive, positive.median().over("store_id", "prod_code_10"),
+                                               positive.median().over("prod_code_10"), positive.median()))
         .with_columns(
             log_price=log_price,
             relative_price=pl.col("actual_price") / pl.col("actual_price").mean().over("store_id", "prod_code_10"),

@@ -18,8 +18,10 @@ import polars as pl
 
 TRIPS_SCHEMA = pl.Schema({
     "customer_id": pl.String, "week": pl.Int16, "basket_id": pl.Int64, "shop_date": pl.Date,
-    "shop_hour": pl.Int8, "store_id": pl.String, "basket_type": pl.String, "basket_dominant_mission": pl.String,
-    "basket_price_sensitivity": pl.String, "basket_size": pl.String, "n_products": pl.Int32,
+    "shop_hour": pl.Int8, "store_id": pl.String, "store_format": pl.String, "store_region": pl.String,
+    "basket_type": pl.String, "basket_dominant_mission": pl.String,
+    "basket_price_sensitivity": pl.String, "basket_size": pl.String, "cust_price_sensitivity": pl.String,
+    "cust_lifestage": pl.String, "n_products": pl.Int32,
     "spend": pl.Float64, "products": pl.List(pl.String),
 })
 
@@ -28,8 +30,10 @@ def trips_of(raw: pl.LazyFrame) -> pl.LazyFrame:
     """One row per carded basket with its distinct products (sorted), from raw_transactions rows."""
     return (raw.filter(pl.col("customer_id").is_not_null())
             .group_by("basket_id")
-            .agg(pl.col("customer_id", "week", "shop_date", "shop_hour", "store_id", "basket_type",
-                        "basket_dominant_mission", "basket_price_sensitivity", "basket_size").first(),
+            .agg(pl.col("customer_id", "week", "shop_date", "shop_hour", "store_id", "store_format", "store_region",
+                        "basket_type",
+                        "basket_dominant_mission", "basket_price_sensitivity", "basket_size",
+                        "cust_price_sensitivity", "cust_lifestage").first(),
                  pl.col("spend").sum(), pl.col("product_id").unique().sort().alias("products"))
             .with_columns(n_products=pl.col("products").list.len().cast(pl.Int32))
             .select(TRIPS_SCHEMA.names()).cast(dict(TRIPS_SCHEMA))

@@ -23,8 +23,10 @@ from retailsim_core.warehouse import Warehouse
 METADATA_TABLE = "temporal_metadata"
 TRIPS_TABLE = "customer_trips"
 SAMPLES_TABLE = "bucketed_samples"
-_COLUMNS = ["week", "basket_id", "customer_id", "store_id", "shop_date", "shop_hour", "product_id", "spend",
-            "basket_type", "basket_dominant_mission", "basket_price_sensitivity", "basket_size"]
+_COLUMNS = ["week", "basket_id", "customer_id", "store_id", "store_format", "store_region", "shop_date", "shop_hour",
+            "product_id", "spend",
+            "basket_type", "basket_dominant_mission", "basket_price_sensitivity", "basket_size",
+            "cust_price_sensitivity", "cust_lifestage"]
 
 
 def _raw(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:

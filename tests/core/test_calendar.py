@@ -35,3 +35,14 @@ def test_out_of_range_weeks_raise(bad):
         cal.week_of_shop_week(200653)
     with pytest.raises(ValueError):
         cal.week_of_key("2006-04-11")
+
+
+def test_uk_bank_holidays_and_seasons():
+    assert cal.easter_sunday(2007) == dt.date(2007, 4, 8) and cal.easter_sunday(2008) == dt.date(2008, 3, 23)
+    h2006 = cal.uk_bank_holidays(2006)
+    assert dt.date(2006, 12, 25) in h2006 and dt.date(2006, 12, 26) in h2006
+    assert dt.date(2006, 4, 14) in h2006 and dt.date(2006, 4, 17) in h2006          # Good Friday, Easter Monday
+    assert dt.date(2006, 5, 29) in h2006 and dt.date(2006, 8, 28) in h2006          # spring, summer
+    assert dt.date(2007, 1, 1) in cal.uk_bank_holidays(2007)
+    assert cal.uk_bank_holidays(2005)[-2:] == [dt.date(2005, 12, 26), dt.date(2005, 12, 27)]  # Sunday 25th substituted
+    assert [cal.season_of(m) for m in (1, 3, 6, 9, 12)] == [0, 1, 2, 3, 0]

@@ -100,3 +100,13 @@ def test_store_features_as_of_and_new_store_fallback():
     assert get(store_id=None, store_format="MS", store_region="E01")["traffic_baskets_per_week"] == pytest.approx((1.5 + 0.5 + 1.0) / 3)
     assert f.filter(pl.col("store_id").is_null()).height == 48
     assert f.select(pl.col("traffic", "size_proxy", "regional_competition", "age").is_between(0, 1).all()).row(0) == (True,) * 4
+
+
+def test_zero_prices_are_imputed_from_the_category_and_flagged():
+    import math
+
+    rows = [("A", "S1", 0.0, 0.0), ("B", "S1", 3.0, 0.0)]
+    f = price_features(_prices(1, rows), CATS, _PRICE_STATE.to_frame())
+    a = f.filter(pl.col("product_id") == "A").row(0, named=True)
+    assert a["is_imputed_price"] and a["actual_price"] == 3.0 and math.isfinite(a["log_price"])
+    assert not f.filter(pl.col("product_id") == "B")["is_imputed_price"][0]
