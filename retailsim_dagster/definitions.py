@@ -13,4 +13,6 @@ defs = dg.Definitions(
     schedules=[weekly_refresh_schedule],
     sensors=[new_week_file_sensor],
     resources=default_resources(),
+    # Local scale-out: steps in separate processes, two at a time on this 2-core machine.
+    executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
 )

@@ -14,6 +14,7 @@ from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE, all_products, n
 from retailsim_core.pipeline.graph import load_graph
 from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.pipeline.prices import PRICES_TABLE
+from retailsim_dagster.assets.pipeline import CPU_POOL
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import weekly_partitions, weeks_of
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
@@ -86,7 +87,7 @@ def store_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(passed=not any(bad.values()), metadata={f"out_of_range_{k}": int(v) for k, v in bad.items()})
 
 
-@dg.asset(group_name="features", kinds={"pytorch", "dgl", "safetensors"},
+@dg.asset(group_name="features", kinds={"pytorch", "dgl", "safetensors"}, pool=CPU_POOL,
           deps=["product_graph", "pseudo_brands", RAW_TABLE], backfill_policy=dg.BackfillPolicy.single_run(),
           description="256-d edge-type-aware GraphSAGE product embeddings, trained by link prediction "
                       "(spec §3.4); safetensors + Parquet id map.")

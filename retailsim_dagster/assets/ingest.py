@@ -33,6 +33,7 @@ CHECKS = [
     # Either table may be selected alone (`--select raw_transactions`); both are always
     # written together, since row accounting spans the pair.
     can_subset=True,
+    pool="cpu_heavy",
 )
 def raw_transactions(context: dg.AssetExecutionContext, raw_source: RawSourceResource,
                      warehouse: WarehouseResource):

@@ -13,6 +13,9 @@ from retailsim_dagster.partitions import weekly_partitions, weeks_of
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
 PRICE_HISTORY_WEEKS = PriceConfig().history_weeks
+# Steps that use every core: at most `pools.default_limit` of them run at once across all runs
+# (dagster.yaml), whatever the executor's parallelism.
+CPU_POOL = "cpu_heavy"
 
 
 def _previous_weeks(n: int) -> dg.TimeWindowPartitionMapping:
@@ -21,6 +24,7 @@ def _previous_weeks(n: int) -> dg.TimeWindowPartitionMapping:
 
 @dg.asset(
     name=PRICES_TABLE, group_name="pipeline", partitions_def=weekly_partitions, kinds={"polars", "parquet"},
+    pool=CPU_POOL,
     backfill_policy=dg.BackfillPolicy.single_run(),
     deps=[dg.AssetDep(RAW_TABLE),
           # Week W reads the state left by its previous partitions (cumulative statistics and
@@ -43,7 +47,7 @@ def derived_prices(context: dg.AssetExecutionContext, warehouse: WarehouseResour
 
 
 @dg.asset(
-    group_name="pipeline", kinds={"scipy", "parquet"}, deps=[RAW_TABLE, PRICES_TABLE],
+    group_name="pipeline", kinds={"scipy", "parquet"}, deps=[RAW_TABLE, PRICES_TABLE], pool=CPU_POOL,
     backfill_policy=dg.BackfillPolicy.single_run(),  # lets `--partition-range` runs include it
     description="Heterogeneous product graph from the training weeks: co-purchase, substitution and "
                 "hierarchy edges as Parquet node and edge tables (spec §2.3).",
@@ -72,7 +76,7 @@ def product_graph(context: dg.AssetExecutionContext, warehouse: WarehouseResourc
                      description="Mission patterns of each carded customer as of week W, from weeks < W (spec §2.5).",
                      metadata={"dagster/column_schema": table_schema(MISSION_SCHEMA)}),
     ],
-    partitions_def=weekly_partitions, backfill_policy=dg.BackfillPolicy.single_run(), can_subset=True,
+    partitions_def=weekly_partitions, backfill_policy=dg.BackfillPolicy.single_run(), can_subset=True, pool=CPU_POOL,
 )
 def customer_snapshots(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     summary = snapshot_weeks(warehouse.warehouse, weeks_of(context), log=context.log.info)

@@ -25,6 +25,7 @@ _SPECS = [
                         deps=[dg.AssetDep(RAW_TABLE)], metadata={"dagster/column_schema": table_schema(schema)})
            for name, schema, desc in _SPECS],
     partitions_def=weekly_partitions, backfill_policy=dg.BackfillPolicy.single_run(), can_subset=True,
+    pool="cpu_heavy",
 )
 def training_data(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
                   pipeline_config: PipelineConfigResource):

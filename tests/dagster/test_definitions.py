@@ -33,3 +33,23 @@ def test_dg_cli_loads_the_project():
     out = subprocess.run([str(dg_bin), "check", "defs"], cwd=root, capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "All definitions loaded successfully" in out.stdout + out.stderr
+
+
+def test_local_scale_out_settings():
+    """Multiprocess executor capped at the machine's 2 cores; CPU-heavy steps share one pool."""
+    import yaml
+
+    assert defs.executor.name == "multiprocess"
+    assert defs.executor.config_schema.resolve_config({}).value["config"]["max_concurrent"] == 2
+    graph = defs.resolve_asset_graph()
+    heavy = {"raw_transactions", "derived_prices", "product_graph", "customer_store_affinity",
+             "graphsage_embeddings", "bucketed_samples"}
+    for key in graph.get_all_asset_keys():
+        if key.to_user_string() in heavy:
+            assert graph.get(key).pools == {"cpu_heavy"}, key
+    from pathlib import Path
+
+    instance = yaml.safe_load((Path(__file__).resolve().parents[2] / "dagster.yaml").read_text())
+    assert instance["concurrency"]["pools"]["default_limit"] == 1
+    assert instance["concurrency"]["runs"]["max_concurrent_runs"] == 2
+    assert instance["telemetry"]["enabled"] is False
