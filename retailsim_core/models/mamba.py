@@ -1,0 +1,166 @@
+"""Mamba (S6) blocks in pure PyTorch, with the parameter layout of ``mamba_ssm``'s ``Mamba``.
+
+Glossary of dimensions:
+    B  batch, L  sequence length (history trips), D  d_model,
+    E  d_inner = expand * D, N  d_state, R  dt_rank, K  d_conv (causal depthwise kernel)
+
+Selective scan (per channel e and state n):
+    delta_t = softplus(dt_proj(x_proj_dt(x_t)))             (B, L, E)
+    h_t     = exp(delta_t * A) * h_{t-1} + delta_t * B_t * x_t   A = -exp(A_log)   (B, E, N)
+    y_t     = <h_t, C_t> + D * x_t
+
+``selective_scan_ref`` is the sequential fp32 oracle. ``selective_scan_chunked`` processes
+chunks of T steps at once: inside a chunk every decay factor (a segment sum of log decays,
+<= 0) is stable in fp32, so the chunk is an einsum over a (T, T) lower-triangular decay matrix
+and only L / T steps remain sequential. It matches the oracle to 1e-5 (outputs and gradients)
+but, materialising (T, T) per channel and state, it is ~9x *slower* than the sequential scan on
+CPU (docs/benchmarks.md): ``scan="auto"`` therefore uses the sequential scan on CPU and the CUDA
+kernels of ``mamba_ssm`` when that package imports and the tensors are on CUDA. A genuinely
+faster CPU scan is open work of the world-model issue.
+
+Padding: sequences are right-padded; padded steps are given delta = 0 and x = 0, so they leave
+the state untouched and a sequence's outputs do not depend on how much padding follows it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+try:  # optional CUDA fast path (the `cuda` extra); never required
+    from mamba_ssm.ops.selective_scan_interface import selective_scan_fn as _cuda_selective_scan
+except Exception:  # noqa: BLE001 - any import failure means "not available"
+    _cuda_selective_scan = None
+
+
+@dataclass(frozen=True)
+class MambaConfig:
+    d_model: int = 512      # D (spec `paper`: 512)
+    d_state: int = 64       # N (spec: state 64)
+    d_conv: int = 4         # K (spec: conv kernel 4)
+    expand: int = 2         # E = expand * D
+    dt_min: float = 1e-3    # initial step sizes, log-uniform in [dt_min, dt_max]
+    dt_max: float = 1e-1
+    chunk: int = 16         # T of the chunked scan
+    use_cuda_kernels: bool = True
+
+    @property
+    def d_inner(self) -> int:
+        return self.expand * self.d_model
+
+    @property
+    def dt_rank(self) -> int:
+        return math.ceil(self.d_model / 16)
+
+
+def selective_scan_ref(x, delta, A, Bm, Cm, Dv):
+    """Sequential oracle. x, delta: (B, L, E); A: (E, N); Bm, Cm: (B, L, N); Dv: (E,). -> (B, L, E)"""
+    b, length, e = x.shape
+    h = x.new_zeros(b, e, A.shape[1])                                               # (B, E, N)
+    ys = []
+    for t in range(length):
+        dA = torch.exp(delta[:, t, :, None] * A)                                    # (B, E, N)
+        dBx = delta[:, t, :, None] * Bm[:, t, None, :] * x[:, t, :, None]           # (B, E, N)
+        h = dA * h + dBx
+        ys.append((h * Cm[:, t, None, :]).sum(-1))                                  # (B, E)
+    return torch.stack(ys, dim=1) + x * Dv                                          # (B, L, E)
+
+
+def segment_decay(log_decay: torch.Tensor) -> torch.Tensor:
+    """decay[..., t, s, :, :] = exp(sum of log_decay over steps s+1..t) for s <= t, else 0.
+
+    Summing only the steps between s and t (never cum_t - cum_s, which cancels catastrophically
+    when decays are strong) keeps fp32 outputs *and* gradients within 1e-5 of the reference.
+    log_decay: (B, S, T, E, N) -> (B, S, T, T, E, N)."""
+    t = log_decay.shape[2]
+    strict = torch.tril(torch.ones(t, t, dtype=torch.bool, device=log_decay.device), -1)[:, :, None, None]
+    causal = torch.tril(torch.ones(t, t, dtype=torch.bool, device=log_decay.device))[:, :, None, None]
+    rows = log_decay[:, :, :, None].expand(-1, -1, -1, t, -1, -1)                  # [t, s] = log_decay[t]
+    seg = torch.cumsum(rows.masked_fill(~strict, 0.0), dim=2)                       # sum over i in (s, t]
+    return seg.masked_fill(~causal, -torch.inf).exp()
+
+
+def selective_scan_chunked(x, delta, A, Bm, Cm, Dv, chunk: int = 16):
+    """Same result as ``selective_scan_ref`` with L / chunk sequential steps."""
+    b, length, e = x.shape
+    n = A.shape[1]
+    pad = (-length) % chunk
+    if pad:  # zero delta and x: padded steps leave the state unchanged
+        x, delta = F.pad(x, (0, 0, 0, pad)), F.pad(delta, (0, 0, 0, pad))
+        Bm, Cm = F.pad(Bm, (0, 0, 0, pad)), F.pad(Cm, (0, 0, 0, pad))
+    steps = x.shape[1] // chunk
+    shape = lambda t: t.reshape(b, steps, chunk, *t.shape[2:])  # noqa: E731
+    xc, dc, Bc, Cc = shape(x), shape(delta), shape(Bm), shape(Cm)                   # (B, S, T, ...)
+    log_decay = dc[..., None] * A                                                   # (B, S, T, E, N)
+    cum = torch.cumsum(log_decay, dim=2)                                            # (B, S, T, E, N)
+    dBx = dc[..., None] * Bc[:, :, :, None, :] * xc[..., None]                      # (B, S, T, E, N)
+    decay = segment_decay(log_decay)                                                # (B, S, T, T, E, N)
+    local = torch.einsum("bstuen,bsuen->bsten", decay, dBx)                         # (B, S, T, E, N)
+    h = x.new_zeros(b, e, n)
+    states = []
+    for s in range(steps):  # L / T sequential steps carry the state across chunks
+        states.append(local[:, s] + torch.exp(cum[:, s]) * h[:, None])              # (B, T, E, N)
+        h = states[-1][:, -1]
+    hs = torch.stack(states, dim=1)                                                 # (B, S, T, E, N)
+    y = (hs * Cc[:, :, :, None, :]).sum(-1).reshape(b, steps * chunk, e)
+    return (y + x * Dv)[:, :length]
+
+
+class MambaBlock(nn.Module):
+    """Pre-norm residual Mamba mixer: x + Mamba(LayerNorm(x)). (B, L, D) -> (B, L, D)."""
+
+    def __init__(self, cfg: MambaConfig):
+        super().__init__()
+        self.cfg = cfg
+        e, n, r = cfg.d_inner, cfg.d_state, cfg.dt_rank
+        self.norm = nn.LayerNorm(cfg.d_model)
+        self.in_proj = nn.Linear(cfg.d_model, 2 * e, bias=False)
+        self.conv1d = nn.Conv1d(e, e, cfg.d_conv, groups=e, padding=cfg.d_conv - 1)
+        self.x_proj = nn.Linear(e, r + 2 * n, bias=False)
+        self.dt_proj = nn.Linear(r, e)
+        dt = torch.exp(torch.rand(e) * (math.log(cfg.dt_max) - math.log(cfg.dt_min)) + math.log(cfg.dt_min))
+        with torch.no_grad():
+            self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))            # softplus^-1(dt)
+        self.A_log = nn.Parameter(torch.log(torch.arange(1, n + 1, dtype=torch.float32)).repeat(e, 1))  # (E, N)
+        self.D = nn.Parameter(torch.ones(e))
+        self.out_proj = nn.Linear(e, cfg.d_model, bias=False)
+
+    def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None = None, scan: str = "auto") -> torch.Tensor:
+        """``hidden`` (B, L, D); ``mask`` (B, L) True on real steps (right padding);
+        ``scan``: "auto" | "reference" | "chunked" | "cuda"."""
+        cfg, length = self.cfg, hidden.shape[1]
+        xz = self.in_proj(self.norm(hidden))                                        # (B, L, 2E)
+        x, z = xz.chunk(2, dim=-1)                                                  # (B, L, E) each
+        if mask is not None:
+            x = x * mask[..., None]
+        x = F.silu(self.conv1d(x.transpose(1, 2))[..., :length].transpose(1, 2))    # causal conv, (B, L, E)
+        dt, Bm, Cm = self.x_proj(x).split([cfg.dt_rank, cfg.d_state, cfg.d_state], dim=-1)
+        delta = F.softplus(self.dt_proj(dt))                                        # (B, L, E)
+        if mask is not None:  # padded steps: no decay, no input -> the state passes through
+            delta, x = delta * mask[..., None], x * mask[..., None]
+        A = -torch.exp(self.A_log.float())                                          # (E, N)
+        y = self._scan(x, delta, A, Bm, Cm, scan)
+        out = self.out_proj(y * F.silu(z))                                          # (B, L, D)
+        if mask is not None:
+            out = out * mask[..., None]
+        return hidden + out
+
+    def _scan(self, x, delta, A, Bm, Cm, scan: str):
+        if scan == "cuda" or (scan == "auto" and _cuda_selective_scan is not None and x.is_cuda and self.cfg.use_cuda_kernels):
+            if _cuda_selective_scan is None:
+                raise RuntimeError("mamba-ssm is not installed (pip install '.[cuda]' on a CUDA machine)")
+            # mamba_ssm wants (B, E, L) inputs and B/C as (B, N, L); delta already softplus-ed.
+            y = _cuda_selective_scan(x.transpose(1, 2).contiguous(), delta.transpose(1, 2).contiguous(), A,
+                                     Bm.transpose(1, 2).contiguous(), Cm.transpose(1, 2).contiguous(), self.D.float())
+            return y.transpose(1, 2)
+        if scan == "chunked":
+            return selective_scan_chunked(x, delta, A, Bm, Cm, self.D, chunk=self.cfg.chunk)
+        return selective_scan_ref(x, delta, A, Bm, Cm, self.D)   # "reference", and "auto" on CPU (measured faster)
+
+
+def cuda_kernels_available() -> bool:
+    return _cuda_selective_scan is not None and torch.cuda.is_available()
