@@ -14,7 +14,8 @@ from pathlib import Path
 import polars as pl
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
+def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
+    """Run ``write(tmp)`` on a temporary sibling of ``path``, fsync it, then rename it over ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -33,11 +34,11 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
 
 def atomic_write_parquet(df: pl.DataFrame, path: Path) -> Path:
     # Statistics on, no per-write metadata that varies: same frame, same bytes.
-    return _atomic(path, lambda tmp: df.write_parquet(tmp, compression="zstd", statistics=True))
+    return atomic_write(path, lambda tmp: df.write_parquet(tmp, compression="zstd", statistics=True))
 
 
 def atomic_write_bytes(data: bytes, path: Path) -> Path:
-    return _atomic(path, lambda tmp: tmp.write_bytes(data))
+    return atomic_write(path, lambda tmp: tmp.write_bytes(data))
 
 
 def atomic_write_text(text: str, path: Path) -> Path:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 PAD = 0
 
@@ -51,8 +52,16 @@ class ProductVocab:
         missing = set(flat.unique().to_list()) - lookup.keys()
         if missing:
             raise KeyError(f"products outside the vocabulary: {sorted(missing)[:5]}")
-        tokens = baskets.list.eval(pl.element().replace_strict(lookup, return_dtype=pl.Int32))
-        return tokens.list.concat(pl.lit([self.eos], dtype=pl.List(pl.Int32)))
+        tokens = flat.replace_strict(lookup, return_dtype=pl.Int32).to_numpy()
+        # Rebuild the lists with one [EOS] after each: offsets grow by one per basket.
+        lengths = baskets.list.len().to_numpy().astype(np.int64) + 1
+        ends = np.cumsum(lengths)
+        values = np.full(int(ends[-1]) if len(ends) else 0, self.eos, dtype=np.int32)
+        keep = np.ones(len(values), dtype=bool)
+        keep[ends - 1] = False
+        values[keep] = tokens
+        offsets = np.concatenate([[0], ends]).astype(np.int32)
+        return pl.Series(baskets.name, pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)))
 
 
 @dataclass(frozen=True)

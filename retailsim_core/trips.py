@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from retailsim_core.io import atomic_write
+
 TRIPS_SCHEMA = pl.Schema({
     "customer_id": pl.String, "week": pl.Int16, "basket_id": pl.Int64, "shop_date": pl.Date,
     "shop_hour": pl.Int8, "store_id": pl.String, "store_format": pl.String, "store_region": pl.String,
@@ -53,11 +55,9 @@ class TripStore:
         return cls(trips=trips, customers=runs.with_columns(pl.col("start", "end").cast(pl.Int64)))
 
     def save(self, folder: Path) -> None:
-        from retailsim_core.io import _atomic
-
         folder.mkdir(parents=True, exist_ok=True)
-        _atomic(folder / "trips.arrow", lambda tmp: self.trips.write_ipc(tmp, compression="uncompressed"))
-        _atomic(folder / "customers.arrow", lambda tmp: self.customers.write_ipc(tmp, compression="uncompressed"))
+        atomic_write(folder / "trips.arrow", lambda tmp: self.trips.write_ipc(tmp, compression="uncompressed"))
+        atomic_write(folder / "customers.arrow", lambda tmp: self.customers.write_ipc(tmp, compression="uncompressed"))
 
     @classmethod
     def open(cls, folder: Path) -> TripStore:

@@ -77,7 +77,7 @@ def train_embeddings(graph: ProductGraph, brands: pl.DataFrame, all_products: pl
     report = lambda epoch, loss: log(f"graphsage epoch {epoch + 1}/{cfg.epochs}: loss {loss:.4f}") \
         if (epoch + 1) % 10 == 0 or epoch == 0 else None  # noqa: E731
     model, losses = train(g, ids, edges, sizes, cfg, progress=report)
-    model.eval()
+    model.train(False)   # inference mode
     with torch.no_grad():
         z = model(g, ids)
     products = nodes.filter(pl.col("node_type") == "product").select("i", "node_id", pl.col("code").alias("prod_code_10"))
