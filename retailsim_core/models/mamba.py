@@ -13,7 +13,7 @@ Selective scan (per channel e and state n):
 chunks of T steps at once: inside a chunk every decay factor (a segment sum of log decays,
 <= 0) is stable in fp32, so the chunk is an einsum over a (T, T) lower-triangular decay matrix
 and only L / T steps remain sequential. It matches the oracle to 1e-5 (outputs and gradients)
-but, materialising (T, T) per channel and state, it is ~9x *slower* than the sequential scan on
+but, materialising (T, T) per channel and state, it is ~20x *slower* than the sequential scan on
 CPU (docs/benchmarks.md): ``scan="auto"`` therefore uses the sequential scan on CPU and the CUDA
 kernels of ``mamba_ssm`` when that package imports and the tensors are on CUDA. A genuinely
 faster CPU scan is open work of the world-model issue.
