@@ -6,7 +6,6 @@ import dagster as dg
 
 from retailsim_core.calendar import week_key_of
 from retailsim_core.raw_files import list_week_files, unseen
-from retailsim_dagster.partitions import weekly_partitions
 from retailsim_dagster.resources import RawSourceResource
 
 # Every weekly asset, from ingestion to features: what a new week of data refreshes.
@@ -16,8 +15,7 @@ weekly_job = dg.define_asset_job(
                                        "customer_store_affinity", "mission_patterns", "price_features",
                                        "store_features", "temporal_metadata", "customer_trips",
                                        "bucketed_samples"),
-    partitions_def=weekly_partitions,
-    description="Materialize one shop week through every weekly asset.",
+    description="Materialize one shop week through every weekly asset (weekly partitions, inferred).",
 )
 
 

@@ -60,7 +60,7 @@ def test_weekly_job_refreshes_one_week_through_the_graph(tiny_dataset, tmp_path)
     resources = {"raw_source": RawSourceResource(raw_dir=str(tiny_dataset["raw"])),
                  "warehouse": WarehouseResource(root=str(tmp_path / "wh")),
                  "pipeline_config": PipelineConfigResource()}
-    job = defs.get_job_def("weekly_refresh")
+    job = defs.resolve_job_def("weekly_refresh")
     for key in ("2006-04-10", "2006-04-17"):
         assert job.execute_in_process(partition_key=key, resources=resources).success
     wh = Warehouse(tmp_path / "wh")
