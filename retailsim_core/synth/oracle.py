@@ -54,7 +54,7 @@ def purchase_probabilities(world, week: int, customer, store, focus, price_mode,
     partner = cat.complement
     has = partner >= 0
     p, x = np.flatnonzero(has), partner[has]
-    a_p, a_x = missed[:, s[p]], missed[:, s[x]]
+    a_p = missed[:, s[p]]
     qp, qx = q[:, s[p]], q[:, s[x]]
     a_px = (1.0 - qp - qx) * np.exp(-lam * (qp + qx))
     # An unlaunched product has q = 0 (a_p = 1) and is never pulled in; an unlaunched

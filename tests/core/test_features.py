@@ -5,7 +5,6 @@ import sys
 
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 
 from retailsim_core.brands import pseudo_brands
 from retailsim_core.features import _PRICE_STATE, StoreState, advance_stores, next_price_state, price_features, store_features
