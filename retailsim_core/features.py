@@ -20,7 +20,7 @@ PRICE_FEATURES_SCHEMA = pl.Schema({
     "discount_depth": pl.Float64, "promo_flag": pl.Boolean, "has_prior_price": pl.Boolean,
     "is_imputed_price": pl.Boolean,
 })
-_PRICE_STATE = pl.Schema({"product_id": pl.String, "store_id": pl.String, "prev_log_price": pl.Float64,
+PRICE_STATE_SCHEMA = pl.Schema({"product_id": pl.String, "store_id": pl.String, "prev_log_price": pl.Float64,
                           "prev_velocity": pl.Float64, "prev_momentum": pl.Int16})
 
 

@@ -65,6 +65,12 @@ class Warehouse:
         path = self.partition_dir(table, week) / MANIFEST_FILE
         return json.loads(path.read_text()) if path.exists() else None
 
+    def require_weeks(self, table: str, weeks: Iterable[int]) -> None:
+        """Fail clearly when a week a step needs has never been materialized."""
+        for week in weeks:
+            if self.manifest(table, week) is None:
+                raise FileNotFoundError(f"{table} week {week} is not materialized; materialize it first")
+
     def weeks(self, table: str) -> list[int]:
         """Weeks that have a written partition (missing-file weeks included, with 0 rows)."""
         out = []

@@ -22,9 +22,7 @@ MISSIONS_TABLE = "mission_patterns"
 
 def _week_visits(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:
     weeks = list(weeks)
-    for w in weeks:
-        if warehouse.manifest(RAW_TABLE, w) is None:
-            raise FileNotFoundError(f"raw_transactions week {w} is not materialized; materialize it first")
+    warehouse.require_weeks(RAW_TABLE, weeks)
     return visits(warehouse.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA)).collect()
 
 

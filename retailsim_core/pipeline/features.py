@@ -8,7 +8,7 @@ import polars as pl
 
 from retailsim_core.brands import BrandConfig, product_price_stats, pseudo_brands
 from retailsim_core.features import (
-    PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA, StoreState, _PRICE_STATE, advance_stores, next_price_state,
+    PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA, StoreState, PRICE_STATE_SCHEMA, advance_stores, next_price_state,
     price_features, store_features,
 )
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
@@ -46,12 +46,12 @@ def price_feature_weeks(warehouse: Warehouse, weeks: Iterable[int],
     start = weeks[0]
     cats = _categories(warehouse, range(1, start))
     if start == 1:
-        prev = _PRICE_STATE.to_frame()
+        prev = PRICE_STATE_SCHEMA.to_frame()
     elif warehouse.manifest(PRICE_FEATURES_TABLE, start - 1) is not None:
         prev = next_price_state(warehouse.scan(PRICE_FEATURES_TABLE, [start - 1], schema=PRICE_FEATURES_SCHEMA).collect())
     else:  # rebuild the carried columns from week 1, writing nothing
         log(f"price_features: no partition for week {start - 1}; rebuilding from week 1")
-        prev, cats = _PRICE_STATE.to_frame(), _categories(warehouse, [])
+        prev, cats = PRICE_STATE_SCHEMA.to_frame(), _categories(warehouse, [])
         for week in range(1, start):
             cats = _add_categories(warehouse, cats, week)
             prev = next_price_state(_features_of_week(warehouse, week, prev, cats))
@@ -72,8 +72,7 @@ def _add_categories(warehouse: Warehouse, cats: pl.DataFrame, week: int) -> pl.D
 
 
 def _features_of_week(warehouse: Warehouse, week: int, prev: pl.DataFrame, cats: pl.DataFrame) -> pl.DataFrame:
-    if warehouse.manifest(PRICES_TABLE, week) is None:
-        raise FileNotFoundError(f"derived_prices week {week} is not materialized; materialize it first")
+    warehouse.require_weeks(PRICES_TABLE, [week])
     prices = warehouse.scan(PRICES_TABLE, [week], schema=DERIVED_PRICES_SCHEMA).select(
         "product_id", "store_id", "week", "shop_week", "actual_price", "discount_depth", "promo_flag").collect()
     return price_features(prices, cats, prev)

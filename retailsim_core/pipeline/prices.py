@@ -113,8 +113,7 @@ def derive_week(state: PriceState, observed: pl.DataFrame, week: int,
 
 
 def _observed_week(warehouse: Warehouse, week: int) -> pl.DataFrame:
-    if warehouse.manifest(RAW_TABLE, week) is None:
-        raise FileNotFoundError(f"raw_transactions week {week} is not materialized; materialize it first")
+    warehouse.require_weeks(RAW_TABLE, [week])
     raw = warehouse.scan(RAW_TABLE, [week], schema=RAW_TRANSACTIONS_SCHEMA).select(
         "product_id", "store_id", "store_region", "store_format", "week", "spend", "quantity")
     return observed_prices(raw).collect().sort("cell")

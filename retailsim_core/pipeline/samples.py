@@ -31,9 +31,7 @@ _COLUMNS = ["week", "basket_id", "customer_id", "store_id", "store_format", "sto
 
 def _raw(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:
     weeks = list(weeks)
-    for w in weeks:
-        if warehouse.manifest(RAW_TABLE, w) is None:
-            raise FileNotFoundError(f"raw_transactions week {w} is not materialized; materialize it first")
+    warehouse.require_weeks(RAW_TABLE, weeks)
     return warehouse.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA).select(_COLUMNS).collect()
 
 

@@ -14,12 +14,10 @@ from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE, all_products, n
 from retailsim_core.pipeline.graph import load_graph
 from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.pipeline.prices import PRICES_TABLE
-from retailsim_dagster.assets.pipeline import CPU_POOL
 from retailsim_dagster.metadata import markdown_table, table_schema
-from retailsim_dagster.partitions import weekly_partitions, weeks_of
+from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
-_PREVIOUS_WEEK = dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True)
 
 
 @dg.asset(group_name="features", kinds={"polars", "parquet"}, deps=[RAW_TABLE, PRICES_TABLE, "product_graph"],
@@ -38,7 +36,7 @@ def pseudo_brands(warehouse: WarehouseResource, pipeline_config: PipelineConfigR
 
 @dg.asset(group_name="features", partitions_def=weekly_partitions, kinds={"polars", "parquet"},
           backfill_policy=dg.BackfillPolicy.single_run(),
-          deps=[dg.AssetDep(PRICES_TABLE), dg.AssetDep(PRICE_FEATURES_TABLE, partition_mapping=_PREVIOUS_WEEK)],
+          deps=[dg.AssetDep(PRICES_TABLE), dg.AssetDep(PRICE_FEATURES_TABLE, partition_mapping=previous_weeks(1))],
           metadata={"dagster/column_schema": table_schema(PRICE_FEATURES_SCHEMA)},
           description="T4 inputs per product x store x week: log, relative price, velocity, acceleration, "
                       "promotional momentum, depth, flag (spec §3.3).")
@@ -50,7 +48,7 @@ def price_features(context: dg.AssetExecutionContext, warehouse: WarehouseResour
 
 @dg.asset(group_name="features", partitions_def=weekly_partitions, kinds={"polars", "parquet"},
           backfill_policy=dg.BackfillPolicy.single_run(),
-          deps=[dg.AssetDep(RAW_TABLE, partition_mapping=_PREVIOUS_WEEK)],
+          deps=[dg.AssetDep(RAW_TABLE, partition_mapping=previous_weeks(1))],
           metadata={"dagster/column_schema": table_schema(STORE_FEATURES_SCHEMA)},
           description="T5 store context as of week W from weeks < W, with format x region fallbacks (spec §4.6).")
 def store_features(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:

@@ -6,7 +6,7 @@ from retailsim_core.ingest import expected_file_name
 from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.ingest import QUARANTINE_TABLE, RAW_TABLE, ingest_weeks
 from retailsim_dagster.metadata import markdown_table, table_schema
-from retailsim_dagster.partitions import weekly_partitions, weeks_of
+from retailsim_dagster.partitions import CPU_POOL, weekly_partitions, weeks_of
 from retailsim_dagster.resources import RawSourceResource, WarehouseResource
 
 CHECKS = [
@@ -33,7 +33,7 @@ CHECKS = [
     # Either table may be selected alone (`--select raw_transactions`); both are always
     # written together, since row accounting spans the pair.
     can_subset=True,
-    pool="cpu_heavy",
+    pool=CPU_POOL,
 )
 def raw_transactions(context: dg.AssetExecutionContext, raw_source: RawSourceResource,
                      warehouse: WarehouseResource):

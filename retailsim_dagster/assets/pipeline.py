@@ -9,17 +9,10 @@ from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.pipeline.prices import DERIVED_PRICES_SCHEMA, PRICES_TABLE, derive_price_weeks
 from retailsim_core.prices import PriceConfig
 from retailsim_dagster.metadata import markdown_table, table_schema
-from retailsim_dagster.partitions import weekly_partitions, weeks_of
+from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
 PRICE_HISTORY_WEEKS = PriceConfig().history_weeks
-# Steps that use every core: at most `pools.default_limit` of them run at once across all runs
-# (dagster.yaml), whatever the executor's parallelism.
-CPU_POOL = "cpu_heavy"
-
-
-def _previous_weeks(n: int) -> dg.TimeWindowPartitionMapping:
-    return dg.TimeWindowPartitionMapping(start_offset=-n, end_offset=-1, allow_nonexistent_upstream_partitions=True)
 
 
 @dg.asset(
@@ -29,7 +22,7 @@ def _previous_weeks(n: int) -> dg.TimeWindowPartitionMapping:
     deps=[dg.AssetDep(RAW_TABLE),
           # Week W reads the state left by its previous partitions (cumulative statistics and
           # the observed prices of the reference lookback), never the whole history.
-          dg.AssetDep(PRICES_TABLE, partition_mapping=_previous_weeks(PRICE_HISTORY_WEEKS))],
+          dg.AssetDep(PRICES_TABLE, partition_mapping=previous_weeks(PRICE_HISTORY_WEEKS))],
     metadata={"dagster/column_schema": table_schema(DERIVED_PRICES_SCHEMA)},
     description="Actual, base and reference prices, promotions, imputation and validation flags per "
                 "product x store (the store's assortment to date) x week (spec §2.2).",
@@ -68,11 +61,11 @@ def product_graph(context: dg.AssetExecutionContext, warehouse: WarehouseResourc
 @dg.multi_asset(
     specs=[
         dg.AssetSpec(AFFINITY_TABLE, group_name="pipeline", kinds={"polars", "parquet"},
-                     deps=[dg.AssetDep(RAW_TABLE, partition_mapping=_previous_weeks(1))],
+                     deps=[dg.AssetDep(RAW_TABLE, partition_mapping=previous_weeks(1))],
                      description="Store affinity of each carded customer as of week W, from weeks < W (spec §2.4).",
                      metadata={"dagster/column_schema": table_schema(AFFINITY_SCHEMA)}),
         dg.AssetSpec(MISSIONS_TABLE, group_name="pipeline", kinds={"polars", "parquet"},
-                     deps=[dg.AssetDep(RAW_TABLE, partition_mapping=_previous_weeks(1))],
+                     deps=[dg.AssetDep(RAW_TABLE, partition_mapping=previous_weeks(1))],
                      description="Mission patterns of each carded customer as of week W, from weeks < W (spec §2.5).",
                      metadata={"dagster/column_schema": table_schema(MISSION_SCHEMA)}),
     ],

@@ -7,7 +7,7 @@ from retailsim_core.pipeline.samples import METADATA_TABLE, SAMPLES_TABLE, TRIPS
 from retailsim_core.samples import METADATA_SCHEMA, SAMPLES_SCHEMA
 from retailsim_core.trips import TRIPS_SCHEMA
 from retailsim_dagster.metadata import markdown_table, table_schema
-from retailsim_dagster.partitions import weekly_partitions, weeks_of
+from retailsim_dagster.partitions import CPU_POOL, weekly_partitions, weeks_of
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
 _SPECS = [
@@ -25,7 +25,7 @@ _SPECS = [
                         deps=[dg.AssetDep(RAW_TABLE)], metadata={"dagster/column_schema": table_schema(schema)})
            for name, schema, desc in _SPECS],
     partitions_def=weekly_partitions, backfill_policy=dg.BackfillPolicy.single_run(), can_subset=True,
-    pool="cpu_heavy",
+    pool=CPU_POOL,
 )
 def training_data(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
                   pipeline_config: PipelineConfigResource):

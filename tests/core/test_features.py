@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from retailsim_core.brands import pseudo_brands
-from retailsim_core.features import _PRICE_STATE, StoreState, advance_stores, next_price_state, price_features, store_features
+from retailsim_core.features import PRICE_STATE_SCHEMA, StoreState, advance_stores, next_price_state, price_features, store_features
 from retailsim_core.graph import EDGES_SCHEMA
 
 
@@ -62,7 +62,7 @@ CATS = pl.DataFrame({"product_id": ["A", "B"], "prod_code_10": ["CL1", "CL1"]})
 
 def test_price_features_first_week_promotions_and_relative_price():
     import math
-    w1 = price_features(_prices(1, [("A", "S1", 2.0, 0.0), ("B", "S1", 4.0, 0.0)]), CATS, _PRICE_STATE.to_frame())
+    w1 = price_features(_prices(1, [("A", "S1", 2.0, 0.0), ("B", "S1", 4.0, 0.0)]), CATS, PRICE_STATE_SCHEMA.to_frame())
     a1 = w1.row(0, named=True)
     assert not a1["has_prior_price"] and a1["price_velocity"] == 0.0 and a1["price_acceleration"] == 0.0
     assert a1["relative_price"] == pytest.approx(2.0 / 3.0) and a1["log_price"] == pytest.approx(math.log(2.0))
@@ -105,7 +105,7 @@ def test_zero_prices_are_imputed_from_the_category_and_flagged():
     import math
 
     rows = [("A", "S1", 0.0, 0.0), ("B", "S1", 3.0, 0.0)]
-    f = price_features(_prices(1, rows), CATS, _PRICE_STATE.to_frame())
+    f = price_features(_prices(1, rows), CATS, PRICE_STATE_SCHEMA.to_frame())
     a = f.filter(pl.col("product_id") == "A").row(0, named=True)
     assert a["is_imputed_price"] and a["actual_price"] == 3.0 and math.isfinite(a["log_price"])
     assert not f.filter(pl.col("product_id") == "B")["is_imputed_price"][0]

@@ -41,3 +41,15 @@ def test_ingest_weeks_accounts_for_every_row_and_records_gaps(tiny_dataset, tmp_
     assert wh.missing_weeks(RAW_TABLE) == [4] and wh.missing_weeks(QUARANTINE_TABLE) == [4]
     assert wh.scan(RAW_TABLE).select(pl.len()).collect().item() == report["rows_kept"].sum()
     assert set(wh.scan(RAW_TABLE).select("week").unique().collect()["week"]) == {1, 2, 3, 5, 6}
+
+
+def test_steps_refuse_weeks_that_were_never_materialized(tmp_path):
+    from retailsim_core.pipeline.prices import derive_price_weeks
+
+    wh = Warehouse(tmp_path)
+    wh.write_partition("t", 1, pl.DataFrame({"week": [1], "x": [1]}, schema=SCHEMA), SCHEMA)
+    wh.require_weeks("t", [1])
+    with pytest.raises(FileNotFoundError, match="t week 2 is not materialized"):
+        wh.require_weeks("t", [1, 2])
+    with pytest.raises(FileNotFoundError, match="raw_transactions week 1 is not materialized"):
+        derive_price_weeks(wh, [1])
