@@ -20,6 +20,7 @@ import torch
 
 from retailsim_core.calendar import N_WEEKS, uk_bank_holidays
 from retailsim_core.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES, STORE_REGION_CODES
+from retailsim_core.shelf import ShelfPrices
 from retailsim_core.tokens import PAD, ProductVocab
 from retailsim_core.trips import TripStore
 
@@ -60,8 +61,9 @@ def ragged(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, width: int
 
 class TrainingSet:
     def __init__(self, samples: pl.DataFrame, store: TripStore, vocab: ProductVocab, affinity: pl.DataFrame,
-                 missions: pl.DataFrame, prices: pl.DataFrame, stores: pl.DataFrame, cfg: TensorConfig = TensorConfig()):
-        self.cfg, self.vocab, self.n = cfg, vocab, samples.height
+                 missions: pl.DataFrame, prices: pl.DataFrame, stores: pl.DataFrame, cfg: TensorConfig = TensorConfig(),
+                 shelf: ShelfPrices | None = None):
+        self.cfg, self.vocab, self.n, self.shelf = cfg, vocab, samples.height, shelf
         trips = store.trips.with_row_index("row")
         # History store arrays (all trips): item tokens, days, trip context codes.
         items = trips.select("row", pl.col("products")).explode("products").join(
@@ -69,16 +71,19 @@ class TrainingSet:
         self.trip_tokens = items["token"].fill_null(PAD).to_numpy().astype(np.int32)
         self.trip_offsets = np.concatenate([[0], np.cumsum(trips["products"].list.len().to_numpy())]).astype(np.int64)
         self.trip_day = (trips["shop_date"].cast(pl.Int32)).to_numpy()
+        self.trip_customer = trips["customer_id"].cast(pl.Categorical).to_physical().to_numpy()
         self.trip_context = trips.select(codes("basket_type", BASKET_TYPES), codes("basket_dominant_mission", MISSIONS)).to_numpy()
 
         s = samples.join(trips.select("basket_id", pl.col("row").alias("trip")), on="basket_id", how="left",
                          maintain_order="left")
         bounds = store.history_bounds(s["customer_id"], s["week"])
         self.hist_end = bounds["end"].to_numpy()
-        self.hist_start = np.maximum(bounds["start"].to_numpy(), self.hist_end - cfg.max_history_trips)
+        self.full_hist_start = bounds["start"].to_numpy()                            # whole history (baselines)
+        self.hist_start = np.maximum(self.full_hist_start, self.hist_end - cfg.max_history_trips)
         basket = s.select("trip").join(trips, left_on="trip", right_on="row", how="left", maintain_order="left")
         self._targets(basket, prices)
         self._context(s, basket, affinity, missions, stores)
+        self.shelf_rows = shelf.rows_of(basket["store_id"], basket["week"]) if shelf is not None else None
 
     def _targets(self, basket: pl.DataFrame, prices: pl.DataFrame) -> None:
         """Target products (highest-priced first when truncated) with their T4 price inputs."""
@@ -101,6 +106,7 @@ class TrainingSet:
                                  on=key, how="left", maintain_order="left")
         numeric = pl.concat([aff.drop(key), mis.drop(key)], how="horizontal")
         self.t1_numeric = numeric.select(pl.all().cast(pl.Float32).fill_null(0.0).fill_nan(0.0)).to_numpy()
+        self.t1_names = tuple(numeric.columns)
         self.t1_has_snapshot = aff["loyalty_score"].is_not_null().to_numpy()
         self.t1_codes = basket.select(codes("cust_price_sensitivity", PRICE_SENSITIVITY_CODES),
                                       codes("cust_lifestage", LIFESTAGE_CODES)).to_numpy()
@@ -157,7 +163,8 @@ class TrainingSet:
                                     self.trip_offsets[flat + 1] - self.trip_offsets[flat], K)
         hist_context = np.zeros((len(idx), H, 2), dtype=np.int64)
         hist_context[valid] = self.trip_context[flat]
-        return {
+        extra = {"shelf": torch.from_numpy(self.shelf.dense(self.shelf_rows[idx]))} if self.shelf is not None else {}
+        return extra | {
             "tokens": torch.from_numpy(tokens), "item_mask": torch.from_numpy(tokens != PAD),
             "t4_prices": torch.from_numpy(prices), "history_tokens": torch.from_numpy(hist_tokens),
             "history_mask": torch.from_numpy(valid), "history_context": torch.from_numpy(hist_context),

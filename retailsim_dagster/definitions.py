@@ -2,13 +2,13 @@
 
 import dagster as dg
 
-from retailsim_dagster.assets import checks, features, ingest, pipeline, training_data
+from retailsim_dagster.assets import checks, features, ingest, model, pipeline, training_data
 from retailsim_dagster.automation import new_week_file_sensor, weekly_job, weekly_refresh_schedule
 from retailsim_dagster.resources import default_resources
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([ingest, pipeline, features, training_data]),
-    asset_checks=dg.load_asset_checks_from_modules([ingest, checks, features]),
+    assets=dg.load_assets_from_modules([ingest, pipeline, features, training_data, model]),
+    asset_checks=dg.load_asset_checks_from_modules([ingest, checks, features, model]),
     jobs=[weekly_job],
     schedules=[weekly_refresh_schedule],
     sensors=[new_week_file_sensor],

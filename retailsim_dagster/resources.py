@@ -9,8 +9,11 @@ from pathlib import Path
 
 import dagster as dg
 
+from retailsim_core.evaluation.run import EvalConfig
 from retailsim_core.graph import GraphConfig
+from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.split import TemporalSplit, default_split
+from retailsim_core.training.loop import TrainConfig
 from retailsim_core.warehouse import Warehouse
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -18,6 +21,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 def default_raw_dir() -> str:
     return os.environ.get("RETAILSIM_RAW_DIR", str(PROJECT_ROOT / "data" / "raw"))
+
+
+def default_truth_dir() -> str:
+    return os.environ.get("RETAILSIM_TRUTH_DIR", str(PROJECT_ROOT / "data" / "ground_truth"))
 
 
 def default_warehouse_dir() -> str:
@@ -28,10 +35,17 @@ class RawSourceResource(dg.ConfigurableResource):
     """Folder of LGSR week files (``transactions_YYYYWW.csv`` or ``.csv.gz``)."""
 
     raw_dir: str
+    # The synthetic generator's planted truth (enables the oracle in evaluation_report); empty for
+    # real LGSR files.
+    truth_dir: str = ""
 
     @property
     def path(self) -> Path:
         return Path(self.raw_dir)
+
+    @property
+    def truth(self) -> Path | None:
+        return Path(self.truth_dir) if self.truth_dir and Path(self.truth_dir).exists() else None
 
 
 class WarehouseResource(dg.ConfigurableResource):
@@ -53,10 +67,21 @@ class PipelineConfigResource(dg.ConfigurableResource):
     min_lift: float = GraphConfig.min_lift
     min_count: int = GraphConfig.min_count
     min_jaccard: float = GraphConfig.min_jaccard
+    model_preset: str = "small"       # world model + training schedule: tiny | small | paper
+    model_seed: int = 0
+    eval_test_samples: int = 6_000    # test baskets scored by every method (0 = all)
+
+    @property
+    def evaluation(self) -> EvalConfig:
+        return EvalConfig(max_test_samples=self.eval_test_samples or None, seed=self.model_seed)
 
     @property
     def split(self) -> TemporalSplit:
         return TemporalSplit(self.train_end, self.valid_end)
+
+    @property
+    def world_model(self) -> tuple[WorldModelConfig, TrainConfig]:
+        return WorldModelConfig.preset(self.model_preset), TrainConfig.preset(self.model_preset, seed=self.model_seed)
 
     @property
     def graph(self) -> GraphConfig:
@@ -65,7 +90,7 @@ class PipelineConfigResource(dg.ConfigurableResource):
 
 def default_resources() -> dict:
     return {
-        "raw_source": RawSourceResource(raw_dir=default_raw_dir()),
+        "raw_source": RawSourceResource(raw_dir=default_raw_dir(), truth_dir=default_truth_dir()),
         "warehouse": WarehouseResource(root=default_warehouse_dir()),
         "pipeline_config": PipelineConfigResource(),
     }

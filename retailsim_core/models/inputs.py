@@ -50,8 +50,11 @@ class FourierPriceEncoder(nn.Module):
 
 def graphsage_rows(vocab: ProductVocab, vectors: torch.Tensor, id_map: pl.DataFrame, seed: int = 0) -> torch.Tensor:
     """(V, G) initial product table aligned to the T2 vocabulary: row 0 ([PAD]) zero, row
-    token(p) = GraphSAGE vector of p, [MASK]/[EOS] small random vectors. Products missing from the
-    embeddings (should not happen: novel products get their sub-commodity's mean) stay zero."""
+    token(p) = GraphSAGE vector of p scaled to unit length (GraphSAGE is trained on cosine
+    scores, so only directions carry meaning, and raw norms reach 1e4), [MASK]/[EOS] small random
+    vectors. Products missing from the embeddings (should not happen: novel products get their
+    sub-commodity's mean) stay zero."""
+    vectors = torch.nn.functional.normalize(vectors.float(), dim=1)
     table = torch.zeros(vocab.size, vectors.shape[1])
     rows = vocab.frame().join(id_map.select("product_id", "row"), on="product_id", how="inner")
     table[torch.tensor(rows["token"].to_numpy(), dtype=torch.long)] = vectors[torch.tensor(rows["row"].to_numpy(), dtype=torch.long)]

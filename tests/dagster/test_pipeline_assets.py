@@ -1,20 +1,23 @@
 """Materialize the pipeline domain in process over a range of weeks, with its checks."""
 
+from pathlib import Path
+
 import dagster as dg
 import polars as pl
 
 from retailsim_core.pipeline.graph import load_graph, to_dgl, to_networkx
 from retailsim_core.warehouse import Warehouse
-from retailsim_dagster.assets import checks, features, ingest, pipeline, training_data
+from retailsim_dagster.assets import checks, features, ingest, model, pipeline, training_data
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
 RANGE = {"dagster/asset_partition_range_start": "2006-04-10", "dagster/asset_partition_range_end": "2006-07-10"}
 
 
 def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
-    resources = {"raw_source": RawSourceResource(raw_dir=str(tiny_dataset["raw"])),
+    resources = {"raw_source": RawSourceResource(raw_dir=str(tiny_dataset["raw"]), truth_dir=str(tiny_dataset["truth"])),
                  "warehouse": WarehouseResource(root=str(tmp_path / "wh")),
-                 "pipeline_config": PipelineConfigResource(train_end=10, valid_end=12, min_count=2, min_jaccard=0.3)}
+                 "pipeline_config": PipelineConfigResource(train_end=10, valid_end=12, min_count=2, min_jaccard=0.3,
+                                                           model_preset="tiny", eval_test_samples=200)}
     weekly = dg.materialize([ingest.raw_transactions, pipeline.derived_prices, pipeline.customer_snapshots,
                              checks.derived_prices_business_rules, checks.affinity_ranges, checks.mission_distributions],
                             resources=resources, tags=RANGE)
@@ -33,6 +36,14 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     assert feature_run.success and all(e.passed for e in feature_run.get_asset_check_evaluations())
     samples = feature_run.asset_materializations_for_node("training_data")
     assert {m.asset_key.to_user_string() for m in samples} == {"temporal_metadata", "customer_trips", "bucketed_samples"}
+    model_run = dg.materialize([model.trained_checkpoint, model.checkpoint_beats_popularity, model.evaluation_report],
+                               resources=resources)
+    assert model_run.success
+    ckpt = model_run.asset_materializations_for_node("trained_checkpoint")[0].metadata
+    assert ckpt["parameters"].value > 0 and "history" in ckpt and "loss_curve" in ckpt
+    report = model_run.asset_materializations_for_node("evaluation_report")[0].metadata
+    assert "| world_model |" in report["summary"].value and report["oracle_available"].value
+    assert Path(report["report"].value).exists()
     mats = graph_run.asset_materializations_for_node("product_graph")
     assert mats[0].metadata["edges_hierarchy"].value > 0
     wh = Warehouse(tmp_path / "wh")

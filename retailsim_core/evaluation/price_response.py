@@ -1,0 +1,84 @@
+"""The report's simulation and elasticity sections (spec §6.2, §4.3.2).
+
+- Elasticities for one named context (price-sensitive customers at small stores on weekends;
+  all test contexts if too few), over the products with the most expected units; on synthetic
+  data, compared with the generator's planted own-price elasticities.
+- Simulated baskets for test contexts vs the real ones: size and repeat share.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from retailsim_core.lgsr import PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES
+from retailsim_core.models.world_model import WorldModel
+from retailsim_core.simulation import elasticities, expected_units, generate, price_book
+from retailsim_core.tensors import TrainingSet
+
+MIN_CONTEXTS = 20
+
+
+def elasticity_context(data: TrainingSet, rows: np.ndarray) -> tuple[np.ndarray, str]:
+    """LA customers at SS stores on Saturday/Sunday; falls back to every given row."""
+    la = data.t1_codes[rows, 0] == PRICE_SENSITIVITY_CODES.index("LA") + 1
+    small = data.t5_codes[rows, 0] == STORE_FORMAT_CODES.index("SS") + 1
+    weekend = np.isin(data.t3[rows, 1], (1, 7))                                   # Sunday = 1, Saturday = 7
+    chosen = rows[la & small & weekend]
+    if len(chosen) >= MIN_CONTEXTS:
+        return chosen[:256], "price-sensitive (LA) customers at small (SS) stores on weekends"
+    return rows[:256], "all test contexts (fewer than 20 LA / SS / weekend baskets)"
+
+
+def _basket_sizes(data: TrainingSet, rows: np.ndarray) -> torch.Tensor:
+    return torch.as_tensor(np.minimum(data.item_counts[rows], 50), dtype=torch.float32)
+
+
+def price_response(model: WorldModel, data: TrainingSet, rows: np.ndarray, categories: np.ndarray,
+                   truth_dir: Path | None, n_products: int = 30) -> dict:
+    ctx_rows, ctx_name = elasticity_context(data, rows)
+    batch = data[ctx_rows]
+    size = _basket_sizes(data, ctx_rows)      # realised sizes as the panel's trip sizes (a given of the context)
+    with torch.no_grad():
+        units = expected_units(model, batch, size)
+    products = (torch.topk(units[1:data.vocab.n_products + 1], n_products).indices + 1).numpy()
+    table = elasticities(model, batch, size, products, categories)
+    names = np.array(("[PAD]",) + data.vocab.products + ("[MASK]", "[EOS]"))
+    table = table.with_columns(product_id=pl.Series(names[table["product"].to_numpy()]),
+                               other_id=pl.Series(names[table["other"].to_numpy()]))
+    own = table.filter(pl.col("kind") == "own").select("product_id", pl.col("elasticity").alias("model_elasticity"))
+    out = {"context": ctx_name, "contexts": len(ctx_rows), "elasticities": table, "own": own}
+    if truth_dir is not None:
+        from retailsim_core.synth.world import load_world
+        cat = load_world(truth_dir).catalogue
+        planted = pl.DataFrame({"product_id": cat.product_code, "planted_elasticity": cat.elasticity})
+        own = own.join(planted, on="product_id", how="left")
+        out["own"] = own
+        if own["planted_elasticity"].null_count() == 0 and own.height > 2:
+            out["planted_correlation"] = float(np.corrcoef(own["model_elasticity"], own["planted_elasticity"])[0, 1])
+    return out
+
+
+def simulation_check(model: WorldModel, data: TrainingSet, rows: np.ndarray, prices: pl.DataFrame,
+                     stores: list[str], weeks: list[int], seed: int = 0) -> dict:
+    """Generate one basket per test context (true T6) and compare with the real baskets."""
+    batch = data[rows]
+    book = price_book(prices, stores, weeks, data.vocab)
+    baskets = generate(model, batch, book, seed=seed)
+    repeat = np.zeros((len(rows), data.vocab.size), dtype=bool)
+    tokens = batch["history_tokens"].reshape(len(rows), -1).numpy()
+    repeat[np.repeat(np.arange(len(rows)), tokens.shape[1]), tokens.ravel()] = True
+    repeat[:, 0] = False
+    gen_len = np.array([len(b) for b in baskets])
+    flat_r = np.repeat(np.arange(len(rows)), gen_len)
+    flat_t = np.concatenate([np.asarray(b, dtype=np.int64) for b in baskets]) if gen_len.sum() else np.zeros(0, np.int64)
+    real = batch["tokens"].numpy()
+    real_items = (real >= 1) & (real <= data.vocab.n_products)
+    real_r, real_c = np.nonzero(real_items)
+    return {"baskets": len(rows), "simulated_mean_size": float(gen_len.mean()),
+            "real_mean_size": float(real_items.sum(1).mean()),
+            "simulated_repeat_share": float(repeat[flat_r, flat_t].mean()) if len(flat_t) else 0.0,
+            "real_repeat_share": float(repeat[real_r, real[real_r, real_c]].mean())}

@@ -1,0 +1,154 @@
+"""A self-contained HTML report (inline CSS and SVG, no scripts or downloads) and its Markdown
+summary: tables and plots of metric by method, by slice and by history bucket, the verdict in
+plain words, and the calibration of the auxiliary heads."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import polars as pl
+
+METHOD_ORDER = ("world_model", "world_model_sampled_t6", "oracle", "P-TopFreq", "GP-TopFreq", "TIFU-KNN",
+                "SASRec", "BERT4Rec", "G-TopFreq")
+HEADLINE = ("R@20", "NDCG@10", "P@10", "R@10", "MRR", "F1", "top3_hit", "category_coverage", "revenue_correlation",
+            "R@20_repeat", "R@20_explore")
+COLOURS = ("#4f43dd", "#8b83ee", "#2a9d8f", "#e76f51", "#f4a261", "#264653", "#e9c46a", "#a8dadc", "#999999")
+
+
+def _methods(by_method: dict) -> list[str]:
+    return [m for m in METHOD_ORDER if m in by_method] + sorted(set(by_method) - set(METHOD_ORDER))
+
+
+def verdict(metrics: dict) -> list[str]:
+    """The issue's acceptance questions answered from the numbers, whatever they are."""
+    nb = metrics["next_basket"]["all"]
+    wm = nb.get("world_model", {})
+    lines = []
+    for rival in ("P-TopFreq", "TIFU-KNN"):
+        for k in ("R@20", "NDCG@10"):
+            if rival in nb and k in wm:
+                a, b = wm[k], nb[rival][k]
+                lines.append(f"world model {k} {a:.4f} vs {rival} {b:.4f}: "
+                             f"{'beats' if a > b else 'DOES NOT beat'} it ({(a - b) / max(b, 1e-12):+.1%}).")
+    if "oracle" in nb and "R@20" in wm:
+        share = wm["R@20"] / max(nb["oracle"]["R@20"], 1e-12)
+        lines.append(f"world model reaches {share:.1%} of the oracle's R@20 ({wm['R@20']:.4f} / {nb['oracle']['R@20']:.4f}); "
+                     f"target >= 70%: {'met' if share >= 0.7 else 'NOT met'}.")
+    return lines
+
+
+def _table(by_method: dict, metrics: tuple[str, ...]) -> str:
+    methods = _methods(by_method)
+    present = [k for k in metrics if any(k in by_method[m] for m in methods)]
+    best = {k: max((by_method[m].get(k, float("-inf")) for m in methods if m != "oracle"), default=None) for k in present}
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in present)
+    body = ""
+    for m in methods:
+        cells = "".join(
+            f"<td class='{'best' if m != 'oracle' and by_method[m].get(k) == best[k] else ''}'>"
+            f"{by_method[m][k]:.4f}</td>" if k in by_method[m] else "<td>–</td>" for k in present)
+        body += f"<tr><th>{html.escape(m)}</th>{cells}</tr>"
+    return f"<table><tr><th>method</th>{head}</tr>{body}</table>"
+
+
+def _bars(values: dict[str, float], title: str, width: int = 560) -> str:
+    items = list(values.items())
+    top = max([v for _, v in items] + [1e-9])
+    h = 22 * len(items) + 30
+    bars = "".join(
+        f"<text x='4' y='{30 + 22 * i + 12}' font-size='12'>{html.escape(k)}</text>"
+        f"<rect x='190' y='{30 + 22 * i}' width='{(width - 260) * v / top:.1f}' height='16' fill='{COLOURS[i % len(COLOURS)]}'/>"
+        f"<text x='{196 + (width - 260) * v / top:.1f}' y='{30 + 22 * i + 12}' font-size='11'>{v:.4f}</text>"
+        for i, (k, v) in enumerate(items))
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{h}' role='img'>"
+            f"<text x='4' y='16' font-size='13' font-weight='bold'>{html.escape(title)}</text>{bars}</svg>")
+
+
+def _reliability(calibration: pl.DataFrame) -> str:
+    svgs = []
+    for (head,), part in calibration.filter(pl.col("samples") > 0).group_by("head", maintain_order=True):
+        pts = " ".join(f"{20 + 160 * c:.1f},{180 - 160 * a:.1f}" for c, a in zip(part["confidence"], part["accuracy"]))
+        svgs.append(f"<svg xmlns='http://www.w3.org/2000/svg' width='200' height='210'>"
+                    f"<text x='4' y='14' font-size='12'>{html.escape(head)}</text>"
+                    f"<line x1='20' y1='180' x2='180' y2='20' stroke='#bbb' stroke-dasharray='4'/>"
+                    f"<polyline fill='none' stroke='#4f43dd' stroke-width='2' points='{pts}'/>"
+                    f"<text x='20' y='200' font-size='10'>confidence → accuracy</text></svg>")
+    summary = calibration.group_by("head", maintain_order=True).agg(pl.col("head_accuracy", "majority_accuracy", "ece").first())
+    rows = "".join(f"<tr><th>{h}</th><td>{a:.3f}</td><td>{m:.3f}</td><td>{e:.3f}</td></tr>" for h, a, m, e in summary.iter_rows())
+    return ("<table><tr><th>head</th><th>accuracy</th><th>majority class</th><th>ECE</th></tr>" + rows + "</table>"
+            + "".join(svgs))
+
+
+def _frame_table(df: pl.DataFrame) -> str:
+    fmt = lambda v: f"{v:.4f}" if isinstance(v, float) else html.escape(str(v))  # noqa: E731
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+    body = "".join("<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in df.iter_rows())
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _scatter(xs, ys, xlabel: str, ylabel: str, size: int = 260) -> str:
+    xs, ys = list(xs), list(ys)
+    if not xs:
+        return ""
+    lo_x, hi_x, lo_y, hi_y = min(xs), max(xs), min(ys), max(ys)
+    sx = lambda v: 30 + (size - 40) * (v - lo_x) / ((hi_x - lo_x) or 1)  # noqa: E731
+    sy = lambda v: size - 30 - (size - 40) * (v - lo_y) / ((hi_y - lo_y) or 1)  # noqa: E731
+    dots = "".join(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3' fill='#4f43dd'/>" for x, y in zip(xs, ys))
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{size}' height='{size}'>{dots}"
+            f"<text x='30' y='{size - 8}' font-size='11'>{html.escape(xlabel)} →</text>"
+            f"<text x='4' y='12' font-size='11'>↑ {html.escape(ylabel)}</text></svg>")
+
+
+def _response_section(response: dict, tuning: dict) -> list[str]:
+    own = response["own"].sort("model_elasticity")
+    cross = (response["elasticities"].filter(pl.col("kind") != "own")
+             .sort(pl.col("elasticity").abs(), descending=True).head(20).select("product_id", "other_id", "elasticity", "kind"))
+    corr = tuning.get("planted_elasticity_correlation")
+    parts = ["<h2>Price elasticities (autograd Jacobian)</h2>",
+             f"<p>Context: {html.escape(response['context'])} ({response['contexts']} baskets); the "
+             f"{own.height} products with the most expected units. Own-price elasticity = d log E[units] / d log price.</p>"]
+    if corr is not None:
+        parts.append(f"<p>Correlation with the generator's planted own-price elasticities: <b>{corr:.3f}</b>.</p>")
+        parts.append(_scatter(own["planted_elasticity"], own["model_elasticity"], "planted", "model"))
+    parts += ["<h3>Own-price</h3>", _frame_table(own), "<h3>Strongest cross-price pairs</h3>", _frame_table(cross)]
+    sim = tuning.get("simulation", {})
+    if sim:
+        parts += ["<h2>Simulated baskets vs real (test contexts, true T6)</h2>",
+                  _frame_table(pl.DataFrame([{k: float(v) for k, v in sim.items()}]))]
+    return parts
+
+
+def render_report(metrics: dict, calibration: pl.DataFrame, tuning: dict, response: dict | None = None) -> str:
+    nb, mi = metrics["next_basket"], metrics["masked_item"]
+    slice_rows = {s: {m: v.get("R@20", 0.0) for m, v in by.items()} for s, by in nb.items()}
+    slice_table = _table({m: {s: slice_rows[s].get(m, 0.0) for s in slice_rows} for m in nb["all"]}, tuple(slice_rows))
+    buckets = {s: v for s, v in nb.items() if s.startswith("bucket_")}
+    bucket_svgs = "".join(_bars({m: v.get("R@20", 0.0) for m, v in by.items()}, f"R@20, {s}") for s, by in sorted(buckets.items()))
+    sections = [
+        "<h1>RetailSim evaluation report</h1>",
+        f"<p>Test weeks, {tuning['test_samples']:,} baskets of carded customers; baselines tuned on "
+        f"{tuning['validation_samples']:,} validation baskets. Every method is scored on the same samples.</p>",
+        "<h2>Verdict</h2><ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in verdict(metrics)) + "</ul>",
+        "<h2>Next basket (all test baskets)</h2>", _table(nb["all"], HEADLINE),
+        _bars({m: v["R@20"] for m, v in nb["all"].items() if "R@20" in v}, "R@20 by method"),
+        _bars({m: v["NDCG@10"] for m, v in nb["all"].items() if "NDCG@10" in v}, "NDCG@10 by method"),
+        "<h2>Masked items (BERT4Rec protocol)</h2>", _table(mi["all"], ("Hit@10", "NDCG@10", "MRR")),
+        _bars({m: v["Hit@10"] for m, v in mi["all"].items() if "Hit@10" in v}, "masked-item Hit@10 by method"),
+        "<h2>R@20 by slice</h2>", slice_table, "<h2>By history bucket</h2>", bucket_svgs,
+        "<h2>Auxiliary heads (T6 withheld): calibration</h2>", _reliability(calibration),
+        *(_response_section(response, tuning) if response is not None else []),
+        "<h2>Tuning and checkpoint</h2><pre>" + html.escape(json.dumps(tuning, indent=2, default=str)) + "</pre>",
+    ]
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+             "table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ddd;padding:3px 7px;"
+             "text-align:right}th:first-child{text-align:left}td.best{font-weight:bold;background:#eef}")
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>RetailSim evaluation</title><style>{style}</style></head><body>{''.join(sections)}</body></html>"
+
+
+def markdown_summary(metrics: dict) -> str:
+    nb = metrics["next_basket"]["all"]
+    lines = ["| method | R@20 | NDCG@10 | P@10 | MRR |", "|---|---|---|---|---|"]
+    lines += [f"| {m} | {nb[m].get('R@20', 0):.4f} | {nb[m].get('NDCG@10', 0):.4f} | {nb[m].get('P@10', 0):.4f} | "
+              f"{nb[m].get('MRR', 0):.4f} |" for m in _methods(nb)]
+    return "\n".join(lines + [""] + [f"- {v}" for v in verdict(metrics)])

@@ -1,0 +1,231 @@
+"""The RetailSim world model (spec §5): Mamba trip encoder + Transformer basket decoder + heads.
+
+Glossary of dimensions:
+    B  batch, L  basket length incl. [EOS] (the decoder sees L + 1 with the context token),
+    H  history trips, K  products per history trip, D  d_model, G  GraphSAGE width,
+    V  vocabulary (PAD, N products, MASK, EOS), F  repeat features (``REPEAT_FEATURES``),
+    C  candidate products of a sampled softmax.
+
+Data flow: history trips -> ``TripEncoder`` (trip = mean product row + trip context + time gap,
+then Mamba blocks, chronological) -> encoder states (B, H, D) and a history vector (B, D);
+T1+T3+T5+T6 + history vector -> ``ContextFusion`` -> context token; T2+T4 -> ``ProductFusion``;
+``BasketDecoder`` = bidirectional self-attention over the basket + cross-attention to the encoder
+states (decisions D34, D35). Heads: products (generative logits tied to the product table +
+the repeat path), and from position 0 basket size, price sensitivity, mission type and focus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion
+from retailsim_core.models.mamba import MambaBlock, MambaConfig
+from retailsim_core.shelf import SHELF_FEATURES
+from retailsim_core.tensors import BASKET_TYPES, MISSIONS, PRICE_SENSITIVITY_CODES, SIZES
+from retailsim_core.tokens import PAD
+
+# Auxiliary heads: name -> (column of the T6 codes, number of classes). Codes are 1-based, 0 missing;
+# LGSR's "XX" (unknown, always the last code) is no class: those rows carry no auxiliary loss.
+AUX_HEADS = {"mission_type": (0, len(BASKET_TYPES) - 1), "mission_focus": (1, len(MISSIONS) - 1),
+             "price_sensitivity": (2, len(PRICE_SENSITIVITY_CODES) - 1), "basket_size": (3, len(SIZES))}
+# Repeat-path features of (customer, product) from the history; all zero for never-bought products.
+REPEAT_FEATURES = ("log_count", "share_of_trips", "decay_14d", "decay_56d", "decay_182d", "recency", "bought")
+_DECAY_DAYS = (14.0, 56.0, 182.0)
+
+
+@dataclass(frozen=True)
+class WorldModelConfig:
+    d_model: int = 512             # D (spec §5: 512)
+    encoder_layers: int = 4        # Mamba blocks over the trip history
+    d_state: int = 64              # Mamba state N
+    d_conv: int = 4                # Mamba causal conv kernel
+    decoder_layers: int = 2        # Transformer decoder layers
+    n_heads: int = 8
+    d_ffn: int = 2048
+    dropout: float = 0.1
+    product_dim: int = 256         # G, GraphSAGE width (T2)
+    max_items: int = 50            # basket products; + [EOS] + context token = positions
+    freeze_product_embeddings: bool = False
+    repeat_path: bool = True       # copy scores over the customer's own history (D36)
+    shelf_prices: bool = True      # candidate-side shelf prices in the product scores (D39)
+    n_negatives: int = 512         # sampled-softmax negatives in training; full softmax at evaluation
+    scan: str = "auto"             # Mamba scan: auto | reference | chunked | cuda
+
+    @classmethod
+    def preset(cls, name: str) -> WorldModelConfig:
+        if name == "paper":
+            return cls()
+        if name == "small":   # the CPU demo: trains on the default data in minutes
+            return cls(d_model=64, encoder_layers=2, d_state=16, decoder_layers=2, n_heads=4, d_ffn=256)
+        if name == "tiny":    # tests
+            return cls(d_model=32, encoder_layers=1, d_state=8, decoder_layers=1, n_heads=2, d_ffn=64, n_negatives=16)
+        raise ValueError(f"unknown model preset {name!r} (paper | small | tiny)")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class ModelOutput:
+    hidden: torch.Tensor                      # (B, L + 1, D) decoder states, position 0 = context token
+    repeat_features: torch.Tensor | None      # (B, V, F)
+    shelf: torch.Tensor | None                # (B, V, S) candidate-side shelf prices (``shelf.py``)
+    aux_logits: dict[str, torch.Tensor] = field(default_factory=dict)   # name -> (B, classes)
+
+
+def repeat_features(history_tokens: torch.Tensor, history_mask: torch.Tensor, days_before: torch.Tensor,
+                    vocab_size: int) -> torch.Tensor:
+    """(B, H, K) history tokens -> (B, V, F) per-product purchase statistics (scatter-adds, no loops).
+    A product counts once per trip; [PAD] (token 0) is zeroed at the end."""
+    b = history_tokens.shape[0]
+    tokens = history_tokens.long().flatten(1)                                       # (B, H*K)
+    k = history_tokens.shape[2]
+    days = days_before.float().clamp(min=0)[..., None].expand(-1, -1, k).flatten(1)  # (B, H*K)
+    real = (history_tokens != PAD).flatten(1) & history_mask[..., None].expand(-1, -1, k).flatten(1)
+    weights = [real.float()] + [real * torch.exp(-days / tau) for tau in _DECAY_DAYS]
+    sums = torch.zeros(b, vocab_size, len(weights), device=tokens.device)
+    sums.scatter_add_(1, tokens[..., None].expand(-1, -1, len(weights)), torch.stack(weights, dim=-1))
+    last = torch.full((b, vocab_size), 1e4, device=tokens.device)
+    last.scatter_reduce_(1, tokens, torch.where(real, days, torch.full_like(days, 1e4)), reduce="amin")
+    count = sums[..., 0]
+    trips = history_mask.sum(1, keepdim=True).clamp(min=1).float()
+    bought = (count > 0).float()
+    feats = torch.stack([torch.log1p(count), count / trips, *sums[..., 1:].unbind(-1),
+                         bought * torch.exp(-last / 30.0), bought], dim=-1)         # (B, V, F)
+    feats[:, PAD] = 0.0
+    return feats
+
+
+class TripEncoder(nn.Module):
+    """History trips -> Mamba states (spec §3.5, §5.3). A trip is the mean GraphSAGE row of its
+    products, its mission codes and the (log) days before the basket. (B, H, K) -> (B, H, D), (B, D)."""
+
+    def __init__(self, cfg: WorldModelConfig):
+        super().__init__()
+        d = cfg.d_model
+        self.items = nn.Linear(cfg.product_dim, d)
+        self.trip_type, self.trip_focus = nn.Embedding(5, d, padding_idx=0), nn.Embedding(6, d, padding_idx=0)
+        self.gap = nn.Linear(2, d)
+        mamba = MambaConfig(d_model=d, d_state=cfg.d_state, d_conv=cfg.d_conv)
+        self.blocks = nn.ModuleList(MambaBlock(mamba) for _ in range(cfg.encoder_layers))
+        self.norm = nn.LayerNorm(d)
+        self.empty = nn.Parameter(torch.zeros(d))                # history vector of a customer with no trips
+        self.scan = cfg.scan
+
+    def forward(self, product_table: torch.Tensor, batch: dict[str, torch.Tensor]):
+        tokens, mask = batch["history_tokens"], batch["history_mask"]              # (B, H, K), (B, H)
+        b, h, k = tokens.shape
+        # embedding_bag: the mean over a trip's products without materialising (B, H, K, G).
+        bags = F.embedding_bag(tokens.reshape(b * h, k).long(), product_table, mode="mean", padding_idx=PAD)
+        days = batch["history_days_before"].float().clamp(min=0)[..., None]          # (B, H, 1)
+        ctx = batch["history_context"]
+        x = (self.items(bags).reshape(b, h, -1) + self.trip_type(ctx[..., 0]) + self.trip_focus(ctx[..., 1])
+             + self.gap(torch.cat([torch.log1p(days), days / 365.0], dim=-1)))    # (B, H, D)
+        x = x * mask[..., None]
+        for block in self.blocks:
+            x = block(x, mask, scan=self.scan)
+        states = self.norm(x) * mask[..., None]                                      # (B, H, D)
+        n = mask.sum(1)                                                              # (B,)
+        last = states[torch.arange(b, device=x.device), (n - 1).clamp(min=0)]        # most recent trip
+        summary = torch.where((n > 0)[:, None], last, self.empty.expand(b, -1))      # (B, D)
+        return states, summary
+
+
+class BasketDecoder(nn.Module):
+    """Pre-norm Transformer decoder layers without a causal mask (D34): every basket position
+    attends to the whole (partly masked) basket and to the encoder states. A learned memory
+    token keeps cross-attention defined for customers with no history."""
+
+    def __init__(self, cfg: WorldModelConfig):
+        super().__init__()
+        layer = lambda: nn.TransformerDecoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ffn, cfg.dropout,  # noqa: E731
+                                                   activation="gelu", batch_first=True, norm_first=True)
+        self.layers = nn.ModuleList(layer() for _ in range(cfg.decoder_layers))
+        self.memory_token = nn.Parameter(torch.zeros(1, 1, cfg.d_model))
+        self.norm = nn.LayerNorm(cfg.d_model)
+
+    def forward(self, seq, seq_pad, states, states_mask):
+        b = seq.shape[0]
+        memory = torch.cat([self.memory_token.expand(b, -1, -1), states], dim=1)    # (B, H + 1, D)
+        memory_pad = torch.cat([torch.zeros_like(states_mask[:, :1]), ~states_mask], dim=1)
+        for layer in self.layers:
+            seq = layer(seq, memory, tgt_key_padding_mask=seq_pad, memory_key_padding_mask=memory_pad)
+        return self.norm(seq)                                                        # (B, L + 1, D)
+
+
+class WorldModel(nn.Module):
+    def __init__(self, cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int):
+        super().__init__()
+        self.cfg, self.vocab_size = cfg, product_table.shape[0]
+        inputs = InputConfig(d_model=cfg.d_model, product_dim=cfg.product_dim, max_len=cfg.max_items + 2,
+                             freeze_product_embeddings=cfg.freeze_product_embeddings)
+        self.products = ProductFusion(inputs, product_table)
+        self.encoder = TripEncoder(cfg)
+        self.context = ContextFusion(inputs, n_t1_numeric, history_dim=cfg.d_model)
+        self.decoder = BasketDecoder(cfg)
+        self.item_out = nn.Linear(cfg.product_dim, cfg.d_model)      # output embeddings tied to the product table
+        self.item_bias = nn.Parameter(torch.zeros(self.vocab_size))
+        self.query = nn.Linear(cfg.d_model, cfg.d_model)
+        self.shelf_gate = nn.Linear(cfg.d_model, len(SHELF_FEATURES))
+        nn.init.zeros_(self.shelf_gate.weight)
+        nn.init.zeros_(self.shelf_gate.bias)
+        self.repeat_gate = nn.Linear(cfg.d_model, len(REPEAT_FEATURES))
+        nn.init.zeros_(self.repeat_gate.weight)      # start from the generative path; learn how much to copy
+        nn.init.zeros_(self.repeat_gate.bias)
+        self.aux = nn.ModuleDict({name: nn.Linear(cfg.d_model, n) for name, (_, n) in AUX_HEADS.items()})
+
+    @property
+    def product_table(self) -> torch.Tensor:
+        return self.products.products.weight                                        # (V, G)
+
+    def forward(self, batch: dict[str, torch.Tensor], tokens: torch.Tensor, hidden: torch.Tensor | None = None,
+                hide_t6: torch.Tensor | None = None) -> ModelOutput:
+        """``tokens`` (B, L) decoder inputs (corrupted by the caller); ``hidden`` (B, L) the positions
+        to predict (their prices are zeroed); ``hide_t6`` (B,) rows whose T6 codes are withheld."""
+        if hide_t6 is not None:
+            batch = {**batch, "t6": batch["t6"].masked_fill(hide_t6[:, None], 0)}
+        states, summary = self.encoder(self.product_table, batch)                   # (B, H, D), (B, D)
+        context = self.context(batch, summary)                                       # (B, D)
+        seq = self.products(tokens, batch["t4_prices"], context, hidden)             # (B, L + 1, D)
+        pad = torch.cat([torch.zeros_like(tokens[:, :1], dtype=torch.bool), tokens == PAD], dim=1)
+        out = self.decoder(seq, pad, states, batch["history_mask"])
+        feats = (repeat_features(batch["history_tokens"], batch["history_mask"], batch["history_days_before"],
+                                 self.vocab_size) if self.cfg.repeat_path else None)
+        shelf = batch.get("shelf") if self.cfg.shelf_prices else None
+        return ModelOutput(hidden=out, repeat_features=feats, shelf=shelf,
+                           aux_logits={name: head(out[:, 0]) for name, head in self.aux.items()})
+
+    def output_embeddings(self, candidates: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(C, D) output vectors and (C,) biases of ``candidates`` (default: the whole vocabulary)."""
+        table, bias = self.product_table, self.item_bias
+        if candidates is not None:
+            table, bias = table[candidates], bias[candidates]
+        return self.item_out(table), bias
+
+    def product_logits(self, out: ModelOutput, rows: torch.Tensor, cols: torch.Tensor,
+                       candidates: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores of the positions (rows, cols) (basket coordinates; +1 for the context token)
+        over ``candidates`` (C,) or the vocabulary: generative dot product + repeat path. (M, C)"""
+        h = self.query(out.hidden[rows, cols + 1])                                   # (M, D)
+        emb, bias = self.output_embeddings(candidates)
+        logits = h @ emb.T / self.cfg.d_model ** 0.5 + bias                          # (M, C)
+        if out.repeat_features is not None:
+            feats = out.repeat_features[rows]                                        # (M, V, F)
+            if candidates is not None:
+                feats = feats[:, candidates]                                         # (M, C, F)
+            logits = logits + torch.einsum("mf,mcf->mc", self.repeat_gate(out.hidden[rows, cols + 1]), feats)
+        if out.shelf is not None:   # price response: context-dependent weights on each candidate's shelf price
+            shelf = out.shelf[rows] if candidates is None else out.shelf[rows][:, candidates]   # (M, C, S)
+            logits = logits + torch.einsum("ms,mcs->mc", self.shelf_gate(out.hidden[rows, cols + 1]), shelf)
+        if candidates is None:  # [PAD] and [MASK] are never predictions
+            logits[:, PAD] = -torch.inf
+            logits[:, self.vocab_size - 2] = -torch.inf
+        return logits
+
+
+def parameter_count(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,138 @@
+"""``trained_checkpoint``: build the tensors of the train/validation weeks from the warehouse,
+train the world model (``training.loop``), write safetensors + JSON atomically.
+
+The product vocabulary is the GraphSAGE id map's products (every product of the catalogue, each
+with its embedding row), so samples, embedding rows, the output head and evaluation share one
+token order (decision D38). Loading a checkpoint never unpickles: ``load_model`` reads
+``model.safetensors`` and ``config.json`` only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from retailsim_core.io import atomic_write_parquet
+from retailsim_core.models.inputs import graphsage_rows
+from retailsim_core.models.world_model import WorldModel, WorldModelConfig, parameter_count
+from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
+from retailsim_core.pipeline.embeddings import load_embeddings
+from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
+from retailsim_core.pipeline.samples import SAMPLES_TABLE, build_trip_store
+from retailsim_core.samples import SAMPLES_SCHEMA
+from retailsim_core.shelf import ShelfPrices
+from retailsim_core.split import TemporalSplit
+from retailsim_core.tensors import PRICE_COLUMNS, TensorConfig, TrainingSet
+from retailsim_core.tokens import ProductVocab
+from retailsim_core.training import checkpoint as ckpt
+from retailsim_core.training.loop import TrainConfig, phase_schedule, train
+from retailsim_core.training.validation import popularity_scores
+from retailsim_core.trips import TripStore
+from retailsim_core.warehouse import Warehouse
+
+CHECKPOINT_TABLE = "trained_checkpoint"
+
+
+@dataclass
+class ModelInputs:
+    """Everything a TrainingSet needs, loaded once from the warehouse."""
+    vocab: ProductVocab
+    product_table: torch.Tensor        # (V, G) GraphSAGE rows in token order
+    store: TripStore
+    samples: pl.DataFrame
+    tables: dict[str, pl.DataFrame]
+    shelf: ShelfPrices
+
+    def training_set(self, samples: pl.DataFrame, cfg: TensorConfig = TensorConfig()) -> TrainingSet:
+        t = self.tables
+        return TrainingSet(samples, self.store, self.vocab, t[AFFINITY_TABLE], t[MISSIONS_TABLE],
+                           t[PRICE_FEATURES_TABLE], t[STORE_FEATURES_TABLE], cfg, self.shelf)
+
+
+def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) -> ModelInputs:
+    """Samples of ``weeks`` (default all) with the features their rows join to; price features
+    are read only for the (product, store, week) cells of those baskets."""
+    vectors, id_map = load_embeddings(warehouse)
+    vocab = ProductVocab.from_products(id_map["product_id"].to_list())
+    weeks = sorted(weeks) if weeks is not None else warehouse.weeks(SAMPLES_TABLE)
+    samples = warehouse.scan(SAMPLES_TABLE, weeks, schema=SAMPLES_SCHEMA).collect()
+    store = build_trip_store(warehouse, max_week=max(weeks))
+    cells = (store.trips.lazy().filter(pl.col("basket_id").is_in(samples["basket_id"].implode()))
+             .select("store_id", "week", pl.col("products").alias("product_id")).explode("product_id").unique())
+    all_prices = (warehouse.scan(PRICE_FEATURES_TABLE, sorted({max(weeks[0] - 1, 1), *weeks}))
+                  .select("product_id", "store_id", "week", *PRICE_COLUMNS).collect())
+    prices = all_prices.join(cells.collect(), on=["product_id", "store_id", "week"], how="semi")
+    shelf = ShelfPrices.build(all_prices.filter(pl.col("week") < max(weeks)), vocab)
+    key_weeks = pl.col("week").is_in(weeks)
+    tables = {AFFINITY_TABLE: warehouse.scan(AFFINITY_TABLE, weeks).filter(key_weeks).collect(),
+              MISSIONS_TABLE: warehouse.scan(MISSIONS_TABLE, weeks).filter(key_weeks).collect(),
+              PRICE_FEATURES_TABLE: prices, STORE_FEATURES_TABLE: warehouse.scan(STORE_FEATURES_TABLE, weeks).collect()}
+    return ModelInputs(vocab, graphsage_rows(vocab, vectors, id_map), store, samples, tables, shelf)
+
+
+def build_model(cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int, seed: int) -> WorldModel:
+    torch.manual_seed(seed)
+    return WorldModel(cfg, product_table, n_t1_numeric)
+
+
+def train_world_model(warehouse: Warehouse, split: TemporalSplit, model_cfg: WorldModelConfig, train_cfg: TrainConfig,
+                      tensor_cfg: TensorConfig = TensorConfig(max_history_trips=50),
+                      log: Callable[[str], None] = lambda _: None) -> dict:
+    """Train on training weeks, early-stop on validation weeks, write the checkpoint folder."""
+    start = time.perf_counter()
+    torch.set_num_threads(max(torch.get_num_threads(), 1))
+    inputs = load_model_inputs(warehouse, range(1, split.valid_end + 1))
+    usable = inputs.samples.filter(~pl.col("truncated"))                           # spec §4.7.5 case 5
+    train_samples = usable.filter(pl.col("split") == "train")
+    train_data = inputs.training_set(train_samples, tensor_cfg)
+    valid_data = inputs.training_set(usable.filter(pl.col("split") == "validation"), tensor_cfg)
+    log(f"tensors: {len(train_data):,} training / {len(valid_data):,} validation samples "
+        f"in {time.perf_counter() - start:.1f}s; vocabulary {inputs.vocab.n_products:,} products")
+    model = build_model(model_cfg, inputs.product_table, train_data.t1_numeric.shape[1], train_cfg.seed)
+    popularity = popularity_scores(train_data, np.arange(len(train_data)))
+    folder = warehouse.table_dir(CHECKPOINT_TABLE)
+    fingerprint = hashlib.sha256(json.dumps([model_cfg.to_dict(), train_cfg.to_dict(), tensor_cfg.__dict__,
+                                             inputs.vocab.n_products, train_samples["basket_id"].hash().sum(),
+                                             len(valid_data)], default=str).encode()).hexdigest()
+    result = train(model, train_data, train_samples["bucket"].to_numpy(), valid_data, popularity, train_cfg,
+                   state_dir=folder / "training_state", log=log, fingerprint=fingerprint)
+    model.load_state_dict(result.best_weights)
+    best = next(h for h in result.state.history if h["epoch"] == result.state.best_epoch)
+    summary = {"parameters": parameter_count(model), "epochs": result.state.epoch, "best_epoch": result.state.best_epoch,
+               "training_seconds": round(result.state.seconds, 1), "train_samples": len(train_data),
+               "valid_samples": len(valid_data), "vocabulary": inputs.vocab.n_products,
+               "best": {k: v for k, v in best.items() if isinstance(v, float)}}
+    write_checkpoint(folder, model, inputs.vocab, tensor_cfg, train_cfg, summary, result.state.history)
+    shutil.rmtree(folder / "training_state", ignore_errors=True)    # finished: the next run trains afresh
+    return summary | {"history": result.state.history}
+
+
+def write_checkpoint(folder: Path, model: WorldModel, vocab: ProductVocab, tensor_cfg: TensorConfig,
+                     train_cfg: TrainConfig, summary: dict, history: list[dict]) -> None:
+    ckpt.save_tensors(folder / "model.safetensors", model.state_dict())
+    ckpt.write_json(folder / "config.json", {
+        "model": model.cfg.to_dict(), "vocab_size": model.vocab_size, "n_t1_numeric": model.context.t1_numeric.in_features,
+        "tensors": tensor_cfg.__dict__, "training": {"seed": train_cfg.seed, "phases": phase_schedule(train_cfg)},
+        "summary": summary, "history": history})
+    atomic_write_parquet(vocab.frame(), folder / "vocabulary.parquet")
+
+
+def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
+    """Rebuild a trained model from safetensors + JSON (no pickle anywhere)."""
+    config = ckpt.read_json(folder / "config.json")
+    weights = ckpt.load_tensors(folder / "model.safetensors")
+    cfg = WorldModelConfig(**config["model"])
+    model = WorldModel(cfg, torch.zeros_like(weights["products.products.weight"]), config["n_t1_numeric"])
+    model.load_state_dict(weights)
+    model.eval()
+    vocab = ProductVocab(tuple(pl.read_parquet(folder / "vocabulary.parquet").sort("token")["product_id"].to_list()))
+    return model, vocab, config

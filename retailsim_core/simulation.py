@@ -1,0 +1,141 @@
+"""Basket simulation and price sensitivity with a trained world model (spec §4.3.2, §6.2).
+
+- ``generate``: baskets for given contexts (customer history, store, week, mission), filled slot
+  by slot (decision D34: each step is the suffix-masking query the model was trained on) until
+  [EOS] or 50 products, never [PAD] or a product twice; seeded; with the week's prices or
+  counterfactual ones (``log_multipliers``).
+- ``expected_units``: expected units of every product for the contexts, a differentiable function
+  of log price multipliers: basket size x the first-slot distribution.
+- ``elasticities``: own and cross price elasticities d log E_i / d log p_j by autograd, sparsified
+  to own, top-K cross and same-category pairs.
+
+Glossary: B contexts, V vocabulary, P = 9 T4 price inputs, S shelf features.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+import torch
+
+from retailsim_core.models.world_model import WorldModel
+from retailsim_core.shelf import with_price_multipliers
+from retailsim_core.tensors import PRICE_COLUMNS
+from retailsim_core.tokens import PAD, ProductVocab
+
+MAX_ITEMS = 50
+
+
+def price_book(price_features: pl.DataFrame, store_ids: list[str], weeks: list[int], vocab: ProductVocab) -> torch.Tensor:
+    """(B, V, P) T4 inputs of every product at each context's store and week (0 where the store
+    does not carry it), from the ``price_features`` table."""
+    keys = pl.DataFrame({"store_id": store_ids, "week": weeks}).with_row_index("b").with_columns(pl.col("week").cast(pl.Int16))
+    cells = (price_features.join(keys, on=["store_id", "week"], how="inner")
+             .join(vocab.frame(), on="product_id", how="inner"))
+    book = np.zeros((len(store_ids), vocab.size, len(PRICE_COLUMNS)), dtype=np.float32)
+    book[cells["b"].to_numpy(), cells["token"].to_numpy()] = cells.select(
+        pl.col(PRICE_COLUMNS).cast(pl.Float32).fill_null(0.0)).to_numpy()
+    return torch.from_numpy(book)
+
+
+def reprice_book(book: torch.Tensor, log_multiplier: torch.Tensor) -> torch.Tensor:
+    """T4 inputs after multiplying prices by exp(log_multiplier) (V,) or (B, V)."""
+    m = torch.exp(log_multiplier)
+    carried = (book[..., 0] > 0).to(book.dtype)
+    out = book.clone()
+    out[..., 0] = book[..., 0] * m
+    out[..., 1] = book[..., 1] + log_multiplier * carried
+    out[..., 2] = book[..., 2] * m
+    out[..., 6] = torch.clamp(1 - (1 - book[..., 6]) * m, min=0.0) * carried
+    out[..., 7] = (out[..., 6] > 0.05).to(book.dtype) * carried
+    return out
+
+
+def _with_prices(batch: dict, log_multiplier: torch.Tensor | None) -> dict:
+    if log_multiplier is None or "shelf" not in batch:
+        return batch
+    return {**batch, "shelf": with_price_multipliers(batch["shelf"], log_multiplier)}
+
+
+@torch.no_grad()
+def generate(model: WorldModel, batch: dict, book: torch.Tensor, *, seed: int, log_multiplier: torch.Tensor | None = None,
+             temperature: float = 1.0, max_items: int = MAX_ITEMS) -> list[list[int]]:
+    """Sampled baskets (product tokens, no [EOS]) for the contexts of ``batch``; its ``t6`` is the
+    mission given to the model (set codes to 0 to let the model infer it). ``book``: (B, V, P)."""
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    b_size, vocab = len(book), model.vocab_size
+    eos, mask = vocab - 1, vocab - 2
+    if log_multiplier is not None:
+        book = reprice_book(book, log_multiplier)
+    batch = _with_prices(batch, log_multiplier)
+    tokens = torch.full((b_size, 1), mask, dtype=torch.long)
+    prices = torch.zeros(b_size, 1, book.shape[-1])
+    chosen = torch.zeros(b_size, vocab, dtype=torch.bool)
+    chosen[:, [PAD, mask]] = True
+    done = torch.zeros(b_size, dtype=torch.bool)
+    rows = torch.arange(b_size)
+    for t in range(max_items + 1):
+        out = model({**batch, "t4_prices": prices}, tokens, hidden=tokens == mask)
+        logits = model.product_logits(out, rows, torch.full((b_size,), t)) / temperature
+        logits = logits.masked_fill(chosen, -torch.inf)
+        if t == 0:
+            logits[:, eos] = -torch.inf                                              # no empty baskets
+        if t == max_items:
+            pick = torch.full((b_size,), eos)
+        else:
+            pick = torch.multinomial(torch.softmax(logits.double(), -1), 1, generator=gen)[:, 0]
+        pick = torch.where(done, torch.full_like(pick, PAD), pick)
+        done = done | (pick == eos)
+        tokens[:, t] = pick
+        chosen[rows, pick] = True
+        prices[:, t] = book[rows, pick] * (pick != eos)[:, None]
+        if done.all():
+            break
+        tokens = torch.cat([tokens, torch.where(done, PAD, mask)[:, None]], dim=1)
+        prices = torch.cat([prices, torch.zeros(b_size, 1, book.shape[-1])], dim=1)
+    return [[int(x) for x in row if 0 < x < mask] for row in tokens]
+
+
+def first_slot_distribution(model: WorldModel, batch: dict, log_multiplier: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, V) probability of each product for a basket slot given the context (differentiable)."""
+    b_size = len(batch["t6"])
+    query = torch.full((b_size, 1), model.vocab_size - 2, dtype=torch.long)
+    b = {**_with_prices(batch, log_multiplier), "t4_prices": torch.zeros(b_size, 1, len(PRICE_COLUMNS))}
+    out = model(b, query, hidden=torch.ones_like(query, dtype=torch.bool))
+    logits = model.product_logits(out, torch.arange(b_size), torch.zeros(b_size, dtype=torch.long))
+    logits[:, model.vocab_size - 1] = -torch.inf
+    return torch.softmax(logits, -1)
+
+
+def expected_units(model: WorldModel, batch: dict, basket_size: torch.Tensor,
+                   log_multiplier: torch.Tensor | None = None) -> torch.Tensor:
+    """(V,) expected units over the contexts: sum_b size_b * P_b(product)."""
+    return (basket_size[:, None] * first_slot_distribution(model, batch, log_multiplier)).sum(0)
+
+
+def elasticities(model: WorldModel, batch: dict, basket_size: torch.Tensor, products: np.ndarray,
+                 categories: np.ndarray, top_k: int = 5) -> pl.DataFrame:
+    """Elasticities d log E_i / d log p_j for i, j in ``products`` (tokens): one backward pass per
+    i. Kept: own (i = j), the top-K cross pairs by |elasticity| per product, and all pairs within
+    a category. Columns: product, other, elasticity, kind."""
+    model.eval()
+    log_m = torch.zeros(model.vocab_size, requires_grad=True)
+    units = expected_units(model, batch, basket_size, log_m)
+    products = np.asarray(products)
+    jac = np.zeros((len(products), len(products)))
+    for a, i in enumerate(products):
+        (grad,) = torch.autograd.grad(torch.log(units[i]), log_m, retain_graph=a < len(products) - 1)
+        jac[a] = grad[torch.as_tensor(products)].numpy()
+    own = np.eye(len(products), dtype=bool)
+    same = categories[products][:, None] == categories[products][None, :]
+    cross = np.where(own, 0.0, np.abs(jac))
+    top = np.zeros_like(own)
+    k = min(top_k, len(products) - 1)
+    if k > 0:
+        top[np.arange(len(products))[:, None], np.argsort(-cross, axis=1)[:, :k]] = True
+    keep = sp.coo_matrix(own | same | top)
+    kind = np.where(own[keep.row, keep.col], "own", np.where(same[keep.row, keep.col], "same_category", "top_cross"))
+    return pl.DataFrame({"product": products[keep.row], "other": products[keep.col],
+                         "elasticity": jac[keep.row, keep.col], "kind": kind}).sort("product", "kind", "other")

@@ -1,0 +1,221 @@
+"""Three-phase, leak-free, resumable training of the world model (spec §5.6).
+
+Phases (spec §5.6.1): warm-up (focal loss only, low LR) -> main (all losses, early stopping with
+patience on validation masked-item NDCG@10) -> fine-tune (harder masking, smaller batches,
+tighter clipping), starting from the best weights. Training samples are weeks <= train_end;
+validation samples are the validation weeks, whose histories grow week by week (the trip store
+slice before each sample's week: incremental history, never a future trip).
+
+Determinism and resuming: everything random in epoch e draws from seeds derived from
+(seed, e) — batch order, masking, T6 dropout, negatives, dropout — and the whole loop state is
+saved after every epoch (``checkpoint.py``), so a run resumed after epoch e is bit-identical to
+one that never stopped (tested).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from retailsim_core.models.losses import LossWeights, world_model_loss
+from retailsim_core.models.world_model import WorldModel
+from retailsim_core.tensors import LengthBucketSampler, TrainingSet
+from retailsim_core.training import checkpoint as ckpt
+from retailsim_core.training.corruption import corrupt
+from retailsim_core.training.validation import masked_item_metrics
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    epochs: int
+    lr: float
+    batch_size: int
+    mask_rate: float
+    clip: float
+    weights: LossWeights
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    phases: tuple[Phase, ...]
+    seed: int = 0
+    patience: int = 3                 # epochs without validation improvement before the phase ends
+    weight_decay: float = 0.01
+    suffix_share: float = 0.3         # baskets trained with suffix (generation-step) masking
+    t6_dropout: float = 0.5           # rows whose T6 is withheld; auxiliary losses use only those
+    samples_per_epoch: int | None = None   # subsample training samples each epoch (None = all)
+    valid_samples: int | None = None       # fixed validation subsample (None = all)
+    valid_mask_rate: float = 0.2
+    max_seconds: float | None = None  # wall-clock budget: ends training after the epoch that crosses it
+
+    @classmethod
+    def preset(cls, name: str, seed: int = 0) -> TrainConfig:
+        main, focal = LossWeights(), LossWeights.focal_only()
+        if name == "paper":  # spec §5.6.1 verbatim
+            return cls(seed=seed, phases=(Phase("warm-up", 3, 1e-5, 256, 0.15, 1.0, focal),
+                                          Phase("main", 12, 5e-5, 256, 0.15, 1.0, main),
+                                          Phase("fine-tune", 5, 1e-5, 128, 0.20, 0.5, main)))
+        if name == "small":  # same shape, LRs scaled for a 64-wide model trained for minutes (D37)
+            return cls(seed=seed, samples_per_epoch=12_000, valid_samples=3_000, max_seconds=600,
+                       phases=(Phase("warm-up", 1, 3e-4, 128, 0.15, 1.0, focal),
+                               Phase("main", 8, 2e-3, 128, 0.15, 1.0, main),
+                               Phase("fine-tune", 2, 3e-4, 64, 0.20, 0.5, main)))
+        if name == "tiny":
+            return cls(seed=seed, samples_per_epoch=256, valid_samples=128,
+                       phases=(Phase("warm-up", 1, 1e-3, 32, 0.15, 1.0, focal),
+                               Phase("main", 2, 3e-3, 32, 0.15, 1.0, main),
+                               Phase("fine-tune", 1, 1e-3, 16, 0.20, 0.5, main)))
+        raise ValueError(f"unknown training preset {name!r} (paper | small | tiny)")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class LoopState:
+    epoch: int = 0                     # epochs completed over all phases
+    phase: int = 0
+    phase_epoch: int = 0               # epochs completed in the current phase
+    best_metric: float = -1.0
+    best_epoch: int = 0
+    bad_epochs: int = 0
+    done: bool = False
+    seconds: float = 0.0
+    history: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class TrainResult:
+    state: LoopState
+    best_weights: dict[str, torch.Tensor]
+
+
+def _batch_seed(seed: int, epoch: int) -> int:
+    return int(np.random.default_rng([seed, epoch, 7]).integers(2**62))
+
+
+def train_epoch(model: WorldModel, optimizer: torch.optim.Optimizer, data: TrainingSet, rows: np.ndarray,
+                buckets: np.ndarray, phase: Phase, cfg: TrainConfig, epoch: int, contrastive: nn.Module,
+                log: Callable[[str], None]) -> dict:
+    torch.manual_seed(_batch_seed(cfg.seed, epoch))                                 # dropout
+    rng = np.random.default_rng([cfg.seed, epoch])
+    gen = torch.Generator().manual_seed(_batch_seed(cfg.seed, epoch + 1_000_000))
+    if cfg.samples_per_epoch is not None and len(rows) > cfg.samples_per_epoch:
+        keep = np.sort(rng.choice(len(rows), cfg.samples_per_epoch, replace=False))
+        rows, buckets = rows[keep], buckets[keep]
+    sampler = LengthBucketSampler(buckets, phase.batch_size, seed=cfg.seed)
+    sampler.set_epoch(epoch)
+    for group in optimizer.param_groups:
+        group["lr"] = phase.lr
+    model.train()
+    sums: dict[str, float] = {}
+    n = 0
+    for i, batch_rows in enumerate(sampler):
+        batch = data[rows[batch_rows]]
+        inputs, targets = corrupt(batch["tokens"].numpy(), data.vocab, phase.mask_rate, cfg.suffix_share, rng)
+        inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
+        hide_t6 = torch.from_numpy(rng.random(len(batch_rows)) < cfg.t6_dropout)
+        out = model(batch, inputs, hidden=targets != 0, hide_t6=hide_t6)
+        loss = world_model_loss(model, out, batch, inputs, targets, hide_t6, phase.weights, gen, contrastive)
+        optimizer.zero_grad(set_to_none=True)
+        loss.total.backward()
+        nn.utils.clip_grad_norm_(list(model.parameters()) + list(contrastive.parameters()), phase.clip)
+        optimizer.step()
+        for k, v in loss.parts.items():
+            sums[k] = sums.get(k, 0.0) + v
+        n += 1
+        if i % 100 == 0:
+            log(f"  epoch {epoch + 1} ({phase.name}) batch {i}/{len(sampler)} loss {loss.parts['total']:.4f}")
+    return {f"train_{k}": v / max(n, 1) for k, v in sums.items()}
+
+
+def train(model: WorldModel, train_data: TrainingSet, train_buckets: np.ndarray, valid_data: TrainingSet,
+          popularity: np.ndarray, cfg: TrainConfig, state_dir: Path | None = None,
+          log: Callable[[str], None] = lambda _: None, stop_after_epochs: int | None = None,
+          fingerprint: str = "") -> TrainResult:
+    """Run (or resume from ``state_dir``) the phased schedule; returns the best weights.
+    A saved state resumes only when its ``fingerprint`` (data + configs) matches; otherwise the
+    run starts afresh. ``stop_after_epochs`` interrupts the run (tests of resuming)."""
+    contrastive = nn.Linear(model.cfg.d_model, model.cfg.d_model)
+    torch.manual_seed(cfg.seed)
+    contrastive.reset_parameters()
+    params = list(model.parameters()) + list(contrastive.parameters())
+    optimizer = torch.optim.AdamW(params, lr=cfg.phases[0].lr, weight_decay=cfg.weight_decay)
+    state, best = LoopState(), {k: v.detach().clone() for k, v in model.state_dict().items()}
+    if state_dir is not None and (state_dir / "state.json").exists() and \
+            ckpt.read_json(state_dir / "state.json").get("fingerprint") == fingerprint:
+        state, best = _resume(state_dir, model, contrastive, optimizer)
+        log(f"resumed after epoch {state.epoch} (phase {cfg.phases[min(state.phase, len(cfg.phases) - 1)].name})")
+    rows = np.arange(len(train_data))
+    valid_rows = np.arange(len(valid_data))
+    if cfg.valid_samples is not None and len(valid_rows) > cfg.valid_samples:
+        valid_rows = np.sort(np.random.default_rng([cfg.seed, 99]).choice(len(valid_rows), cfg.valid_samples, replace=False))
+    run_epochs = 0
+    while not state.done:
+        phase = cfg.phases[state.phase]
+        start = time.perf_counter()
+        metrics = train_epoch(model, optimizer, train_data, rows, train_buckets, phase, cfg, state.epoch, contrastive, log)
+        metrics.update(masked_item_metrics(model, valid_data, valid_rows, popularity, cfg.valid_mask_rate, seed=cfg.seed))
+        state.seconds += time.perf_counter() - start
+        _advance(state, cfg, metrics, model, best, phase)
+        log(f"epoch {state.epoch} ({phase.name}): " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+        if state.phase < len(cfg.phases) and state.phase_epoch == 0 and state.epoch > 1:
+            model.load_state_dict(best)                                              # a new phase starts from the best
+        if state_dir is not None:
+            _save_state(state_dir, state, model, contrastive, optimizer, best, fingerprint)
+        run_epochs += 1
+        if stop_after_epochs is not None and run_epochs >= stop_after_epochs and not state.done:
+            break
+    return TrainResult(state=state, best_weights=best)
+
+
+def _advance(state: LoopState, cfg: TrainConfig, metrics: dict, model: WorldModel, best: dict, phase: Phase) -> None:
+    state.epoch += 1
+    state.phase_epoch += 1
+    metric = metrics["valid_NDCG@10"]
+    state.history.append({"epoch": state.epoch, "phase": phase.name, **metrics})
+    if metric > state.best_metric:
+        state.best_metric, state.best_epoch, state.bad_epochs = metric, state.epoch, 0
+        best.update({k: v.detach().clone() for k, v in model.state_dict().items()})
+    elif state.phase > 0:   # warm-up epochs never count against patience
+        state.bad_epochs += 1
+    over_time = cfg.max_seconds is not None and state.seconds >= cfg.max_seconds
+    if state.phase_epoch >= phase.epochs or state.bad_epochs >= cfg.patience:
+        state.phase, state.phase_epoch, state.bad_epochs = state.phase + 1, 0, 0
+    if over_time and state.phase < len(cfg.phases) - 1:
+        state.phase, state.phase_epoch = len(cfg.phases) - 1, 0                       # go straight to fine-tuning
+        state.history[-1]["note"] = "time budget reached: fine-tuning"
+    elif over_time and state.phase_epoch > 0:
+        state.phase = len(cfg.phases)
+    state.done = state.phase >= len(cfg.phases)
+
+
+def _save_state(folder: Path, state: LoopState, model, contrastive, optimizer, best, fingerprint: str) -> None:
+    optim, groups = ckpt.optimizer_tensors(optimizer)
+    tensors = {**{f"model.{k}": v for k, v in model.state_dict().items()},
+               **{f"contrastive.{k}": v for k, v in contrastive.state_dict().items()},
+               **{f"best.{k}": v for k, v in best.items()}, **optim}
+    ckpt.save_tensors(folder / "state.safetensors", tensors)
+    ckpt.write_json(folder / "state.json", {"loop": asdict(state), "param_groups": groups, "fingerprint": fingerprint})
+
+
+def _resume(folder: Path, model, contrastive, optimizer) -> tuple[LoopState, dict]:
+    tensors = ckpt.load_tensors(folder / "state.safetensors")
+    meta = ckpt.read_json(folder / "state.json")
+    pick = lambda prefix: {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}  # noqa: E731
+    model.load_state_dict(pick("model."))
+    contrastive.load_state_dict(pick("contrastive."))
+    ckpt.restore_optimizer(optimizer, {k: v for k, v in tensors.items() if k.startswith("optim.")}, meta["param_groups"])
+    return LoopState(**meta["loop"]), pick("best.")
+
+
+def phase_schedule(cfg: TrainConfig) -> list[dict]:
+    return [{k: v for k, v in asdict(replace(p)).items() if k != "weights"} | {"weights": asdict(p.weights)}
+            for p in cfg.phases]

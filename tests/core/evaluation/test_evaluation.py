@@ -1,0 +1,74 @@
+"""The evaluation protocol end to end on the tiny world, and its metrics on literal inputs."""
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+import scipy.sparse as sp
+import torch
+
+from retailsim_core.evaluation.metrics import next_basket_metrics
+from retailsim_core.evaluation.run import EvalConfig
+from retailsim_core.evaluation.sequential import SequentialConfig
+from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.pipeline.evaluation import REPORT_TABLE, evaluate
+from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, train_world_model
+from retailsim_core.split import TemporalSplit
+from retailsim_core.training.loop import TrainConfig
+
+METHODS = {"world_model", "world_model_sampled_t6", "G-TopFreq", "P-TopFreq", "GP-TopFreq", "TIFU-KNN", "SASRec",
+           "BERT4Rec", "oracle"}
+
+
+@pytest.fixture(scope="module")
+def report(tiny_warehouse):
+    wh = tiny_warehouse["warehouse"]
+    if not (wh.table_dir(CHECKPOINT_TABLE) / "model.safetensors").exists():
+        train_world_model(wh, tiny_warehouse["split"], WorldModelConfig.preset("tiny"), TrainConfig.preset("tiny"))
+    cfg = EvalConfig(max_test_samples=300, max_valid_samples=150, chunk=128,
+                     sequential=SequentialConfig(max_epochs=1, max_len=40))
+    return evaluate(wh, tiny_warehouse["split"], tiny_warehouse["truth"], cfg), wh
+
+
+def test_metrics_json_has_every_method_task_and_slice(report):
+    result, wh = report
+    folder = wh.table_dir(REPORT_TABLE)
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert set(metrics) == {"next_basket", "masked_item"}
+    assert set(metrics["next_basket"]["all"]) == METHODS
+    for m in ("R@20", "NDCG@10", "P@10", "MRR", "R@5", "F1", "top3_hit", "category_coverage"):
+        assert 0 <= metrics["next_basket"]["all"]["world_model"][m] <= 1
+    assert {"Hit@10", "NDCG@10", "MRR"} <= set(metrics["masked_item"]["all"]["BERT4Rec"])
+    assert {"cold_start", "all"} <= set(metrics["next_basket"]) and any(s.startswith("bucket_") for s in metrics["next_basket"])
+    long = pl.read_parquet(folder / "metrics.parquet")
+    assert long.filter((pl.col("method") == "world_model") & (pl.col("metric") == "R@20") & (pl.col("slice") == "all")
+                       & (pl.col("task") == "next_basket"))["value"][0] == pytest.approx(metrics["next_basket"]["all"]["world_model"]["R@20"])
+    page = (folder / "report.html").read_text()
+    assert "<svg" in page and "Verdict" in page and "calibration" in page and "<script" not in page
+    assert "Price elasticities" in page and "Simulated baskets" in page
+    assert (folder / "elasticities.parquet").exists() and report[0]["price_response"]["own"].height > 0
+
+
+def test_oracle_is_the_ceiling_and_popularity_the_floor(report):
+    nb = report[0]["metrics"]["next_basket"]["all"]
+    assert nb["oracle"]["R@20"] >= max(v["R@20"] for k, v in nb.items() if k != "oracle") - 0.02
+    assert nb["P-TopFreq"]["R@20"] > nb["G-TopFreq"]["R@20"]                        # repeat-dominated baskets
+
+
+def test_next_basket_metrics_on_a_literal_ranking():
+    # 1 sample, vocabulary 0..24 (0 PAD, 23 MASK, 24 EOS); truth {1, 2, 3}; ranking 1, 5, 2, 6, ...
+    scores = torch.full((1, 25), -1.0, dtype=torch.float64)
+    for rank, token in enumerate([1, 5, 2, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22]):
+        scores[0, token] = 100 - rank
+    truth = sp.csr_matrix(np.isin(np.arange(25), [1, 2, 3])[None].astype(np.float32))
+    repeat = sp.csr_matrix(np.isin(np.arange(25), [1])[None].astype(np.float32))
+    m = next_basket_metrics(scores, truth, repeat=repeat, basket_len=np.array([2]), categories=np.arange(25) // 2)
+    assert m["P@5"][0] == pytest.approx(2 / 5) and m["R@5"][0] == pytest.approx(2 / 3)
+    ndcg10 = (1 + 1 / math.log2(4)) / (1 + 1 / math.log2(3) + 1 / math.log2(4))
+    assert m["NDCG@10"][0] == pytest.approx(ndcg10) and m["MRR"][0] == 1.0
+    assert m["F1"][0] == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))              # predicted {1, 5}
+    assert m["R@20_repeat"][0] == 1.0 and m["R@20_explore"][0] == pytest.approx(0.5)
+    assert m["top3_hit"][0] == 1.0

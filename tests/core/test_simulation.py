@@ -1,0 +1,92 @@
+"""Basket generation, expected units, autograd elasticities, shelf prices and the pricing environment."""
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env
+
+from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE
+from retailsim_core.pipeline.world_model import load_model, load_model_inputs
+from retailsim_core.rl_env import CategoryPricingEnv
+from retailsim_core.shelf import ShelfPrices, with_price_multipliers
+from retailsim_core.simulation import elasticities, expected_units, generate, price_book
+from retailsim_core.tokens import ProductVocab
+
+
+@pytest.fixture(scope="module")
+def world(tiny_checkpoint, tiny_warehouse):
+    model, vocab, _ = load_model(tiny_checkpoint)
+    inputs = load_model_inputs(tiny_warehouse["warehouse"])
+    test = inputs.samples.filter(pl.col("split") == "test").head(12)
+    data = inputs.training_set(test)
+    batch = data[list(range(len(data)))]
+    trips = inputs.store.trips.filter(pl.col("basket_id").is_in(test["basket_id"].implode()))
+    ctx = test.select("basket_id").join(trips.select("basket_id", "store_id", "week"), on="basket_id", maintain_order="left")
+    book = price_book(inputs.tables[PRICE_FEATURES_TABLE], ctx["store_id"].to_list(), ctx["week"].to_list(), vocab)
+    return model, vocab, batch, book, inputs
+
+
+def test_generation_is_seeded_and_well_formed(world):
+    model, vocab, batch, book, _ = world
+    a = generate(model, batch, book, seed=7)
+    assert a == generate(model, batch, book, seed=7)
+    assert a != generate(model, batch, book, seed=8)
+    for basket in a:
+        assert 1 <= len(basket) <= 50 and len(set(basket)) == len(basket)
+        assert all(1 <= t <= vocab.n_products for t in basket)                     # never PAD, MASK or EOS
+    capped = generate(model, batch, book, seed=7, max_items=3)
+    assert max(len(b) for b in capped) <= 3
+
+
+def test_counterfactual_prices_change_the_simulation(world):
+    model, vocab, batch, book, _ = world
+    base = generate(model, batch, book, seed=1)
+    dearer = generate(model, batch, book, seed=1, log_multiplier=torch.full((vocab.size,), 1.0))
+    assert base != dearer
+
+
+def test_autograd_elasticities_match_finite_differences(world):
+    model, vocab, batch, _, _ = world
+    size = torch.full((len(batch["t6"]),), 5.0)
+    units = expected_units(model, batch, size)
+    products = torch.topk(units[1:vocab.n_products + 1], 4).indices.numpy() + 1
+    table = elasticities(model, batch, size, products, categories=np.zeros(vocab.size, dtype=np.int64), top_k=2)
+    # At the regular price the discount depth has a kink (a rise adds no negative depth): autograd
+    # gives the derivative of a price cut, so the oracle is the one-sided difference downwards.
+    eps = 1e-3
+    for i in products[:2]:
+        down = torch.zeros(vocab.size, dtype=torch.float64)
+        down[i] = -eps
+        with torch.no_grad():
+            fd = (torch.log(units[i].double()) - torch.log(expected_units(model, batch, size, down.float())[i].double())) / eps
+        own = table.filter((pl.col("product") == i) & (pl.col("kind") == "own"))["elasticity"][0]
+        assert own == pytest.approx(float(fd), abs=2e-3)
+    assert set(table["kind"]) <= {"own", "same_category", "top_cross"} and table.filter(pl.col("kind") == "own").height == 4
+
+
+def test_shelf_prices_of_week_w_are_last_weeks_and_reprice_exactly():
+    vocab = ProductVocab(("P1", "P2"))
+    pf = pl.DataFrame({"store_id": ["S1", "S1", "S1"], "week": [4, 4, 5], "product_id": ["P1", "P2", "P1"],
+                       "relative_price": [1.0, 2.0, 9.0], "discount_depth": [0.2, 0.0, 0.5], "promo_flag": [True, False, True]})
+    shelf = ShelfPrices.build(pf, vocab)
+    rows = shelf.rows_of(pl.Series(["S1", "S1", "S2"]), pl.Series([5, 6, 5]))
+    dense = shelf.dense(rows)
+    np.testing.assert_allclose(dense[0, 1], [0.0, 0.2, 1.0, 1.0], atol=1e-6)          # week-5 basket sees week 4
+    np.testing.assert_allclose(dense[0, 2], [np.log(2.0), 0.0, 0.0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(dense[1, 1], [np.log(9.0), 0.5, 1.0, 1.0], atol=1e-6)
+    assert rows[2] == -1 and not dense[2].any()                                         # unknown store-week
+    repriced = with_price_multipliers(torch.from_numpy(dense[:1]), torch.tensor([0.0, np.log(1.25), 0.0, 0.0, 0.0]))
+    # P1: price x 1.25 at depth 0.2 -> full price (depth 0), no promotion; log relative + log 1.25.
+    np.testing.assert_allclose(repriced[0, 1].numpy(), [np.log(1.25), 0.0, 0.0, 1.0], atol=1e-6)
+
+
+def test_pricing_environment_passes_gymnasiums_checker(world):
+    model, vocab, batch, _, _ = world
+    size = torch.full((len(batch["t6"]),), 5.0)
+    products = np.arange(1, 6)
+    env = CategoryPricingEnv(model, batch, size, products, prices=np.full(5, 2.0), horizon=3)
+    check_env(env, skip_render_check=True)
+    obs, info = env.reset(seed=0)
+    _, reward, terminated, truncated, _ = env.step(np.zeros(5, dtype=np.float32))
+    assert reward == pytest.approx(0.0, abs=1e-9) and not terminated and not truncated

@@ -1,0 +1,79 @@
+"""Three-phase training on the tiny world: it learns, it stops early, it resumes bit-identically."""
+
+import dataclasses
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.pipeline.world_model import (
+    CHECKPOINT_TABLE, build_model, load_model, load_model_inputs, train_world_model,
+)
+from retailsim_core.training.loop import TrainConfig, train
+from retailsim_core.training.validation import popularity_scores
+
+MODEL = WorldModelConfig.preset("tiny")
+
+
+@pytest.fixture(scope="module")
+def sets(tiny_warehouse):
+    inputs = load_model_inputs(tiny_warehouse["warehouse"], range(1, 12))
+    usable = inputs.samples.filter(~pl.col("truncated"))
+    train_s = usable.filter(pl.col("split") == "train")
+    return (inputs, inputs.training_set(train_s), train_s["bucket"].to_numpy(),
+            inputs.training_set(usable.filter(pl.col("split") == "validation")))
+
+
+def _run(sets, tmp_path, cfg, stop=None):
+    inputs, train_data, buckets, valid = sets
+    model = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=cfg.seed)
+    pop = popularity_scores(train_data, np.arange(len(train_data)))
+    return model, train(model, train_data, buckets, valid, pop, cfg, state_dir=tmp_path, stop_after_epochs=stop)
+
+
+def test_interrupted_training_resumes_to_the_same_result(sets, tmp_path):
+    cfg = TrainConfig.preset("tiny", seed=3)
+    _, whole = _run(sets, tmp_path / "a", cfg)
+    _, first = _run(sets, tmp_path / "b", cfg, stop=2)                        # "crash" after two epochs
+    assert first.state.epoch == 2 and not first.state.done
+    _, resumed = _run(sets, tmp_path / "b", cfg)
+    assert resumed.state.epoch == whole.state.epoch == 4
+    assert [h["valid_NDCG@10"] for h in resumed.state.history] == [h["valid_NDCG@10"] for h in whole.state.history]
+    for k, v in whole.best_weights.items():
+        assert torch.equal(v, resumed.best_weights[k]), k
+
+
+def test_a_changed_configuration_does_not_resume_a_stale_state(sets, tmp_path):
+    cfg = TrainConfig.preset("tiny", seed=3)
+    inputs, train_data, buckets, valid = sets
+    pop = popularity_scores(train_data, np.arange(len(train_data)))
+    m = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    train(m, train_data, buckets, valid, pop, cfg, state_dir=tmp_path, stop_after_epochs=1, fingerprint="old")
+    m2 = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    res = train(m2, train_data, buckets, valid, pop, cfg, state_dir=tmp_path, stop_after_epochs=1, fingerprint="new")
+    assert res.state.epoch == 1                                                   # started afresh
+
+
+def test_early_stopping_ends_the_main_phase(sets, tmp_path):
+    phases = TrainConfig.preset("tiny").phases
+    frozen = tuple(dataclasses.replace(p, lr=0.0, epochs=6 if p.name == "main" else p.epochs) for p in phases)
+    cfg = dataclasses.replace(TrainConfig.preset("tiny"), phases=frozen, patience=2)
+    _, res = _run(sets, tmp_path, cfg)
+    main = [h for h in res.state.history if h["phase"] == "main"]
+    assert len(main) == 2                                                          # no improvement: patience 2
+
+
+def test_trained_checkpoint_beats_popularity_and_reloads_without_pickle(tiny_warehouse):
+    wh = tiny_warehouse["warehouse"]
+    cfg = dataclasses.replace(TrainConfig.preset("tiny"), samples_per_epoch=None)
+    summary = train_world_model(wh, tiny_warehouse["split"], MODEL, cfg)
+    best = summary["best"]
+    assert best["valid_Hit@10"] > best["valid_popularity_Hit@10"]
+    folder = wh.table_dir(CHECKPOINT_TABLE)
+    assert {p.name for p in folder.iterdir()} >= {"model.safetensors", "config.json", "vocabulary.parquet"}
+    assert not (folder / "training_state").exists()                                # finished runs leave no resume state
+    assert not any(p.suffix in (".pt", ".pkl", ".pickle") for p in folder.rglob("*"))
+    model, vocab, config = load_model(folder)
+    assert vocab.n_products == summary["vocabulary"] and config["summary"]["best_epoch"] == summary["best_epoch"]
