@@ -9,14 +9,13 @@ Selective scan (per channel e and state n):
     h_t     = exp(delta_t * A) * h_{t-1} + delta_t * B_t * x_t   A = -exp(A_log)   (B, E, N)
     y_t     = <h_t, C_t> + D * x_t
 
-``selective_scan_ref`` is the sequential fp32 oracle. ``selective_scan_chunked`` processes
-chunks of T steps at once: inside a chunk every decay factor (a segment sum of log decays,
-<= 0) is stable in fp32, so the chunk is an einsum over a (T, T) lower-triangular decay matrix
-and only L / T steps remain sequential. It matches the oracle to 1e-5 (outputs and gradients)
-but, materialising (T, T) per channel and state, it is ~20x *slower* than the sequential scan on
-CPU (docs/benchmarks.md): ``scan="auto"`` therefore uses the sequential scan on CPU and the CUDA
-kernels of ``mamba_ssm`` when that package imports and the tensors are on CUDA. A genuinely
-faster CPU scan is open work of the world-model issue.
+``selective_scan_ref`` is the sequential fp32 oracle. ``selective_scan_chunked`` scans chunks of
+T steps with a Hillis-Steele parallel prefix scan (log2 T vectorised passes over products of
+decays, which never overflow), then carries the state across chunks in L / T sequential steps.
+It matches the oracle to 1e-5 on outputs and gradients. ``scan="auto"`` uses the CUDA kernels of
+``mamba_ssm`` when that package imports and the tensors are on CUDA, the chunked scan for long
+sequences on CPU and the sequential scan for short ones (faster below ~64 steps; measured in
+docs/benchmarks.md).
 
 Padding: sequences are right-padded; padded steps are given delta = 0 and x = 0, so they leave
 the state untouched and a sequence's outputs do not depend on how much padding follows it.
@@ -45,7 +44,8 @@ class MambaConfig:
     expand: int = 2         # E = expand * D
     dt_min: float = 1e-3    # initial step sizes, log-uniform in [dt_min, dt_max]
     dt_max: float = 1e-1
-    chunk: int = 16         # T of the chunked scan
+    chunk: int = 64         # T of the chunked scan
+    auto_chunk_min_len: int = 64   # "auto" on CPU: chunked from this length, sequential below
     use_cuda_kernels: bool = True
 
     @property
@@ -70,24 +70,24 @@ def selective_scan_ref(x, delta, A, Bm, Cm, Dv):
     return torch.stack(ys, dim=1) + x * Dv                                          # (B, L, E)
 
 
-def segment_decay(log_decay: torch.Tensor) -> torch.Tensor:
-    """decay[..., t, s, :, :] = exp(sum of log_decay over steps s+1..t) for s <= t, else 0.
+def _prefix_scan(a: torch.Tensor, b: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inclusive scan of h_t = a_t * h_{t-1} + b_t along ``dim`` from h = 0 (Hillis-Steele):
+    log2(T) vectorised passes. Returns (prod of a up to t, h_t). Only products of decays in
+    (0, 1] are formed, so nothing overflows and fp32 stays within 1e-6 of the sequential scan."""
+    t, shift = a.shape[dim], 1
+    while shift < t:
+        a_prev, b_prev = a.narrow(dim, 0, t - shift), b.narrow(dim, 0, t - shift)
+        a_cur, b_cur = a.narrow(dim, shift, t - shift), b.narrow(dim, shift, t - shift)
+        b = torch.cat([b.narrow(dim, 0, shift), b_cur + a_cur * b_prev], dim=dim)
+        a = torch.cat([a.narrow(dim, 0, shift), a_cur * a_prev], dim=dim)
+        shift *= 2
+    return a, b
 
-    Summing only the steps between s and t (never cum_t - cum_s, which cancels catastrophically
-    when decays are strong) keeps fp32 outputs *and* gradients within 1e-5 of the reference.
-    log_decay: (B, S, T, E, N) -> (B, S, T, T, E, N)."""
-    t = log_decay.shape[2]
-    strict = torch.tril(torch.ones(t, t, dtype=torch.bool, device=log_decay.device), -1)[:, :, None, None]
-    causal = torch.tril(torch.ones(t, t, dtype=torch.bool, device=log_decay.device))[:, :, None, None]
-    rows = log_decay[:, :, :, None].expand(-1, -1, -1, t, -1, -1)                  # [t, s] = log_decay[t]
-    seg = torch.cumsum(rows.masked_fill(~strict, 0.0), dim=2)                       # sum over i in (s, t]
-    return seg.masked_fill(~causal, -torch.inf).exp()
 
-
-def selective_scan_chunked(x, delta, A, Bm, Cm, Dv, chunk: int = 16):
-    """Same result as ``selective_scan_ref`` with L / chunk sequential steps."""
+def selective_scan_chunked(x, delta, A, Bm, Cm, Dv, chunk: int = 64):
+    """Same result as ``selective_scan_ref``: each chunk of T steps is scanned in log2(T)
+    vectorised passes, then L / T sequential steps carry the state across chunks."""
     b, length, e = x.shape
-    n = A.shape[1]
     pad = (-length) % chunk
     if pad:  # zero delta and x: padded steps leave the state unchanged
         x, delta = F.pad(x, (0, 0, 0, pad)), F.pad(delta, (0, 0, 0, pad))
@@ -95,18 +95,17 @@ def selective_scan_chunked(x, delta, A, Bm, Cm, Dv, chunk: int = 16):
     steps = x.shape[1] // chunk
     shape = lambda t: t.reshape(b, steps, chunk, *t.shape[2:])  # noqa: E731
     xc, dc, Bc, Cc = shape(x), shape(delta), shape(Bm), shape(Cm)                   # (B, S, T, ...)
-    log_decay = dc[..., None] * A                                                   # (B, S, T, E, N)
-    cum = torch.cumsum(log_decay, dim=2)                                            # (B, S, T, E, N)
+    decay = torch.exp(dc[..., None] * A)                                            # (B, S, T, E, N)
     dBx = dc[..., None] * Bc[:, :, :, None, :] * xc[..., None]                      # (B, S, T, E, N)
-    decay = segment_decay(log_decay)                                                # (B, S, T, T, E, N)
-    local = torch.einsum("bstuen,bsuen->bsten", decay, dBx)                         # (B, S, T, E, N)
-    h = x.new_zeros(b, e, n)
-    states = []
+    carry, local = _prefix_scan(decay, dBx, dim=2)                                  # within-chunk scan
+    h = x.new_zeros(b, e, A.shape[1])
+    starts = []
     for s in range(steps):  # L / T sequential steps carry the state across chunks
-        states.append(local[:, s] + torch.exp(cum[:, s]) * h[:, None])              # (B, T, E, N)
-        h = states[-1][:, -1]
-    hs = torch.stack(states, dim=1)                                                 # (B, S, T, E, N)
-    y = (hs * Cc[:, :, :, None, :]).sum(-1).reshape(b, steps * chunk, e)
+        starts.append(h)
+        h = carry[:, s, -1] * h + local[:, s, -1]
+    h0 = torch.stack(starts, dim=1)[:, :, None]                                     # (B, S, 1, E, N)
+    hs = local + carry * h0                                                         # (B, S, T, E, N)
+    y = torch.einsum("bsten,bstn->bste", hs, Cc).reshape(b, steps * chunk, e)
     return (y + x * Dv)[:, :length]
 
 
@@ -157,9 +156,9 @@ class MambaBlock(nn.Module):
             y = _cuda_selective_scan(x.transpose(1, 2).contiguous(), delta.transpose(1, 2).contiguous(), A,
                                      Bm.transpose(1, 2).contiguous(), Cm.transpose(1, 2).contiguous(), self.D.float())
             return y.transpose(1, 2)
-        if scan == "chunked":
+        if scan == "chunked" or (scan == "auto" and x.shape[1] >= self.cfg.auto_chunk_min_len):
             return selective_scan_chunked(x, delta, A, Bm, Cm, self.D, chunk=self.cfg.chunk)
-        return selective_scan_ref(x, delta, A, Bm, Cm, self.D)   # "reference", and "auto" on CPU (measured faster)
+        return selective_scan_ref(x, delta, A, Bm, Cm, self.D)
 
 
 def cuda_kernels_available() -> bool:

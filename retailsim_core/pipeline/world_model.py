@@ -34,6 +34,7 @@ from retailsim_core.split import TemporalSplit
 from retailsim_core.tensors import PRICE_COLUMNS, TensorConfig, TrainingSet
 from retailsim_core.tokens import ProductVocab
 from retailsim_core.training import checkpoint as ckpt
+from retailsim_core.training import distributed
 from retailsim_core.training.loop import TrainConfig, phase_schedule, train
 from retailsim_core.training.validation import popularity_scores
 from retailsim_core.trips import TripStore
@@ -86,8 +87,9 @@ def build_model(cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric
 
 def train_world_model(warehouse: Warehouse, split: TemporalSplit, model_cfg: WorldModelConfig, train_cfg: TrainConfig,
                       tensor_cfg: TensorConfig = TensorConfig(max_history_trips=50),
-                      log: Callable[[str], None] = lambda _: None) -> dict:
-    """Train on training weeks, early-stop on validation weeks, write the checkpoint folder."""
+                      log: Callable[[str], None] = lambda _: None, model_out: bool = False) -> dict:
+    """Train on training weeks, early-stop on validation weeks, write the checkpoint folder (rank 0
+    only under torchrun). ``model_out`` adds the trained model to the summary."""
     start = time.perf_counter()
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     inputs = load_model_inputs(warehouse, range(1, split.valid_end + 1))
@@ -111,9 +113,10 @@ def train_world_model(warehouse: Warehouse, split: TemporalSplit, model_cfg: Wor
                "training_seconds": round(result.state.seconds, 1), "train_samples": len(train_data),
                "valid_samples": len(valid_data), "vocabulary": inputs.vocab.n_products,
                "best": {k: v for k, v in best.items() if isinstance(v, float)}}
-    write_checkpoint(folder, model, inputs.vocab, tensor_cfg, train_cfg, summary, result.state.history)
-    shutil.rmtree(folder / "training_state", ignore_errors=True)    # finished: the next run trains afresh
-    return summary | {"history": result.state.history}
+    if distributed.rank_and_world()[0] == 0:
+        write_checkpoint(folder, model, inputs.vocab, tensor_cfg, train_cfg, summary, result.state.history)
+        shutil.rmtree(folder / "training_state", ignore_errors=True)    # finished: the next run trains afresh
+    return summary | {"history": result.state.history} | ({"model": model} if model_out else {})
 
 
 def write_checkpoint(folder: Path, model: WorldModel, vocab: ProductVocab, tensor_cfg: TensorConfig,

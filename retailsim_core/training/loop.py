@@ -27,6 +27,7 @@ from retailsim_core.models.losses import LossWeights, world_model_loss
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.tensors import LengthBucketSampler, TrainingSet
 from retailsim_core.training import checkpoint as ckpt
+from retailsim_core.training import distributed
 from retailsim_core.training.corruption import corrupt
 from retailsim_core.training.validation import masked_item_metrics
 
@@ -101,9 +102,25 @@ def _batch_seed(seed: int, epoch: int) -> int:
     return int(np.random.default_rng([seed, epoch, 7]).integers(2**62))
 
 
-def train_epoch(model: WorldModel, optimizer: torch.optim.Optimizer, data: TrainingSet, rows: np.ndarray,
-                buckets: np.ndarray, phase: Phase, cfg: TrainConfig, epoch: int, contrastive: nn.Module,
+class TrainStep(nn.Module):
+    """The model and the contrastive projection behind one forward that returns the loss, so that
+    DistributedDataParallel sees every parameter's use (torchrun, ``distributed.py``)."""
+
+    def __init__(self, model: WorldModel, contrastive: nn.Module):
+        super().__init__()
+        self.model, self.contrastive = model, contrastive
+
+    def forward(self, batch, inputs, targets, hide_t6, weights: LossWeights, generator: torch.Generator):
+        out = self.model(batch, inputs, hidden=targets != 0, hide_t6=hide_t6)
+        loss = world_model_loss(self.model, out, batch, inputs, targets, hide_t6, weights, generator, self.contrastive)
+        return loss.total, loss.parts
+
+
+def train_epoch(step: nn.Module, optimizer: torch.optim.Optimizer, data: TrainingSet, rows: np.ndarray,
+                buckets: np.ndarray, phase: Phase, cfg: TrainConfig, epoch: int,
                 log: Callable[[str], None]) -> dict:
+    """One epoch; under torchrun each rank takes every world-th batch of the same shuffled list."""
+    rank, world = distributed.rank_and_world()
     torch.manual_seed(_batch_seed(cfg.seed, epoch))                                 # dropout
     rng = np.random.default_rng([cfg.seed, epoch])
     gen = torch.Generator().manual_seed(_batch_seed(cfg.seed, epoch + 1_000_000))
@@ -112,27 +129,28 @@ def train_epoch(model: WorldModel, optimizer: torch.optim.Optimizer, data: Train
         rows, buckets = rows[keep], buckets[keep]
     sampler = LengthBucketSampler(buckets, phase.batch_size, seed=cfg.seed)
     sampler.set_epoch(epoch)
+    batches = list(sampler)
+    batches = batches[rank: len(batches) - len(batches) % world: world]          # same step count on every rank
     for group in optimizer.param_groups:
         group["lr"] = phase.lr
-    model.train()
+    step.train()
     sums: dict[str, float] = {}
     n = 0
-    for i, batch_rows in enumerate(sampler):
+    for i, batch_rows in enumerate(batches):
         batch = data[rows[batch_rows]]
         inputs, targets = corrupt(batch["tokens"].numpy(), data.vocab, phase.mask_rate, cfg.suffix_share, rng)
         inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
         hide_t6 = torch.from_numpy(rng.random(len(batch_rows)) < cfg.t6_dropout)
-        out = model(batch, inputs, hidden=targets != 0, hide_t6=hide_t6)
-        loss = world_model_loss(model, out, batch, inputs, targets, hide_t6, phase.weights, gen, contrastive)
+        total, parts = step(batch, inputs, targets, hide_t6, phase.weights, gen)
         optimizer.zero_grad(set_to_none=True)
-        loss.total.backward()
-        nn.utils.clip_grad_norm_(list(model.parameters()) + list(contrastive.parameters()), phase.clip)
+        total.backward()
+        nn.utils.clip_grad_norm_(step.parameters(), phase.clip)
         optimizer.step()
-        for k, v in loss.parts.items():
+        for k, v in parts.items():
             sums[k] = sums.get(k, 0.0) + v
         n += 1
         if i % 100 == 0:
-            log(f"  epoch {epoch + 1} ({phase.name}) batch {i}/{len(sampler)} loss {loss.parts['total']:.4f}")
+            log(f"  epoch {epoch + 1} ({phase.name}) batch {i}/{len(batches)} loss {parts['total']:.4f}")
     return {f"train_{k}": v / max(n, 1) for k, v in sums.items()}
 
 
@@ -146,8 +164,9 @@ def train(model: WorldModel, train_data: TrainingSet, train_buckets: np.ndarray,
     contrastive = nn.Linear(model.cfg.d_model, model.cfg.d_model)
     torch.manual_seed(cfg.seed)
     contrastive.reset_parameters()
-    params = list(model.parameters()) + list(contrastive.parameters())
-    optimizer = torch.optim.AdamW(params, lr=cfg.phases[0].lr, weight_decay=cfg.weight_decay)
+    step = distributed.wrap(TrainStep(model, contrastive))
+    optimizer = torch.optim.AdamW(step.parameters(), lr=cfg.phases[0].lr, weight_decay=cfg.weight_decay)
+    is_writer = distributed.rank_and_world()[0] == 0
     state, best = LoopState(), {k: v.detach().clone() for k, v in model.state_dict().items()}
     if state_dir is not None and (state_dir / "state.json").exists() and \
             ckpt.read_json(state_dir / "state.json").get("fingerprint") == fingerprint:
@@ -161,15 +180,16 @@ def train(model: WorldModel, train_data: TrainingSet, train_buckets: np.ndarray,
     while not state.done:
         phase = cfg.phases[state.phase]
         start = time.perf_counter()
-        metrics = train_epoch(model, optimizer, train_data, rows, train_buckets, phase, cfg, state.epoch, contrastive, log)
+        metrics = train_epoch(step, optimizer, train_data, rows, train_buckets, phase, cfg, state.epoch, log)
         metrics.update(masked_item_metrics(model, valid_data, valid_rows, popularity, cfg.valid_mask_rate, seed=cfg.seed))
         state.seconds += time.perf_counter() - start
         _advance(state, cfg, metrics, model, best, phase)
         log(f"epoch {state.epoch} ({phase.name}): " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
         if state.phase < len(cfg.phases) and state.phase_epoch == 0 and state.epoch > 1:
             model.load_state_dict(best)                                              # a new phase starts from the best
-        if state_dir is not None:
+        if state_dir is not None and is_writer:
             _save_state(state_dir, state, model, contrastive, optimizer, best, fingerprint)
+        distributed.barrier()
         run_epochs += 1
         if stop_after_epochs is not None and run_epochs >= stop_after_epochs and not state.done:
             break

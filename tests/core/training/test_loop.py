@@ -11,6 +11,7 @@ from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.world_model import (
     CHECKPOINT_TABLE, build_model, load_model, load_model_inputs, train_world_model,
 )
+from retailsim_core.split import TemporalSplit
 from retailsim_core.training.loop import TrainConfig, train
 from retailsim_core.training.validation import popularity_scores
 
@@ -77,3 +78,64 @@ def test_trained_checkpoint_beats_popularity_and_reloads_without_pickle(tiny_war
     assert not any(p.suffix in (".pt", ".pkl", ".pickle") for p in folder.rglob("*"))
     model, vocab, config = load_model(folder)
     assert vocab.n_products == summary["vocabulary"] and config["summary"]["best_epoch"] == summary["best_epoch"]
+
+
+def test_torchrun_ddp_trains_identical_replicas(tiny_warehouse, tmp_path):
+    """Two ranks under torchrun (gloo, CPU): one checkpoint, and DDP keeps the replicas identical."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    wh_copy = tmp_path / "wh"
+    shutil.copytree(tiny_warehouse["warehouse"].root, wh_copy, ignore=shutil.ignore_patterns(CHECKPOINT_TABLE))
+    torchrun = Path(sys.executable).with_name("torchrun")
+    out = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "retailsim_core.training.cli",
+                          "--warehouse", str(wh_copy), "--preset", "tiny", "--train-end", "8", "--valid-end", "11"],
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    digests = {line.split()[1]: line.split()[-1] for line in out.stdout.splitlines() if "weights sha256" in line}
+    assert set(digests) == {"0/2", "1/2"} and len(set(digests.values())) == 1
+    assert (wh_copy / CHECKPOINT_TABLE / "model.safetensors").exists()
+
+
+KILL_SCRIPT = """
+import os, signal, sys
+from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.pipeline.world_model import train_world_model
+from retailsim_core.split import TemporalSplit
+from retailsim_core.training.loop import TrainConfig
+from retailsim_core.warehouse import Warehouse
+
+def log(msg):
+    if "epoch 3 (" in msg and "batch 0/" in msg:      # mid-epoch 3, after epoch 2's state was saved
+        os.kill(os.getpid(), signal.SIGKILL)
+
+train_world_model(Warehouse(sys.argv[1]), TemporalSplit(8, 11), WorldModelConfig.preset("tiny"),
+                  TrainConfig.preset("tiny", seed=5), log=log)
+"""
+
+
+def test_training_killed_mid_epoch_resumes_to_the_uninterrupted_result(tiny_warehouse, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file
+
+    runs = {}
+    for name in ("killed", "whole"):
+        wh = tmp_path / name
+        shutil.copytree(tiny_warehouse["warehouse"].root, wh, ignore=shutil.ignore_patterns(CHECKPOINT_TABLE))
+        runs[name] = wh
+    proc = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(runs["killed"])], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -9                                                  # SIGKILL: no clean shutdown
+    state = runs["killed"] / CHECKPOINT_TABLE / "training_state"
+    assert (state / "state.json").exists() and not (runs["killed"] / CHECKPOINT_TABLE / "model.safetensors").exists()
+    from retailsim_core.warehouse import Warehouse
+    for name in ("killed", "whole"):   # the killed run resumes from epoch 2; the other runs from scratch
+        train_world_model(Warehouse(runs[name]), TemporalSplit(8, 11), MODEL, TrainConfig.preset("tiny", seed=5))
+    a = load_file(str(runs["killed"] / CHECKPOINT_TABLE / "model.safetensors"))
+    b = load_file(str(runs["whole"] / CHECKPOINT_TABLE / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
