@@ -19,6 +19,7 @@ import polars as pl
 import scipy.sparse as sp
 import torch
 
+from retailsim_core.customers import MISSION_FOCI, MISSION_TYPES
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.shelf import with_price_multipliers
 from retailsim_core.tensors import PRICE_COLUMNS
@@ -52,6 +53,21 @@ def reprice_book(book: torch.Tensor, log_multiplier: torch.Tensor) -> torch.Tens
     return out
 
 
+def sample_missions(batch: dict, t1_names: tuple[str, ...], rng: np.random.Generator) -> torch.Tensor:
+    """T6 with mission type and focus drawn from each customer's as-of-W mission distributions (in
+    T1, ``TrainingSet.t1_names``); price sensitivity and size left unknown (0) for the model to
+    infer. The "sampled" mission of spec §4.7.1's dual use."""
+    t6 = torch.zeros_like(batch["t6"])
+    probs = batch["t1_numeric"].numpy().astype(np.float64)
+    for col, names in ((0, MISSION_TYPES), (1, MISSION_FOCI)):
+        p = probs[:, [t1_names.index(n) for n in names]]
+        p = np.where(p.sum(1, keepdims=True) > 0, p, 1.0)                             # no history: uniform
+        p /= p.sum(1, keepdims=True)
+        draws = (rng.random((len(p), 1)) > np.cumsum(p, 1)).sum(1)
+        t6[:, col] = torch.from_numpy(np.minimum(draws, p.shape[1] - 1) + 1)
+    return t6
+
+
 def _with_prices(batch: dict, log_multiplier: torch.Tensor | None) -> dict:
     if log_multiplier is None or "shelf" not in batch:
         return batch
@@ -62,7 +78,8 @@ def _with_prices(batch: dict, log_multiplier: torch.Tensor | None) -> dict:
 def generate(model: WorldModel, batch: dict, book: torch.Tensor, *, seed: int, log_multiplier: torch.Tensor | None = None,
              temperature: float = 1.0, max_items: int = MAX_ITEMS) -> list[list[int]]:
     """Sampled baskets (product tokens, no [EOS]) for the contexts of ``batch``; its ``t6`` is the
-    mission given to the model (set codes to 0 to let the model infer it). ``book``: (B, V, P)."""
+    mission given to the model: the true one, one from ``sample_missions``, or zeros to let the
+    model infer it. ``book``: (B, V, P) from ``price_book``."""
     model.eval()
     gen = torch.Generator().manual_seed(seed)
     b_size, vocab = len(book), model.vocab_size

@@ -11,7 +11,7 @@ defs = dg.Definitions(
     asset_checks=dg.load_asset_checks_from_modules([ingest, checks, features, model]),
     jobs=[weekly_job],
     schedules=[weekly_refresh_schedule],
-    sensors=[new_week_file_sensor],
+    sensors=[new_week_file_sensor, model.model_retraining_sensor],
     resources=default_resources(),
     # Local scale-out: steps in separate processes, two at a time on this 2-core machine.
     executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),

@@ -82,9 +82,9 @@ class TifuConfig:
     alpha: float = 0.7           # weight of the customer's own vector
 
     def grid(self) -> list[TifuConfig]:
-        """The validation grid (the paper's Dunnhumby setting is among the points)."""
+        """The validation grid over the paper's five parameters (alpha = 1: personal decayed frequency)."""
         return [TifuConfig(m, rb, rg, k, a) for m in (3, 7) for rb in (0.9, 1.0) for rg in (0.6, 0.9)
-                for k in (100, 300) for a in (0.7, 0.9)]
+                for k in (100, 300) for a in (0.7, 0.9, 1.0)]
 
 
 def tifu_weights(cfg: TifuConfig):
@@ -113,25 +113,38 @@ def pool_bounds(data: TrainingSet, before_day: int) -> tuple[np.ndarray, np.ndar
     return first[keep], ends[keep]
 
 
-def tifu_knn(own: sp.csr_matrix, pool: sp.csr_matrix, cfg: TifuConfig, chunk: int = 2048) -> torch.Tensor:
-    """alpha * own vector + (1 - alpha) * mean of the k most cosine-similar pool vectors."""
+def tifu_knn(own: sp.csr_matrix, pool: sp.csr_matrix, cfg: TifuConfig, own_customer: np.ndarray | None = None,
+             pool_customer: np.ndarray | None = None, chunk: int = 1024) -> torch.Tensor:
+    """alpha * own vector + (1 - alpha) * mean of the k most cosine-similar pool vectors (never the
+    customer itself); the neighbour mean is a sparse (s, C) x (C, V) product, not a gather."""
     def unit(m):
-        norms = np.sqrt(m.multiply(m).sum(1)).A1
-        return sp.diags(1.0 / np.maximum(norms, 1e-12)) @ m
-    pool_unit, own_unit = unit(pool).tocsr(), unit(own).tocsr()
-    pool_dense = torch.as_tensor(pool.toarray(), dtype=torch.float32)
+        norms = np.sqrt(np.asarray(m.multiply(m).sum(1)).ravel())
+        return (sp.diags(1.0 / np.maximum(norms, 1e-12)) @ m).tocsr()
+    pool_unit, own_unit = unit(pool), unit(own)
+    pool = pool.tocsr()
     out = []
     for i in range(0, own.shape[0], chunk):
         sims = torch.as_tensor((own_unit[i:i + chunk] @ pool_unit.T).toarray(), dtype=torch.float32)   # (s, C)
+        if own_customer is not None and pool_customer is not None:
+            self_hit = own_customer[i:i + chunk, None] == pool_customer[None, :]
+            sims = sims.masked_fill(torch.from_numpy(self_hit), -torch.inf)
         k = min(cfg.k_neighbours, sims.shape[1])
-        idx = sims.topk(k, dim=1).indices                                           # (s, k)
-        neighbours = pool_dense[idx].mean(1)                                         # (s, V)
-        mine = torch.as_tensor(own[i:i + chunk].toarray(), dtype=torch.float32)
-        out.append(cfg.alpha * mine + (1 - cfg.alpha) * neighbours)
-    return _finish(torch.cat(out).numpy(), own.shape[1])
+        idx = sims.topk(k, dim=1).indices.numpy()                                   # (s, k)
+        rows = np.repeat(np.arange(len(idx)), k)
+        pick = sp.csr_matrix((np.full(rows.size, 1.0 / k), (rows, idx.ravel())), shape=(len(idx), pool.shape[0]))
+        neighbours = (pick @ pool).toarray()                                         # (s, V)
+        out.append(cfg.alpha * own[i:i + chunk].toarray() + (1 - cfg.alpha) * neighbours)
+    return _finish(np.concatenate(out), own.shape[1])
 
 
 def tifu_pool(data: TrainingSet, trips: sp.csr_matrix, before_day: int):
-    """config -> (C, V) TIFU vectors of every customer as of ``before_day`` (the neighbour pool)."""
+    """(config -> (C, V) TIFU vectors of every customer as of ``before_day``, (C,) customer codes)."""
     first, end = pool_bounds(data, before_day)
-    return lambda cfg: history_weights(first, end, len(data.trip_day), tifu_weights(cfg)) @ trips
+    return (lambda cfg: history_weights(first, end, len(data.trip_day), tifu_weights(cfg)) @ trips,
+            data.trip_customer[first])
+
+
+def sample_customers(data: TrainingSet, rows: np.ndarray) -> np.ndarray:
+    """Customer code of each sample (-1 without history: it cannot be in the pool either)."""
+    start, end = data.full_hist_start[rows], data.hist_end[rows]
+    return np.where(end > start, data.trip_customer[np.minimum(start, len(data.trip_customer) - 1)], -1)

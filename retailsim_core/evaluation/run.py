@@ -16,14 +16,15 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.evaluation import baselines as bl
+from retailsim_core.evaluation.baselines import TifuConfig
 from retailsim_core.evaluation.metrics import masked_item_summary, next_basket_metrics, summarise, truth_matrix
 from retailsim_core.evaluation.sequential import SequentialConfig
-from retailsim_core.customers import MISSION_FOCI, MISSION_TYPES
 from retailsim_core.models.world_model import AUX_HEADS, WorldModel
+from retailsim_core.simulation import sample_missions
 from retailsim_core.tensors import TrainingSet
 from retailsim_core.tokens import PAD
 from retailsim_core.training.corruption import evaluation_mask, next_basket_query
+from retailsim_core.training.validation import shuffled
 
 Scorer = Callable[[np.ndarray, dict], torch.Tensor]     # (rows, batch) -> (S, V)
 
@@ -36,10 +37,7 @@ class EvalConfig:
     chunk: int = 512
     seed: int = 0
     sequential: SequentialConfig = field(default_factory=SequentialConfig)
-    tifu: TifuConfig = field(default_factory=lambda: bl.TifuConfig())
-
-
-TifuConfig = bl.TifuConfig
+    tifu: TifuConfig = field(default_factory=TifuConfig)
 
 
 def subsample(rows: np.ndarray, n: int | None, seed: int) -> np.ndarray:
@@ -51,15 +49,12 @@ def subsample(rows: np.ndarray, n: int | None, seed: int) -> np.ndarray:
 def world_model_scorer(model: WorldModel, t6: str, t1_names: tuple[str, ...] = (), rng_seed: int = 0) -> Scorer:
     """Next-basket scores: the decoder sees the context token and one [MASK] slot. ``t6``: "true"
     (the basket's codes), "sampled" (type/focus drawn from the week-W mission snapshot) or "hidden"."""
-    type_cols = [t1_names.index(t) for t in MISSION_TYPES] if t6 == "sampled" else []
-    focus_cols = [t1_names.index(f) for f in MISSION_FOCI] if t6 == "sampled" else []
-
     @torch.no_grad()
     def score(rows: np.ndarray, batch: dict) -> torch.Tensor:
         b = dict(batch)
         if t6 == "sampled":
-            b["t6"] = sampled_t6(batch, np.random.default_rng([rng_seed, int(rows[0])]), type_cols, focus_cols)
-        query = torch.from_numpy(next_basket_query(len(rows), model_vocab_mask(model)))
+            b["t6"] = sample_missions(batch, t1_names, np.random.default_rng([rng_seed, int(rows[0])]))
+        query = torch.from_numpy(next_basket_query(len(rows), model.vocab_size - 2))
         b["t4_prices"] = batch["t4_prices"][:, :1] * 0
         out = model(b, query, hidden=torch.ones_like(query, dtype=torch.bool),
                     hide_t6=torch.ones(len(rows), dtype=torch.bool) if t6 == "hidden" else None)
@@ -67,25 +62,6 @@ def world_model_scorer(model: WorldModel, t6: str, t1_names: tuple[str, ...] = (
         logits[:, model.vocab_size - 1] = -torch.inf                                 # [EOS] is no product
         return logits.double()
     return score
-
-
-def model_vocab_mask(model: WorldModel):
-    class _V:  # the [MASK] token of the model's vocabulary, for next_basket_query
-        mask = model.vocab_size - 2
-    return _V
-
-
-def sampled_t6(batch: dict, rng: np.random.Generator, type_cols: list[int], focus_cols: list[int]) -> torch.Tensor:
-    """T6 with mission type and focus drawn from the customer's as-of-W mission distributions
-    (T1's struct columns); price sensitivity and size left unknown (0). Dual use, spec §4.7.1."""
-    t6 = torch.zeros_like(batch["t6"])
-    probs = batch["t1_numeric"].numpy().astype(np.float64)
-    for col, p in ((0, probs[:, type_cols]), (1, probs[:, focus_cols])):
-        p = np.where(p.sum(1, keepdims=True) > 0, p, 1.0)
-        p /= p.sum(1, keepdims=True)
-        draws = (rng.random((len(p), 1)) > np.cumsum(p, 1)).sum(1)
-        t6[:, col] = torch.from_numpy(np.minimum(draws, p.shape[1] - 1) + 1)
-    return t6
 
 
 def masked_ranks(position_scores: torch.Tensor, r: np.ndarray, c: np.ndarray, inputs: np.ndarray,
@@ -122,7 +98,8 @@ def score_rows(data: TrainingSet, rows: np.ndarray, scorers: dict[str, Scorer], 
         batch = data[chunk]
         truth = truth_matrix(data.item_tokens, data.item_starts[chunk], np.minimum(data.item_counts[chunk], 50),
                              data.vocab.size)
-        m_in, m_tg = evaluation_mask(batch["tokens"].numpy(), data.vocab, cfg.mask_rate, cfg.seed + i)
+        masked_batch = shuffled(batch, data.vocab, cfg.seed + i)                      # baskets are sets (D34)
+        m_in, m_tg = evaluation_mask(masked_batch["tokens"].numpy(), data.vocab, cfg.mask_rate, cfg.seed + i)
         r, c = np.nonzero(m_tg != PAD)
         positions.append(i + r)
         for name, scorer in scorers.items():
@@ -130,7 +107,7 @@ def score_rows(data: TrainingSet, rows: np.ndarray, scorers: dict[str, Scorer], 
             parts[name].append(next_basket_metrics(
                 scores, truth, repeat=context["repeat_of"](chunk), basket_len=context["basket_len"][chunk],
                 categories=context["categories"], prices=context["prices_of"](chunk), spend=context["spend"][chunk]))
-            pos_scores = (_model_position_scores(model, batch, m_in, m_tg) if name.startswith("world_model")
+            pos_scores = (_model_position_scores(model, masked_batch, m_in, m_tg) if name.startswith("world_model")
                           else scores[torch.as_tensor(r)])
             ranks[name].append(masked_ranks(pos_scores, r, c, m_in, m_tg, data.vocab.n_products))
         log(f"evaluated {min(i + cfg.chunk, len(order)):,}/{len(order):,} samples")
@@ -172,7 +149,7 @@ def aux_calibration(model: WorldModel, data: TrainingSet, rows: np.ndarray, chun
     with torch.no_grad():
         for i in range(0, len(rows), chunk):
             batch = data[rows[i:i + chunk]]
-            query = torch.from_numpy(next_basket_query(len(batch["t6"]), model_vocab_mask(model)))
+            query = torch.from_numpy(next_basket_query(len(batch["t6"]), model.vocab_size - 2))
             b = {**batch, "t4_prices": batch["t4_prices"][:, :1] * 0}
             out = model(b, query, hide_t6=torch.ones(len(query), dtype=torch.bool))
             for name, (col, n) in AUX_HEADS.items():

@@ -84,6 +84,9 @@ class ProductFusion(nn.Module):
         if hidden is not None:
             prices = prices.masked_fill(hidden[..., None], 0.0)
         items = self.project(torch.cat([self.products(tokens), self.prices(prices)], dim=-1))   # (B, L, D)
+        # The context is added to every slot too: measured, a slot reached only through attention
+        # to token 0 ignored the mission (decision D35).
+        items = items + context[:, None, :]
         items = items.masked_fill((tokens == PAD)[..., None], 0.0)                   # PAD stays zero
         seq = torch.cat([context[:, None, :], items], dim=1)                         # (B, L + 1, D)
         positions = torch.arange(seq.shape[1], device=seq.device)

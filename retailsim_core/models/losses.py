@@ -77,11 +77,18 @@ class LossParts:
 
 def world_model_loss(model: WorldModel, out: ModelOutput, batch: dict[str, torch.Tensor], inputs: torch.Tensor,
                      targets: torch.Tensor, hide_t6: torch.Tensor, weights: LossWeights, generator: torch.Generator,
-                     contrastive_head: nn.Module, gamma: float = 2.0, temperature: float = 0.07) -> LossParts:
+                     contrastive_head: nn.Module, gamma: float = 2.0, temperature: float = 0.07,
+                     basket_targets: tuple[torch.Tensor, torch.Tensor] | None = None) -> LossParts:
     """``targets`` (B, L): the true token at predicted positions, [PAD] elsewhere (so [PAD]
-    positions never carry loss); the focal loss is normalised by the number of predicted positions."""
+    positions never carry loss). ``basket_targets`` (rows, tokens): next-basket queries, every
+    product of the basket a target of the single [MASK] at position 0. The focal loss is
+    normalised by the number of (position, target) pairs."""
     rows, cols = torch.nonzero(targets != PAD, as_tuple=True)
     true = targets[rows, cols].long()
+    if basket_targets is not None:
+        rows = torch.cat([rows, basket_targets[0]])
+        cols = torch.cat([cols, torch.zeros_like(basket_targets[0])])
+        true = torch.cat([true, basket_targets[1].long()])
     n_products, eos = model.vocab_size - 3, model.vocab_size - 1
     if model.training and model.cfg.n_negatives < n_products:
         candidates, target_col = sampled_candidates(true, n_products, eos, model.cfg.n_negatives, generator)
@@ -89,7 +96,7 @@ def world_model_loss(model: WorldModel, out: ModelOutput, batch: dict[str, torch
     else:
         logits, target_col = model.product_logits(out, rows, cols), true
     # Products visible elsewhere in the input basket cannot be the answer (baskets list distinct products).
-    shown = _visible_products(inputs, targets, model.vocab_size)[rows]              # (M, V) bool
+    shown = _visible_products(inputs, targets, model.vocab_size)[rows]              # (M, V) bool (queries: none)
     if logits.shape[1] != model.vocab_size:
         shown = shown[:, candidates]
     logits = logits.masked_fill(shown & ~F.one_hot(target_col, logits.shape[1]).bool(), -torch.inf)

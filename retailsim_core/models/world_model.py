@@ -33,7 +33,10 @@ from retailsim_core.tokens import PAD
 AUX_HEADS = {"mission_type": (0, len(BASKET_TYPES) - 1), "mission_focus": (1, len(MISSIONS) - 1),
              "price_sensitivity": (2, len(PRICE_SENSITIVITY_CODES) - 1), "basket_size": (3, len(SIZES))}
 # Repeat-path features of (customer, product) from the history; all zero for never-bought products.
-REPEAT_FEATURES = ("log_count", "share_of_trips", "decay_14d", "decay_56d", "decay_182d", "recency", "bought")
+# The per-focus counts let the gate, which sees the mission, weigh the trips of the same mission.
+FOCUS_COUNTS = tuple(f"log_count_{m.lower()}" for m in MISSIONS[:4])
+REPEAT_FEATURES = ("log_count", "share_of_trips", "decay_14d", "decay_56d", "decay_182d", "recency", "bought",
+                   *FOCUS_COUNTS)
 _DECAY_DAYS = (14.0, 56.0, 182.0)
 
 
@@ -78,15 +81,20 @@ class ModelOutput:
 
 
 def repeat_features(history_tokens: torch.Tensor, history_mask: torch.Tensor, days_before: torch.Tensor,
-                    vocab_size: int) -> torch.Tensor:
+                    vocab_size: int, history_focus: torch.Tensor | None = None) -> torch.Tensor:
     """(B, H, K) history tokens -> (B, V, F) per-product purchase statistics (scatter-adds, no loops).
-    A product counts once per trip; [PAD] (token 0) is zeroed at the end."""
+    A product counts once per trip; [PAD] (token 0) is zeroed at the end. ``history_focus`` (B, H):
+    each trip's mission-focus code (1-based), for the per-focus counts."""
     b = history_tokens.shape[0]
     tokens = history_tokens.long().flatten(1)                                       # (B, H*K)
     k = history_tokens.shape[2]
     days = days_before.float().clamp(min=0)[..., None].expand(-1, -1, k).flatten(1)  # (B, H*K)
     real = (history_tokens != PAD).flatten(1) & history_mask[..., None].expand(-1, -1, k).flatten(1)
     weights = [real.float()] + [real * torch.exp(-days / tau) for tau in _DECAY_DAYS]
+    if history_focus is None:
+        history_focus = torch.zeros_like(history_mask, dtype=torch.long)
+    focus = history_focus[..., None].expand(-1, -1, k).flatten(1)
+    weights += [(real & (focus == code)).float() for code in range(1, len(FOCUS_COUNTS) + 1)]
     sums = torch.zeros(b, vocab_size, len(weights), device=tokens.device)
     sums.scatter_add_(1, tokens[..., None].expand(-1, -1, len(weights)), torch.stack(weights, dim=-1))
     last = torch.full((b, vocab_size), 1e4, device=tokens.device)
@@ -94,8 +102,10 @@ def repeat_features(history_tokens: torch.Tensor, history_mask: torch.Tensor, da
     count = sums[..., 0]
     trips = history_mask.sum(1, keepdim=True).clamp(min=1).float()
     bought = (count > 0).float()
-    feats = torch.stack([torch.log1p(count), count / trips, *sums[..., 1:].unbind(-1),
-                         bought * torch.exp(-last / 30.0), bought], dim=-1)         # (B, V, F)
+    n_decay = len(_DECAY_DAYS)
+    feats = torch.stack([torch.log1p(count), count / trips, *sums[..., 1:1 + n_decay].unbind(-1),
+                         bought * torch.exp(-last / 30.0), bought,
+                         *torch.log1p(sums[..., 1 + n_decay:]).unbind(-1)], dim=-1)  # (B, V, F)
     feats[:, PAD] = 0.0
     return feats
 
@@ -194,7 +204,7 @@ class WorldModel(nn.Module):
         pad = torch.cat([torch.zeros_like(tokens[:, :1], dtype=torch.bool), tokens == PAD], dim=1)
         out = self.decoder(seq, pad, states, batch["history_mask"])
         feats = (repeat_features(batch["history_tokens"], batch["history_mask"], batch["history_days_before"],
-                                 self.vocab_size) if self.cfg.repeat_path else None)
+                                 self.vocab_size, batch["history_context"][..., 1]) if self.cfg.repeat_path else None)
         shelf = batch.get("shelf") if self.cfg.shelf_prices else None
         return ModelOutput(hidden=out, repeat_features=feats, shelf=shelf,
                            aux_logits={name: head(out[:, 0]) for name, head in self.aux.items()})

@@ -87,7 +87,10 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
 
     # Tuning on validation weeks only.
     pool_valid = bl.tifu_pool(data, trips, valid_start_day)
-    tifu_scores = lambda c, rows, pool: bl.tifu_knn(bl.tifu_vectors(data, rows, trips, c), pool(c), c)  # noqa: E731
+    def tifu_scores(c, rows, pool):
+        vectors, customers = pool
+        return bl.tifu_knn(bl.tifu_vectors(data, rows, trips, c), vectors(c), c, bl.sample_customers(data, rows), customers)
+
     tifu_grid = [(valid_r20(tifu_scores(c, valid_rows, pool_valid), valid_rows), i, c) for i, c in enumerate(cfg.tifu.grid())]
     tifu_best = max(tifu_grid, key=lambda t: (t[0], -t[1]))[2]
     log(f"TIFU-KNN tuned on validation: {tifu_best}")

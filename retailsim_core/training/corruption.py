@@ -16,6 +16,19 @@ import numpy as np
 from retailsim_core.tokens import PAD, ProductVocab, mask_items
 
 
+def shuffle_items(tokens: np.ndarray, prices: np.ndarray, vocab: ProductVocab,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Random order of each basket's products ([EOS] and [PAD] stay where they are), prices moved
+    along. Baskets are sets: in a random order the first slot's target is a random member of the
+    basket, so the next-basket query (a single [MASK]) learns P(product in basket) / size, and
+    generation is order-free (decision D34)."""
+    is_item = (tokens != PAD) & (tokens != vocab.eos)
+    keys = np.where(is_item, rng.random(tokens.shape), 2.0 + np.arange(tokens.shape[1])[None, :])
+    order = np.argsort(keys, axis=1, kind="stable")
+    rows = np.arange(len(tokens))[:, None]
+    return tokens[rows, order], prices[rows, order]
+
+
 def suffix_mask(tokens: np.ndarray, vocab: ProductVocab, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     length = (tokens != PAD).sum(1)                                                  # items + [EOS]
     cut = np.floor(rng.random(len(tokens)) * length).astype(np.int64)                # uniform in 0..n_items
@@ -35,12 +48,24 @@ def corrupt(tokens: np.ndarray, vocab: ProductVocab, rate: float, suffix_share: 
     return np.where(use_suffix, s_inputs, bert.inputs), np.where(use_suffix, s_targets, bert.targets)
 
 
+def basket_queries(tokens: np.ndarray, inputs: np.ndarray, targets: np.ndarray, vocab: ProductVocab, share: float,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Turn a ``share`` of the baskets into next-basket queries: input [MASK] then [PAD]s, and every
+    product of the basket a target of that one slot (returned as (rows, tokens) pairs)."""
+    query = rng.random(len(tokens)) < share
+    inputs, targets = inputs.copy(), targets.copy()
+    inputs[query], targets[query] = PAD, PAD
+    inputs[query, 0] = vocab.mask
+    r, c = np.nonzero(query[:, None] & (tokens >= 1) & (tokens <= vocab.n_products))
+    return inputs, targets, (r, tokens[r, c])
+
+
 def evaluation_mask(tokens: np.ndarray, vocab: ProductVocab, rate: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Masked-item evaluation: chosen products all become [MASK] (no random or kept tokens)."""
     chosen = mask_items(tokens, vocab, rate, np.random.default_rng(seed)).targets != PAD
     return np.where(chosen, vocab.mask, tokens).astype(tokens.dtype), np.where(chosen, tokens, PAD).astype(tokens.dtype)
 
 
-def next_basket_query(batch_size: int, vocab: ProductVocab) -> np.ndarray:
-    """(B, 1) inputs asking for the first product of the basket: a single [MASK] slot."""
-    return np.full((batch_size, 1), vocab.mask, dtype=np.int32)
+def next_basket_query(batch_size: int, mask_token: int) -> np.ndarray:
+    """(B, 1) inputs asking for a product of the basket: a single [MASK] slot."""
+    return np.full((batch_size, 1), mask_token, dtype=np.int32)

@@ -1,7 +1,7 @@
 """Three-phase, leak-free, resumable training of the world model (spec §5.6).
 
 Phases (spec §5.6.1): warm-up (focal loss only, low LR) -> main (all losses, early stopping with
-patience on validation masked-item NDCG@10) -> fine-tune (harder masking, smaller batches,
+patience on validation next-basket NDCG@10) -> fine-tune (harder masking, smaller batches,
 tighter clipping), starting from the best weights. Training samples are weeks <= train_end;
 validation samples are the validation weeks, whose histories grow week by week (the trip store
 slice before each sample's week: incremental history, never a future trip).
@@ -28,7 +28,7 @@ from retailsim_core.models.world_model import WorldModel
 from retailsim_core.tensors import LengthBucketSampler, TrainingSet
 from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
-from retailsim_core.training.corruption import corrupt
+from retailsim_core.training.corruption import basket_queries, corrupt, shuffle_items
 from retailsim_core.training.validation import masked_item_metrics
 
 
@@ -50,11 +50,13 @@ class TrainConfig:
     patience: int = 3                 # epochs without validation improvement before the phase ends
     weight_decay: float = 0.01
     suffix_share: float = 0.3         # baskets trained with suffix (generation-step) masking
+    query_share: float = 0.3          # baskets trained as next-basket queries (one [MASK], all products targets)
     t6_dropout: float = 0.5           # rows whose T6 is withheld; auxiliary losses use only those
     samples_per_epoch: int | None = None   # subsample training samples each epoch (None = all)
     valid_samples: int | None = None       # fixed validation subsample (None = all)
     valid_mask_rate: float = 0.2
     max_seconds: float | None = None  # wall-clock budget: ends training after the epoch that crosses it
+    early_stopping_metric: str = "valid_next_NDCG@10"   # validation next-basket NDCG@10
 
     @classmethod
     def preset(cls, name: str, seed: int = 0) -> TrainConfig:
@@ -66,7 +68,7 @@ class TrainConfig:
         if name == "small":  # same shape, LRs scaled for a 64-wide model trained for minutes (D37)
             return cls(seed=seed, samples_per_epoch=12_000, valid_samples=3_000, max_seconds=600,
                        phases=(Phase("warm-up", 1, 3e-4, 128, 0.15, 1.0, focal),
-                               Phase("main", 8, 2e-3, 128, 0.15, 1.0, main),
+                               Phase("main", 8, 1e-3, 128, 0.15, 1.0, main),
                                Phase("fine-tune", 2, 3e-4, 64, 0.20, 0.5, main)))
         if name == "tiny":
             return cls(seed=seed, samples_per_epoch=256, valid_samples=128,
@@ -110,9 +112,12 @@ class TrainStep(nn.Module):
         super().__init__()
         self.model, self.contrastive = model, contrastive
 
-    def forward(self, batch, inputs, targets, hide_t6, weights: LossWeights, generator: torch.Generator):
-        out = self.model(batch, inputs, hidden=targets != 0, hide_t6=hide_t6)
-        loss = world_model_loss(self.model, out, batch, inputs, targets, hide_t6, weights, generator, self.contrastive)
+    def forward(self, batch, inputs, targets, hide_t6, weights: LossWeights, generator: torch.Generator,
+                basket_targets=None):
+        hidden = (targets != 0) | (inputs == self.model.vocab_size - 2)             # every [MASK] slot hides its price
+        out = self.model(batch, inputs, hidden=hidden, hide_t6=hide_t6)
+        loss = world_model_loss(self.model, out, batch, inputs, targets, hide_t6, weights, generator, self.contrastive,
+                                basket_targets=basket_targets)
         return loss.total, loss.parts
 
 
@@ -138,10 +143,14 @@ def train_epoch(step: nn.Module, optimizer: torch.optim.Optimizer, data: Trainin
     n = 0
     for i, batch_rows in enumerate(batches):
         batch = data[rows[batch_rows]]
-        inputs, targets = corrupt(batch["tokens"].numpy(), data.vocab, phase.mask_rate, cfg.suffix_share, rng)
+        tokens, prices = shuffle_items(batch["tokens"].numpy(), batch["t4_prices"].numpy(), data.vocab, rng)
+        batch = {**batch, "tokens": torch.from_numpy(tokens), "t4_prices": torch.from_numpy(prices)}
+        inputs, targets = corrupt(tokens, data.vocab, phase.mask_rate, cfg.suffix_share, rng)
+        inputs, targets, (q_rows, q_tokens) = basket_queries(tokens, inputs, targets, data.vocab, cfg.query_share, rng)
         inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
         hide_t6 = torch.from_numpy(rng.random(len(batch_rows)) < cfg.t6_dropout)
-        total, parts = step(batch, inputs, targets, hide_t6, phase.weights, gen)
+        total, parts = step(batch, inputs, targets, hide_t6, phase.weights, gen,
+                            (torch.from_numpy(q_rows), torch.from_numpy(q_tokens)))
         optimizer.zero_grad(set_to_none=True)
         total.backward()
         nn.utils.clip_grad_norm_(step.parameters(), phase.clip)
@@ -199,7 +208,7 @@ def train(model: WorldModel, train_data: TrainingSet, train_buckets: np.ndarray,
 def _advance(state: LoopState, cfg: TrainConfig, metrics: dict, model: WorldModel, best: dict, phase: Phase) -> None:
     state.epoch += 1
     state.phase_epoch += 1
-    metric = metrics["valid_NDCG@10"]
+    metric = metrics[cfg.early_stopping_metric]
     state.history.append({"epoch": state.epoch, "phase": phase.name, **metrics})
     if metric > state.best_metric:
         state.best_metric, state.best_epoch, state.bad_epochs = metric, state.epoch, 0

@@ -1,6 +1,8 @@
-"""Masked-item validation (BERT4Rec protocol, spec §4.7.4): mask a share of each basket's products,
-rank the whole vocabulary at each masked position, score Hit@10, NDCG@10 and MRR — for the model
-and, on exactly the same positions, for popularity (training-week purchase counts).
+"""Validation each epoch. Masked items (BERT4Rec protocol, spec §4.7.4): mask a share of each
+basket's products (baskets in a seeded random order, as in training), rank the whole vocabulary at
+each masked position, score Hit@10, NDCG@10 and MRR — for the model and, on exactly the same
+positions, for popularity (training-week purchase counts). Next basket: R@20 and NDCG@10 of the
+single-[MASK] query against the whole basket — the early-stopping metric (decision D37).
 
 Products shown unmasked in the basket are excluded from every ranking (baskets list distinct
 products), for the model and the baseline alike.
@@ -14,7 +16,7 @@ import torch
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.tensors import TrainingSet
 from retailsim_core.tokens import PAD
-from retailsim_core.training.corruption import evaluation_mask
+from retailsim_core.training.corruption import evaluation_mask, shuffle_items
 
 
 def ranks_of(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -55,6 +57,7 @@ def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, po
     pop = torch.as_tensor(popularity, dtype=torch.float32)
     out_rows, model_ranks, pop_ranks = [], [], []
     for batch_rows, batch in eval_batches(data, rows):
+        batch = shuffled(batch, data.vocab, seed + int(batch_rows[0]))
         inputs, targets = evaluation_mask(batch["tokens"].numpy(), data.vocab, mask_rate, seed + int(batch_rows[0]))
         inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
         r, c = torch.nonzero(targets != PAD, as_tuple=True)
@@ -70,12 +73,42 @@ def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, po
     return {"row": cat(out_rows), "model": cat(model_ranks), "popularity": cat(pop_ranks)}
 
 
+def shuffled(batch: dict, vocab, seed: int) -> dict:
+    """The batch with each basket in a seeded random order, as in training (baskets are sets)."""
+    tokens, prices = shuffle_items(batch["tokens"].numpy(), batch["t4_prices"].numpy(), vocab, np.random.default_rng(seed))
+    return {**batch, "tokens": torch.from_numpy(tokens), "t4_prices": torch.from_numpy(prices)}
+
+
+@torch.no_grad()
+def next_basket_metrics_of(model: WorldModel, data: TrainingSet, rows: np.ndarray, k: int = 20) -> dict[str, float]:
+    """Validation next-basket R@20 and NDCG@10 from the single-[MASK] query (true T6)."""
+    model.eval()
+    recall, ndcg = [], []
+    discounts = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64))
+    for batch_rows, batch in eval_batches(data, rows):
+        n = len(batch_rows)
+        query = torch.full((n, 1), data.vocab.mask, dtype=torch.long)
+        out = model({**batch, "t4_prices": batch["t4_prices"][:, :1] * 0}, query, hidden=torch.ones_like(query, dtype=torch.bool))
+        scores = model.product_logits(out, torch.arange(n), torch.zeros(n, dtype=torch.long))
+        scores[:, data.vocab.eos] = -torch.inf
+        tokens = batch["tokens"]
+        truth = torch.zeros(n, model.vocab_size, dtype=torch.bool)
+        truth.scatter_(1, tokens.long(), True)
+        truth[:, [PAD, data.vocab.eos]] = False
+        hits = truth.gather(1, scores.topk(k, dim=1).indices).double()                # (n, k)
+        n_true = truth.sum(1).clamp(min=1)
+        recall.append(hits.sum(1) / n_true)
+        ideal = torch.cumsum(discounts[:10], 0)[(n_true.clamp(max=10) - 1)]
+        ndcg.append((hits[:, :10] * discounts[:10]).sum(1) / ideal)
+    return {"valid_next_R@20": float(torch.cat(recall).mean()), "valid_next_NDCG@10": float(torch.cat(ndcg).mean())}
+
+
 def masked_item_metrics(model: WorldModel, data: TrainingSet, rows: np.ndarray, popularity: np.ndarray,
                         mask_rate: float = 0.2, seed: int = 0) -> dict[str, float]:
     ranks = masked_item_ranks(model, data, rows, popularity, mask_rate, seed)
     out = {f"valid_{k}": v for k, v in rank_metrics(torch.as_tensor(ranks["model"])).items()}
     out.update({f"valid_popularity_{k}": v for k, v in rank_metrics(torch.as_tensor(ranks["popularity"])).items()})
-    return out
+    return out | next_basket_metrics_of(model, data, rows)
 
 
 def popularity_scores(data: TrainingSet, rows: np.ndarray) -> np.ndarray:

@@ -17,8 +17,14 @@ _INPUTS = ["bucketed_samples", "customer_trips", "price_features", "store_featur
            "mission_patterns", "graphsage_embeddings"]
 
 
+# Retraining policy (docs/operations.md): retrain after each Monday's weekly refresh has updated
+# the inputs; re-evaluate whenever a new checkpoint lands. Evaluated by model_retraining_sensor.
+RETRAIN_CRON = "0 6 * * 1"
+
+
 @dg.asset(group_name="model", kinds={"pytorch", "safetensors"}, pool=CPU_POOL, deps=_INPUTS,
           backfill_policy=dg.BackfillPolicy.single_run(),
+          automation_condition=dg.AutomationCondition.on_cron(RETRAIN_CRON, cron_timezone="Europe/London"),
           description="Mamba + Transformer world model trained on the training weeks, early-stopped on the "
                       "validation weeks (spec §5.6); safetensors weights + JSON config, metrics and history.")
 def trained_checkpoint(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
@@ -51,7 +57,7 @@ def checkpoint_beats_popularity(warehouse: WarehouseResource) -> dg.AssetCheckRe
 
 
 @dg.asset(group_name="model", kinds={"pytorch", "html"}, pool=CPU_POOL, deps=[trained_checkpoint],
-          backfill_policy=dg.BackfillPolicy.single_run(),
+          backfill_policy=dg.BackfillPolicy.single_run(), automation_condition=dg.AutomationCondition.eager(),
           description="The world model vs popularity, personal top-frequency, TIFU-KNN, SASRec, BERT4Rec and the "
                       "generator's oracle on the test weeks (spec §4.7.4): metrics.json, Parquet, HTML report.")
 def evaluation_report(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
@@ -69,3 +75,10 @@ def evaluation_report(context: dg.AssetExecutionContext, warehouse: WarehouseRes
         "test_samples": result["tuning"]["test_samples"], "oracle_available": "oracle" in nb,
         "seconds": result["tuning"]["seconds"],
     })
+
+
+model_retraining_sensor = dg.AutomationConditionSensorDefinition(
+    "model_retraining_sensor", target=dg.AssetSelection.groups("model"),
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Evaluates the retraining policy of trained_checkpoint (weekly, after the refresh) and "
+                "evaluation_report (after every new checkpoint). Turn on under Automation.")

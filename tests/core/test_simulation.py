@@ -90,3 +90,18 @@ def test_pricing_environment_passes_gymnasiums_checker(world):
     obs, info = env.reset(seed=0)
     _, reward, terminated, truncated, _ = env.step(np.zeros(5, dtype=np.float32))
     assert reward == pytest.approx(0.0, abs=1e-9) and not terminated and not truncated
+
+
+def test_missions_are_sampled_from_the_customers_snapshot(world):
+    from retailsim_core.customers import MISSION_TYPES
+    from retailsim_core.simulation import sample_missions
+    model, vocab, batch, book, inputs = world
+    test = inputs.samples.filter(pl.col("split") == "test").head(12)
+    names = inputs.training_set(test).t1_names
+    t6 = sample_missions(batch, names, np.random.default_rng(0))
+    assert torch.equal(t6, sample_missions(batch, names, np.random.default_rng(0)))
+    assert ((t6[:, 0] >= 1) & (t6[:, 0] <= 3)).all() and (t6[:, 2:] == 0).all()
+    probs = batch["t1_numeric"][:, [names.index(n) for n in MISSION_TYPES]]
+    drawn = probs.gather(1, (t6[:, :1] - 1).long())[:, 0]
+    assert ((drawn > 0) | (probs.sum(1) == 0)).all()                                  # only missions the customer had
+    assert len(generate(model, {**batch, "t6": t6}, book, seed=0)) == len(t6)

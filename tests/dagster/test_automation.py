@@ -67,3 +67,25 @@ def test_weekly_job_refreshes_one_week_through_the_graph(tiny_dataset, tmp_path)
     for table in ("raw_transactions", "derived_prices", "customer_store_affinity", "price_features", "store_features"):
         assert wh.weeks(table) == [1, 2], table
     assert os.path.exists(wh.partition_dir("mission_patterns", 2))
+
+
+def test_retraining_policy_reevaluates_after_a_new_checkpoint():
+    """evaluation_report follows every new trained_checkpoint; the checkpoint retrains on the weekly cron."""
+    import dagster as dg
+
+    from retailsim_dagster.assets import model
+    from retailsim_dagster.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    ckpt = graph.get(dg.AssetKey("trained_checkpoint")).automation_condition
+    assert ckpt is not None and "0 6 * * 1" in str(ckpt.get_label() or ckpt)
+    assert defs.resolve_sensor_def("model_retraining_sensor") is not None
+    instance = dg.DagsterInstance.ephemeral()
+    from retailsim_dagster.resources import default_resources
+    assets = dg.Definitions(assets=[model.trained_checkpoint, model.evaluation_report], resources=default_resources())
+    first = dg.evaluate_automation_conditions(defs=assets, instance=instance)
+    assert first.total_requested == 0                                            # nothing new yet
+    instance.report_runless_asset_event(dg.AssetMaterialization("trained_checkpoint"))
+    second = dg.evaluate_automation_conditions(defs=assets, instance=instance, cursor=first.cursor)
+    assert second.get_requested_partitions(dg.AssetKey("evaluation_report")) == {None}
+    assert second.get_num_requested(dg.AssetKey("trained_checkpoint")) == 0      # waits for its cron tick

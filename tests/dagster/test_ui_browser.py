@@ -127,3 +127,35 @@ def test_asset_graph_partitions_and_checks_in_a_real_browser(webserver, browser,
     shot = tmp_path / "derived_prices_checks.png"
     browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
+
+
+def test_evaluation_report_opens_in_a_real_browser(browser, tmp_path):
+    """The self-contained report renders every section: tables, bar charts, reliability curves."""
+    import polars as pl
+    from selenium.webdriver.common.by import By
+
+    from retailsim_core.evaluation.report_html import render_report
+
+    methods = ["world_model", "oracle", "P-TopFreq", "TIFU-KNN", "G-TopFreq"]
+    nb = {m: {"R@20": 0.1 * (i + 1), "NDCG@10": 0.05 * (i + 1), "P@10": 0.02, "MRR": 0.3} for i, m in enumerate(methods)}
+    mi = {m: {"Hit@10": 0.2, "NDCG@10": 0.1, "MRR": 0.1} for m in methods}
+    metrics = {"next_basket": {"all": nb, "cold_start": nb, "bucket_1": nb}, "masked_item": {"all": mi, "cold_start": mi, "bucket_1": mi}}
+    calibration = pl.DataFrame({"head": ["basket_size"] * 2, "bin": [5, 8], "samples": [10, 20], "confidence": [0.55, 0.85],
+                                "accuracy": [0.5, 0.8], "head_accuracy": [0.7, 0.7], "majority_accuracy": [0.4, 0.4], "ece": [0.05, 0.05]})
+    own = pl.DataFrame({"product_id": ["P1", "P2"], "model_elasticity": [-1.2, -0.4], "planted_elasticity": [-1.5, -0.6]})
+    response = {"context": "test context", "contexts": 30, "own": own,
+                "elasticities": pl.DataFrame({"product_id": ["P1"], "other_id": ["P2"], "elasticity": [0.1], "kind": ["top_cross"]})}
+    tuning = {"test_samples": 100, "validation_samples": 50, "planted_elasticity_correlation": 0.9,
+              "simulation": {"simulated_mean_size": 5.0, "real_mean_size": 5.2}}
+    page = tmp_path / "report.html"
+    page.write_text(render_report(metrics, calibration, tuning, response))
+    browser.get(page.as_uri())
+    text = browser.find_element(By.TAG_NAME, "body").text
+    for section in ("Verdict", "Next basket", "Masked items", "R@20 by slice", "By history bucket", "calibration",
+                    "Price elasticities", "Simulated baskets"):
+        assert section in text, section
+    assert "DOES NOT beat" in text                                  # world_model below P-TopFreq here: said plainly
+    assert len(browser.find_elements(By.TAG_NAME, "table")) >= 6 and len(browser.find_elements(By.TAG_NAME, "svg")) >= 5
+    shot = tmp_path / "report.png"
+    browser.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000

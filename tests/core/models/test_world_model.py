@@ -112,12 +112,15 @@ def test_repeat_features_count_history_purchases():
     tokens = torch.tensor([[[3, 4, 0], [3, 0, 0], [0, 0, 0]]])                      # two trips, then padding
     mask = torch.tensor([[True, True, False]])
     days = torch.tensor([[10, 3, 0]])
-    f = repeat_features(tokens, mask, days, vocab_size=6)
+    focus = torch.tensor([[2, 1, 0]])                                                 # Grocery, then Fresh
+    f = repeat_features(tokens, mask, days, vocab_size=6, history_focus=focus)
     names = dict(zip(REPEAT_FEATURES, f[0, 3].tolist()))
     assert names["log_count"] == pytest.approx(math.log(3)) and names["share_of_trips"] == pytest.approx(1.0)
     assert names["decay_14d"] == pytest.approx(math.exp(-10 / 14) + math.exp(-3 / 14))
     assert names["recency"] == pytest.approx(math.exp(-3 / 30)) and names["bought"] == 1.0
     assert f[0, 4, 0] == pytest.approx(math.log(2)) and f[0, 4, 5] == pytest.approx(math.exp(-10 / 30))
+    assert names["log_count_fresh"] == pytest.approx(math.log(2)) and names["log_count_grocery"] == pytest.approx(math.log(2))
+    assert names["log_count_mixed"] == 0 and dict(zip(REPEAT_FEATURES, f[0, 4].tolist()))["log_count_fresh"] == 0
     assert f[0, [0, 1, 2, 5]].abs().sum() == 0                                       # PAD and unseen products
 
 
@@ -209,3 +212,31 @@ def test_paper_preset_builds_and_takes_one_training_step(tiny):
     loss.total.backward()
     torch.optim.AdamW(model.parameters(), lr=1e-5).step()
     assert torch.isfinite(loss.total) and parameter_count(model) > 10_000_000
+
+
+def test_item_shuffling_permutes_products_with_their_prices_only():
+    from retailsim_core.tokens import ProductVocab
+    from retailsim_core.training.corruption import shuffle_items
+    vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
+    tokens = np.array([[3, 4, 5, 9, 0], [6, 9, 0, 0, 0]])                              # 9 = [EOS]
+    prices = tokens[..., None].astype(np.float32) * np.ones((1, 1, 9), dtype=np.float32)
+    seen = set()
+    for seed in range(20):
+        t, p = shuffle_items(tokens, prices, vocab, np.random.default_rng(seed))
+        assert sorted(t[0, :3]) == [3, 4, 5] and list(t[0, 3:]) == [9, 0] and list(t[1]) == [6, 9, 0, 0, 0]
+        assert (p[..., 0] == t).all()                                                # each price follows its product
+        seen.add(tuple(t[0, :3]))
+    assert len(seen) > 3
+
+
+def test_basket_queries_ask_one_slot_for_every_product():
+    from retailsim_core.tokens import ProductVocab
+    from retailsim_core.training.corruption import basket_queries
+    vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
+    tokens = np.array([[3, 4, 5, 9, 0], [6, 9, 0, 0, 0]])                              # 9 = [EOS]
+    x, y, (rows, targets) = basket_queries(tokens, tokens.copy(), np.zeros_like(tokens), vocab, 1.0,
+                                           np.random.default_rng(0))
+    assert (x[:, 0] == vocab.mask).all() and (x[:, 1:] == PAD).all() and (y == PAD).all()
+    assert list(zip(rows.tolist(), targets.tolist())) == [(0, 3), (0, 4), (0, 5), (1, 6)]   # never [EOS]
+    x0, _, (r0, _) = basket_queries(tokens, tokens.copy(), np.zeros_like(tokens), vocab, 0.0, np.random.default_rng(0))
+    assert (x0 == tokens).all() and len(r0) == 0
