@@ -1,10 +1,11 @@
 """Benchmark: Mamba encoder forward+backward vs a Transformer encoder of the same width and depth,
 and the scans against each other, on CPU with one thread (the issue's reference setting).
 
-Encoders: ``MambaBlock`` stacks with the sequential reference scan, the chunked parallel scan,
-and a Hillis-Steele scan over the whole sequence (the pure-PyTorch "parallel pscan" family of
-mambapy, reimplemented here because mambapy is not installable in this workplace); PyTorch's
-``nn.TransformerEncoder`` (pre-norm, GELU, 4x FFN, ``d_model // 64`` heads, at least 2).
+Encoders: ``MambaBlock`` stacks with the fast scan (``models/scan.py``), the sequential
+reference scan, and a Hillis-Steele parallel scan over the whole sequence (the pure-PyTorch
+"parallel pscan" family of mambapy, reimplemented here because mambapy is not installable in
+this workplace); PyTorch's ``nn.TransformerEncoder`` (pre-norm, GELU, 4x FFN, ``d_model // 64``
+heads, at least 2).
 Reference figures for mambapy's own pscan measured on this machine are in the issue and in
 docs/benchmarks.md.
 
@@ -22,7 +23,19 @@ import torch
 import torch.nn as nn
 
 from retailsim_core.models import mamba
-from retailsim_core.models.mamba import MambaBlock, MambaConfig, _prefix_scan
+from retailsim_core.models.mamba import MambaBlock, MambaConfig
+
+
+def _prefix_scan(a: torch.Tensor, b: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inclusive Hillis-Steele scan of h_t = a_t h_{t-1} + b_t along ``dim``: log2(L) passes."""
+    t, shift = a.shape[dim], 1
+    while shift < t:
+        a_prev, b_prev = a.narrow(dim, 0, t - shift), b.narrow(dim, 0, t - shift)
+        a_cur, b_cur = a.narrow(dim, shift, t - shift), b.narrow(dim, shift, t - shift)
+        b = torch.cat([b.narrow(dim, 0, shift), b_cur + a_cur * b_prev], dim=dim)
+        a = torch.cat([a.narrow(dim, 0, shift), a_cur * a_prev], dim=dim)
+        shift *= 2
+    return a, b
 
 
 def whole_sequence_pscan(x, delta, A, Bm, Cm, Dv):
@@ -65,13 +78,13 @@ def main() -> None:
     ap.add_argument("--paper", action="store_true", help="the spec's width: d_model 512, 4 layers, state 64")
     ap.add_argument("--lengths", type=int, nargs="*", default=None)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--budget-ms", type=float, default=60_000, help="skip longer lengths once a method exceeds this")
+    ap.add_argument("--budget-ms", type=float, default=30_000, help="skip longer lengths once a method exceeds this")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     d, layers, d_state, batch = (512, 4, 64, 1) if args.paper else (64, 2, 16, 4)
     lengths = args.lengths or ([64, 256, 1024, 2048, 4096] if args.paper else [64, 128, 256, 512, 1024, 2048, 4096, 8192])
     torch.manual_seed(0)
-    methods = {"mamba_chunked": MambaEncoder(d, layers, d_state, "chunked"),
+    methods = {"mamba_fast": MambaEncoder(d, layers, d_state, "fast"),
                "mamba_reference": MambaEncoder(d, layers, d_state, "reference"),
                "transformer": transformer(d, layers)}
     if not args.paper:
@@ -101,10 +114,10 @@ def main() -> None:
                 slow.add(name)
         print(json.dumps(row), flush=True)
         rows.append(row)
-    cross = next((r["L"] for r in rows if r.get("mamba_chunked") and r.get("transformer")
-                  and r["mamba_chunked"] < r["transformer"]), None)
+    cross = next((r["L"] for r in rows if r.get("mamba_fast") and r.get("transformer")
+                  and r["mamba_fast"] < r["transformer"]), None)
     print(json.dumps({"setting": {"d_model": d, "layers": layers, "d_state": d_state, "batch": batch,
-                                  "threads": args.threads}, "crossover_L_chunked_beats_attention": cross}))
+                                  "threads": args.threads}, "crossover_L_fast_mamba_beats_attention": cross}))
 
 
 if __name__ == "__main__":

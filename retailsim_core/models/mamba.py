@@ -9,13 +9,14 @@ Selective scan (per channel e and state n):
     h_t     = exp(delta_t * A) * h_{t-1} + delta_t * B_t * x_t   A = -exp(A_log)   (B, E, N)
     y_t     = <h_t, C_t> + D * x_t
 
-``selective_scan_ref`` is the sequential fp32 oracle. ``selective_scan_chunked`` scans chunks of
-T steps with a Hillis-Steele parallel prefix scan (log2 T vectorised passes over products of
-decays, which never overflow), then carries the state across chunks in L / T sequential steps.
-It matches the oracle to 1e-5 on outputs and gradients. ``scan="auto"`` uses the CUDA kernels of
-``mamba_ssm`` when that package imports and the tensors are on CUDA, the chunked scan for long
-sequences on CPU and the sequential scan for short ones (faster below ~64 steps; measured in
-docs/benchmarks.md).
+``selective_scan_ref`` is the sequential fp32 oracle (autograd through every step).
+``scan.selective_scan_fast`` computes the same with a hand-written backward that recomputes
+states inside chunks (one fused kernel per step, O(L/T) stored states): linear in L and 4-20x
+faster on CPU (docs/benchmarks.md); it matches the oracle to 1e-5 on outputs and gradients.
+``scan="auto"`` uses the CUDA kernels of ``mamba_ssm`` when that package imports and the tensors
+are on CUDA, the fast scan from ``auto_fast_min_len`` steps, and the reference below it (short
+histories of wide batches: the fast scan's (T, B, E, N) chunk tensors cost more memory traffic
+than the sequential scan's (B, E, N) steps).
 
 Padding: sequences are right-padded; padded steps are given delta = 0 and x = 0, so they leave
 the state untouched and a sequence's outputs do not depend on how much padding follows it.
@@ -29,6 +30,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from retailsim_core.models.scan import selective_scan_fast
 
 try:  # optional CUDA fast path (the `cuda` extra); never required
     from mamba_ssm.ops.selective_scan_interface import selective_scan_fn as _cuda_selective_scan
@@ -44,8 +47,8 @@ class MambaConfig:
     expand: int = 2         # E = expand * D
     dt_min: float = 1e-3    # initial step sizes, log-uniform in [dt_min, dt_max]
     dt_max: float = 1e-1
-    chunk: int = 64         # T of the chunked scan
-    auto_chunk_min_len: int = 64   # "auto" on CPU: chunked from this length, sequential below
+    chunk: int = 64         # T of the fast scan's recomputation chunks
+    auto_fast_min_len: int = 512   # "auto" on CPU: fast scan from this length, reference below
     use_cuda_kernels: bool = True
 
     @property
@@ -70,45 +73,6 @@ def selective_scan_ref(x, delta, A, Bm, Cm, Dv):
     return torch.stack(ys, dim=1) + x * Dv                                          # (B, L, E)
 
 
-def _prefix_scan(a: torch.Tensor, b: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inclusive scan of h_t = a_t * h_{t-1} + b_t along ``dim`` from h = 0 (Hillis-Steele):
-    log2(T) vectorised passes. Returns (prod of a up to t, h_t). Only products of decays in
-    (0, 1] are formed, so nothing overflows and fp32 stays within 1e-6 of the sequential scan."""
-    t, shift = a.shape[dim], 1
-    while shift < t:
-        a_prev, b_prev = a.narrow(dim, 0, t - shift), b.narrow(dim, 0, t - shift)
-        a_cur, b_cur = a.narrow(dim, shift, t - shift), b.narrow(dim, shift, t - shift)
-        b = torch.cat([b.narrow(dim, 0, shift), b_cur + a_cur * b_prev], dim=dim)
-        a = torch.cat([a.narrow(dim, 0, shift), a_cur * a_prev], dim=dim)
-        shift *= 2
-    return a, b
-
-
-def selective_scan_chunked(x, delta, A, Bm, Cm, Dv, chunk: int = 64):
-    """Same result as ``selective_scan_ref``: each chunk of T steps is scanned in log2(T)
-    vectorised passes, then L / T sequential steps carry the state across chunks."""
-    b, length, e = x.shape
-    pad = (-length) % chunk
-    if pad:  # zero delta and x: padded steps leave the state unchanged
-        x, delta = F.pad(x, (0, 0, 0, pad)), F.pad(delta, (0, 0, 0, pad))
-        Bm, Cm = F.pad(Bm, (0, 0, 0, pad)), F.pad(Cm, (0, 0, 0, pad))
-    steps = x.shape[1] // chunk
-    shape = lambda t: t.reshape(b, steps, chunk, *t.shape[2:])  # noqa: E731
-    xc, dc, Bc, Cc = shape(x), shape(delta), shape(Bm), shape(Cm)                   # (B, S, T, ...)
-    decay = torch.exp(dc[..., None] * A)                                            # (B, S, T, E, N)
-    dBx = dc[..., None] * Bc[:, :, :, None, :] * xc[..., None]                      # (B, S, T, E, N)
-    carry, local = _prefix_scan(decay, dBx, dim=2)                                  # within-chunk scan
-    h = x.new_zeros(b, e, A.shape[1])
-    starts = []
-    for s in range(steps):  # L / T sequential steps carry the state across chunks
-        starts.append(h)
-        h = carry[:, s, -1] * h + local[:, s, -1]
-    h0 = torch.stack(starts, dim=1)[:, :, None]                                     # (B, S, 1, E, N)
-    hs = local + carry * h0                                                         # (B, S, T, E, N)
-    y = torch.einsum("bsten,bstn->bste", hs, Cc).reshape(b, steps * chunk, e)
-    return (y + x * Dv)[:, :length]
-
-
 class MambaBlock(nn.Module):
     """Pre-norm residual Mamba mixer: x + Mamba(LayerNorm(x)). (B, L, D) -> (B, L, D)."""
 
@@ -130,7 +94,7 @@ class MambaBlock(nn.Module):
 
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None = None, scan: str = "auto") -> torch.Tensor:
         """``hidden`` (B, L, D); ``mask`` (B, L) True on real steps (right padding);
-        ``scan``: "auto" | "reference" | "chunked" | "cuda"."""
+        ``scan``: "auto" | "reference" | "fast" | "cuda"."""
         cfg, length = self.cfg, hidden.shape[1]
         xz = self.in_proj(self.norm(hidden))                                        # (B, L, 2E)
         x, z = xz.chunk(2, dim=-1)                                                  # (B, L, E) each
@@ -156,8 +120,8 @@ class MambaBlock(nn.Module):
             y = _cuda_selective_scan(x.transpose(1, 2).contiguous(), delta.transpose(1, 2).contiguous(), A,
                                      Bm.transpose(1, 2).contiguous(), Cm.transpose(1, 2).contiguous(), self.D.float())
             return y.transpose(1, 2)
-        if scan == "chunked" or (scan == "auto" and x.shape[1] >= self.cfg.auto_chunk_min_len):
-            return selective_scan_chunked(x, delta, A, Bm, Cm, self.D, chunk=self.cfg.chunk)
+        if scan == "fast" or (scan == "auto" and x.shape[1] >= self.cfg.auto_fast_min_len):
+            return selective_scan_fast(x, delta, A, Bm, Cm, self.D, chunk=self.cfg.chunk)
         return selective_scan_ref(x, delta, A, Bm, Cm, self.D)
 
 

@@ -56,7 +56,7 @@ class WorldModelConfig:
     repeat_path: bool = True       # copy scores over the customer's own history (D36)
     shelf_prices: bool = True      # candidate-side shelf prices in the product scores (D39)
     n_negatives: int = 512         # sampled-softmax negatives in training; full softmax at evaluation
-    scan: str = "auto"             # Mamba scan: auto | reference | chunked | cuda
+    scan: str = "auto"             # Mamba scan: auto | reference | fast | cuda
 
     @classmethod
     def preset(cls, name: str) -> WorldModelConfig:
