@@ -130,7 +130,7 @@ def write_checkpoint(folder: Path, model: WorldModel, vocab: ProductVocab, tenso
 
 
 def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
-    """Rebuild a trained model from safetensors + JSON (no pickle anywhere)."""
+    """Rebuild a trained model from safetensors + JSON only (never unpickling)."""
     config = ckpt.read_json(folder / "config.json")
     weights = ckpt.load_tensors(folder / "model.safetensors")
     cfg = WorldModelConfig(**config["model"])

@@ -1,5 +1,5 @@
-"""Checkpoints as safetensors + JSON (never pickle): model weights, and for resuming training
-the optimizer moments, the best weights so far and the loop's counters.
+"""Checkpoints as safetensors + JSON (no Python object serialisation): model weights and, for
+resuming training, the optimizer moments, the best weights so far and the loop's counters.
 
 Layout of a checkpoint folder:
     model.safetensors   weights (the deliverable; ``load_model`` reads only this + config.json)
