@@ -25,7 +25,7 @@ class CategoryPricingEnv(gym.Env):
     def __init__(self, model: WorldModel, batch: dict, basket_size: torch.Tensor, products: np.ndarray,
                  prices: np.ndarray, unit_cost: np.ndarray | None = None, horizon: int = 8, max_change: float = 0.3):
         super().__init__()
-        self.model, self.batch, self.size = model.eval(), batch, basket_size
+        self.model, self.batch, self.size = model.train(False), batch, basket_size
         self.products = torch.as_tensor(np.asarray(products), dtype=torch.long)
         self.prices = torch.as_tensor(np.asarray(prices, dtype=np.float64))      # (n,) regular prices
         self.cost = None if unit_cost is None else torch.as_tensor(np.asarray(unit_cost, dtype=np.float64))

@@ -80,7 +80,7 @@ def generate(model: WorldModel, batch: dict, book: torch.Tensor, *, seed: int, l
     """Sampled baskets (product tokens, no [EOS]) for the contexts of ``batch``; its ``t6`` is the
     mission given to the model: the true one, one from ``sample_missions``, or zeros to let the
     model infer it. ``book``: (B, V, P) from ``price_book``."""
-    model.eval()
+    model.train(False)
     gen = torch.Generator().manual_seed(seed)
     b_size, vocab = len(book), model.vocab_size
     eos, mask = vocab - 1, vocab - 2
@@ -117,12 +117,7 @@ def generate(model: WorldModel, batch: dict, book: torch.Tensor, *, seed: int, l
 
 def first_slot_distribution(model: WorldModel, batch: dict, log_multiplier: torch.Tensor | None = None) -> torch.Tensor:
     """(B, V) probability of each product for a basket slot given the context (differentiable)."""
-    b_size = len(batch["t6"])
-    query = torch.full((b_size, 1), model.vocab_size - 2, dtype=torch.long)
-    b = {**_with_prices(batch, log_multiplier), "t4_prices": torch.zeros(b_size, 1, len(PRICE_COLUMNS))}
-    out = model(b, query, hidden=torch.ones_like(query, dtype=torch.bool))
-    logits = model.product_logits(out, torch.arange(b_size), torch.zeros(b_size, dtype=torch.long))
-    logits[:, model.vocab_size - 1] = -torch.inf
+    _, logits = model.next_basket(_with_prices(batch, log_multiplier))
     return torch.softmax(logits, -1)
 
 
@@ -137,7 +132,7 @@ def elasticities(model: WorldModel, batch: dict, basket_size: torch.Tensor, prod
     """Elasticities d log E_i / d log p_j for i, j in ``products`` (tokens): one backward pass per
     i. Kept: own (i = j), the top-K cross pairs by |elasticity| per product, and all pairs within
     a category. Columns: product, other, elasticity, kind."""
-    model.eval()
+    model.train(False)
     log_m = torch.zeros(model.vocab_size, requires_grad=True)
     units = expected_units(model, batch, basket_size, log_m)
     products = np.asarray(products)

@@ -17,6 +17,7 @@ import torch
 from retailsim_core.lgsr import PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.simulation import elasticities, expected_units, generate, price_book
+from retailsim_core.synth.world import load_world
 from retailsim_core.tensors import TrainingSet
 
 MIN_CONTEXTS = 20
@@ -52,7 +53,6 @@ def price_response(model: WorldModel, data: TrainingSet, rows: np.ndarray, categ
     own = table.filter(pl.col("kind") == "own").select("product_id", pl.col("elasticity").alias("model_elasticity"))
     out = {"context": ctx_name, "contexts": len(ctx_rows), "elasticities": table, "own": own}
     if truth_dir is not None:
-        from retailsim_core.synth.world import load_world
         cat = load_world(truth_dir).catalogue
         planted = pl.DataFrame({"product_id": cat.product_code, "planted_elasticity": cat.elasticity})
         own = own.join(planted, on="product_id", how="left")

@@ -19,11 +19,13 @@ import torch
 from retailsim_core.evaluation.baselines import TifuConfig
 from retailsim_core.evaluation.metrics import masked_item_summary, next_basket_metrics, summarise, truth_matrix
 from retailsim_core.evaluation.sequential import SequentialConfig
+from retailsim_core.lgsr import STORE_FORMAT_CODES
+from retailsim_core.models.losses import shown_products
 from retailsim_core.models.world_model import AUX_HEADS, WorldModel
 from retailsim_core.simulation import sample_missions
 from retailsim_core.tensors import TrainingSet
 from retailsim_core.tokens import PAD
-from retailsim_core.training.corruption import evaluation_mask, next_basket_query
+from retailsim_core.training.corruption import evaluation_mask
 from retailsim_core.training.validation import shuffled
 
 Scorer = Callable[[np.ndarray, dict], torch.Tensor]     # (rows, batch) -> (S, V)
@@ -54,24 +56,16 @@ def world_model_scorer(model: WorldModel, t6: str, t1_names: tuple[str, ...] = (
         b = dict(batch)
         if t6 == "sampled":
             b["t6"] = sample_missions(batch, t1_names, np.random.default_rng([rng_seed, int(rows[0])]))
-        query = torch.from_numpy(next_basket_query(len(rows), model.vocab_size - 2))
-        b["t4_prices"] = batch["t4_prices"][:, :1] * 0
-        out = model(b, query, hidden=torch.ones_like(query, dtype=torch.bool),
-                    hide_t6=torch.ones(len(rows), dtype=torch.bool) if t6 == "hidden" else None)
-        logits = model.product_logits(out, torch.arange(len(rows)), torch.zeros(len(rows), dtype=torch.long))
-        logits[:, model.vocab_size - 1] = -torch.inf                                 # [EOS] is no product
+        _, logits = model.next_basket(b, hide_t6=torch.ones(len(rows), dtype=torch.bool) if t6 == "hidden" else None)
         return logits.double()
     return score
 
 
 def masked_ranks(position_scores: torch.Tensor, r: np.ndarray, c: np.ndarray, inputs: np.ndarray,
-                 targets: np.ndarray, n_products: int) -> np.ndarray:
+                 targets: np.ndarray) -> np.ndarray:
     """Rank of each masked product (positions (r, c), scores (M, V)) among all products not shown
     unmasked in its basket."""
-    visible = (targets == PAD) & (inputs >= 1) & (inputs <= n_products)
-    vr, vc = np.nonzero(visible)
-    shown = torch.zeros((len(inputs), position_scores.shape[1]), dtype=torch.bool)
-    shown[torch.as_tensor(vr), torch.as_tensor(inputs[vr, vc].astype(np.int64))] = True
+    shown = shown_products(torch.from_numpy(inputs), torch.from_numpy(targets), position_scores.shape[1])
     s = position_scores.masked_fill(shown[torch.as_tensor(r)], -torch.inf)
     s[:, position_scores.shape[1] - 1] = -torch.inf                                  # [EOS]
     true = s.gather(1, torch.as_tensor(targets[r, c].astype(np.int64))[:, None])
@@ -109,7 +103,7 @@ def score_rows(data: TrainingSet, rows: np.ndarray, scorers: dict[str, Scorer], 
                 categories=context["categories"], prices=context["prices_of"](chunk), spend=context["spend"][chunk]))
             pos_scores = (_model_position_scores(model, masked_batch, m_in, m_tg) if name.startswith("world_model")
                           else scores[torch.as_tensor(r)])
-            ranks[name].append(masked_ranks(pos_scores, r, c, m_in, m_tg, data.vocab.n_products))
+            ranks[name].append(masked_ranks(pos_scores, r, c, m_in, m_tg))
         log(f"evaluated {min(i + cfg.chunk, len(order)):,}/{len(order):,} samples")
     return MethodResults(rows=order,
                          next_basket={m: {k: np.concatenate([p[k] for p in ps]) for k in ps[0]} for m, ps in parts.items()},
@@ -134,7 +128,6 @@ def slices(samples: pl.DataFrame, data: TrainingSet, rows: np.ndarray) -> dict[s
            "novel_products": np.flatnonzero(s["is_novel_products"].to_numpy())}
     for b in sorted(s["bucket"].unique().to_list()):
         out[f"bucket_{b}"] = np.flatnonzero(s["bucket"].to_numpy() == b)
-    from retailsim_core.lgsr import STORE_FORMAT_CODES
     codes = data.t5_codes[rows, 0]
     for i, fmt in enumerate(STORE_FORMAT_CODES, 1):
         out[f"format_{fmt}"] = np.flatnonzero(codes == i)
@@ -149,9 +142,7 @@ def aux_calibration(model: WorldModel, data: TrainingSet, rows: np.ndarray, chun
     with torch.no_grad():
         for i in range(0, len(rows), chunk):
             batch = data[rows[i:i + chunk]]
-            query = torch.from_numpy(next_basket_query(len(batch["t6"]), model.vocab_size - 2))
-            b = {**batch, "t4_prices": batch["t4_prices"][:, :1] * 0}
-            out = model(b, query, hide_t6=torch.ones(len(query), dtype=torch.bool))
+            out, _ = model.next_basket(batch, hide_t6=torch.ones(len(batch["t6"]), dtype=torch.bool))
             for name, (col, n) in AUX_HEADS.items():
                 probs[name].append(out.aux_logits[name].softmax(-1))
                 labels[name].append(batch["t6"][:, col] - 1)

@@ -20,6 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from retailsim_core.evaluation.baselines import pool_bounds
 from retailsim_core.tensors import TrainingSet, ragged
 from retailsim_core.tokens import PAD
 
@@ -78,7 +79,6 @@ def item_sequences(data: TrainingSet, start: np.ndarray, end: np.ndarray, max_le
 
 def training_windows(data: TrainingSet, last_day: int, max_len: int) -> np.ndarray:
     """Each customer's trips up to ``last_day`` as items, cut into windows of max_len + 1."""
-    from retailsim_core.evaluation.baselines import pool_bounds
     first, end = pool_bounds(data, last_day + 1)
     lo, hi = data.trip_offsets[first], data.trip_offsets[end]
     n = np.ceil((hi - lo) / max_len).astype(np.int64)                               # windows per customer
@@ -114,7 +114,7 @@ def _train_epoch(model, windows, vocab, cfg, opt, rng) -> float:
 @torch.no_grad()
 def sequential_scores(model: SequentialRecommender, data: TrainingSet, rows: np.ndarray) -> torch.Tensor:
     """(S, V) next-item scores after each sample's history (full history, last max_len items)."""
-    model.eval()
+    model.train(False)
     cfg, vocab = model.cfg, data.vocab
     take = cfg.max_len if cfg.kind == "sasrec" else cfg.max_len - 1
     seq = torch.from_numpy(item_sequences(data, data.full_hist_start[rows], data.hist_end[rows], take).astype(np.int64))

@@ -96,7 +96,7 @@ def world_model_loss(model: WorldModel, out: ModelOutput, batch: dict[str, torch
     else:
         logits, target_col = model.product_logits(out, rows, cols), true
     # Products visible elsewhere in the input basket cannot be the answer (baskets list distinct products).
-    shown = _visible_products(inputs, targets, model.vocab_size)[rows]              # (M, V) bool (queries: none)
+    shown = shown_products(inputs, targets, model.vocab_size)[rows]              # (M, V) bool (queries: none)
     if logits.shape[1] != model.vocab_size:
         shown = shown[:, candidates]
     logits = logits.masked_fill(shown & ~F.one_hot(target_col, logits.shape[1]).bool(), -torch.inf)
@@ -120,11 +120,12 @@ def world_model_loss(model: WorldModel, out: ModelOutput, batch: dict[str, torch
     return LossParts(total=total, parts=parts)
 
 
-def _visible_products(inputs: torch.Tensor, targets: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """(B, V) True where a product token is shown unmasked in the basket input."""
+def shown_products(inputs: torch.Tensor, targets: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """(B, V) True where a product token is shown unmasked in the basket input (positions without
+    a target); specials never count."""
+    n_products = vocab_size - 3
+    visible = (targets == PAD) & (inputs >= 1) & (inputs <= n_products)
     shown = torch.zeros(inputs.shape[0], vocab_size, dtype=torch.bool, device=inputs.device)
-    visible = (targets == PAD) & (inputs != PAD)
     shown.scatter_(1, torch.where(visible, inputs, torch.zeros_like(inputs)).long(), True)
     shown[:, PAD] = False
-    shown[:, vocab_size - 1] = False                                                 # [EOS] stays predictable
     return shown

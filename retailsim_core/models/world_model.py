@@ -209,6 +209,18 @@ class WorldModel(nn.Module):
         return ModelOutput(hidden=out, repeat_features=feats, shelf=shelf,
                            aux_logits={name: head(out[:, 0]) for name, head in self.aux.items()})
 
+    def next_basket(self, batch: dict[str, torch.Tensor], hide_t6: torch.Tensor | None = None
+                    ) -> tuple[ModelOutput, torch.Tensor]:
+        """The next-basket query (decision D34): the context token and one [MASK] slot whose price is
+        hidden. Returns the decoder output and (B, V) product scores of that slot, [EOS] excluded."""
+        b = len(batch["t6"])
+        query = torch.full((b, 1), self.vocab_size - 2, dtype=torch.long, device=batch["t6"].device)
+        prices = batch["t4_prices"].new_zeros(b, 1, batch["t4_prices"].shape[-1])
+        out = self({**batch, "t4_prices": prices}, query, hidden=torch.ones_like(query, dtype=torch.bool), hide_t6=hide_t6)
+        logits = self.product_logits(out, torch.arange(b), torch.zeros(b, dtype=torch.long))
+        logits[:, self.vocab_size - 1] = -torch.inf
+        return out, logits
+
     def output_embeddings(self, candidates: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(C, D) output vectors and (C,) biases of ``candidates`` (default: the whole vocabulary)."""
         table, bias = self.product_table, self.item_bias

@@ -8,6 +8,7 @@ are scored once. Outputs in the table folder: ``metrics.json`` ({task: {slice: {
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -35,18 +36,19 @@ from retailsim_core.warehouse import Warehouse
 REPORT_TABLE = "evaluation_report"
 
 
-def _context(data, samples: pl.DataFrame, store, trips, categories, prices) -> dict:
+def _context(data, samples: pl.DataFrame, store, trips, categories, prices, rows: np.ndarray) -> dict:
+    """What the metrics need besides scores: products bought before, the predicted basket size of
+    ``rows`` (the customer's mean trip size; the median trip for new customers), prices, spend."""
     sizes = np.diff(data.trip_offsets).astype(np.float64)
+    w = bl.history_weights(*bl.sample_history(data, rows))
+    n = np.asarray(w.sum(1)).ravel()
+    basket_len = np.zeros(len(samples), dtype=np.int64)
+    basket_len[rows] = np.where(n > 0, np.rint((w @ sizes) / np.maximum(n, 1)), np.median(sizes))
     spend = samples.join(store.trips.select("basket_id", "spend"), on="basket_id", how="left",
                          maintain_order="left")["spend"].fill_null(0.0).to_numpy()
-
-    def basket_len(rows):
-        w = bl.history_weights(*bl.sample_history(data, rows))
-        n = np.asarray(w.sum(1)).ravel()
-        return np.where(n > 0, np.rint((w @ sizes) / np.maximum(n, 1)), np.median(sizes)).astype(np.int64)
-    return {"repeat_of": lambda rows: (bl.personal_counts(data, rows, trips) > 0).astype(np.float32),
-            "basket_len_of": basket_len, "categories": categories,
-            "prices_of": lambda rows: np.broadcast_to(prices, (len(rows), len(prices))), "spend_all": spend}
+    return {"repeat_of": lambda r: (bl.personal_counts(data, r, trips) > 0).astype(np.float32),
+            "basket_len": basket_len, "categories": categories, "spend": spend,
+            "prices_of": lambda r: np.broadcast_to(prices, (len(r), len(prices)))}
 
 
 def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None, cfg: EvalConfig = EvalConfig(),
@@ -68,16 +70,12 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
     test_start_day = _first_day(inputs.store.trips, split.valid_end + 1)
     valid_start_day = _first_day(inputs.store.trips, split.train_end + 1)
     pop_test = np.asarray(trips[days < test_start_day].sum(0)).ravel()
-    pop_valid = np.asarray(trips[days < valid_start_day].sum(0)).ravel()
     _, id_map = load_embeddings(warehouse)
     cat_codes = vocab.frame().join(id_map.select("product_id", "prod_code_10"), on="product_id", how="left")
     categories = np.zeros(vocab.size, dtype=np.int64)
     categories[cat_codes["token"].to_numpy()] = cat_codes["prod_code_10"].cast(pl.Categorical).to_physical().to_numpy() + 1
     prices = _mean_prices(inputs, vocab.size)
-    ctx = _context(data, samples, inputs.store, trips, categories, prices)
-    ctx["basket_len"] = np.zeros(len(samples), dtype=np.int64)
-    ctx["basket_len"][np.r_[valid_rows, test_rows]] = ctx["basket_len_of"](np.r_[valid_rows, test_rows])
-    ctx["spend"] = ctx["spend_all"]
+    ctx = _context(data, samples, inputs.store, trips, categories, prices, np.r_[valid_rows, test_rows])
 
     def valid_r20(scores, rows):
         truth = truth_matrix(data.item_tokens, data.item_starts[rows], np.minimum(data.item_counts[rows], 50), vocab.size)
@@ -97,7 +95,7 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
     train_last_day = valid_start_day - 1
     sasrec, sas_info = fit_sequential(data, train_last_day, valid_rows, valid_r20, cfg.sequential, log)
     bert, bert_info = fit_sequential(data, train_last_day, valid_rows, valid_r20,
-                                     cfg.sequential.__class__(**{**cfg.sequential.__dict__, "kind": "bert4rec"}), log)
+                                     dataclasses.replace(cfg.sequential, kind="bert4rec"), log)
     pool_test = bl.tifu_pool(data, trips, test_start_day)
     scorers = {
         "world_model": world_model_scorer(model, "true"),

@@ -136,6 +136,6 @@ def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
     cfg = WorldModelConfig(**config["model"])
     model = WorldModel(cfg, torch.zeros_like(weights["products.products.weight"]), config["n_t1_numeric"])
     model.load_state_dict(weights)
-    model.eval()
+    model.train(False)
     vocab = ProductVocab(tuple(pl.read_parquet(folder / "vocabulary.parquet").sort("token")["product_id"].to_list()))
     return model, vocab, config

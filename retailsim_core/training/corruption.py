@@ -65,7 +65,3 @@ def evaluation_mask(tokens: np.ndarray, vocab: ProductVocab, rate: float, seed: 
     chosen = mask_items(tokens, vocab, rate, np.random.default_rng(seed)).targets != PAD
     return np.where(chosen, vocab.mask, tokens).astype(tokens.dtype), np.where(chosen, tokens, PAD).astype(tokens.dtype)
 
-
-def next_basket_query(batch_size: int, mask_token: int) -> np.ndarray:
-    """(B, 1) inputs asking for a product of the basket: a single [MASK] slot."""
-    return np.full((batch_size, 1), mask_token, dtype=np.int32)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -246,5 +246,4 @@ def _resume(folder: Path, model, contrastive, optimizer) -> tuple[LoopState, dic
 
 
 def phase_schedule(cfg: TrainConfig) -> list[dict]:
-    return [{k: v for k, v in asdict(replace(p)).items() if k != "weights"} | {"weights": asdict(p.weights)}
-            for p in cfg.phases]
+    return [asdict(p) for p in cfg.phases]

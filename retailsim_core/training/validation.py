@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from retailsim_core.models.losses import shown_products
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.tensors import TrainingSet
 from retailsim_core.tokens import PAD
@@ -33,12 +34,8 @@ def rank_metrics(ranks: torch.Tensor, k: int = 10) -> dict[str, float]:
 
 
 def _exclude_shown(scores: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor, rows: torch.Tensor,
-                   n_products: int) -> torch.Tensor:
-    shown = torch.zeros(inputs.shape[0], scores.shape[1], dtype=torch.bool)
-    visible = (targets == PAD) & (inputs >= 1) & (inputs <= n_products)
-    shown.scatter_(1, torch.where(visible, inputs, torch.zeros_like(inputs)).long(), True)
-    shown[:, PAD] = False
-    return scores.masked_fill(shown[rows], -torch.inf)
+                   vocab_size: int) -> torch.Tensor:
+    return scores.masked_fill(shown_products(inputs, targets, vocab_size)[rows], -torch.inf)
 
 
 def eval_batches(data: TrainingSet, rows: np.ndarray, batch_size: int = 256):
@@ -52,8 +49,7 @@ def eval_batches(data: TrainingSet, rows: np.ndarray, batch_size: int = 256):
 def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, popularity: np.ndarray,
                       mask_rate: float, seed: int) -> dict[str, np.ndarray]:
     """Per masked position: its sample row and the rank of the true product under the model and popularity."""
-    model.eval()
-    n_products = data.vocab.n_products
+    model.train(False)
     pop = torch.as_tensor(popularity, dtype=torch.float32)
     out_rows, model_ranks, pop_ranks = [], [], []
     for batch_rows, batch in eval_batches(data, rows):
@@ -65,9 +61,9 @@ def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, po
         out = model(batch, inputs, hidden=targets != PAD, hide_t6=torch.ones(len(batch_rows), dtype=torch.bool))
         logits = model.product_logits(out, r, c)
         logits[:, data.vocab.eos] = -torch.inf                                       # a masked slot holds a product
-        model_ranks.append(ranks_of(_exclude_shown(logits, inputs, targets, r, n_products), true))
+        model_ranks.append(ranks_of(_exclude_shown(logits, inputs, targets, r, data.vocab.size), true))
         base = pop[None, :].expand(len(r), -1).clone()
-        pop_ranks.append(ranks_of(_exclude_shown(base, inputs, targets, r, n_products), true))
+        pop_ranks.append(ranks_of(_exclude_shown(base, inputs, targets, r, data.vocab.size), true))
         out_rows.append(torch.as_tensor(batch_rows)[r])
     cat = lambda xs: torch.cat(xs).numpy() if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
     return {"row": cat(out_rows), "model": cat(model_ranks), "popularity": cat(pop_ranks)}
@@ -82,15 +78,12 @@ def shuffled(batch: dict, vocab, seed: int) -> dict:
 @torch.no_grad()
 def next_basket_metrics_of(model: WorldModel, data: TrainingSet, rows: np.ndarray, k: int = 20) -> dict[str, float]:
     """Validation next-basket R@20 and NDCG@10 from the single-[MASK] query (true T6)."""
-    model.eval()
+    model.train(False)
     recall, ndcg = [], []
     discounts = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64))
     for batch_rows, batch in eval_batches(data, rows):
         n = len(batch_rows)
-        query = torch.full((n, 1), data.vocab.mask, dtype=torch.long)
-        out = model({**batch, "t4_prices": batch["t4_prices"][:, :1] * 0}, query, hidden=torch.ones_like(query, dtype=torch.bool))
-        scores = model.product_logits(out, torch.arange(n), torch.zeros(n, dtype=torch.long))
-        scores[:, data.vocab.eos] = -torch.inf
+        _, scores = model.next_basket(batch)
         tokens = batch["tokens"]
         truth = torch.zeros(n, model.vocab_size, dtype=torch.bool)
         truth.scatter_(1, tokens.long(), True)
