@@ -43,7 +43,7 @@ def main() -> None:
     train_data = inputs.training_set(train_s, tcfg)
     valid_data = inputs.training_set(usable.filter(pl.col("split") == "validation"), tcfg)
     cfg = WorldModelConfig.preset("small")
-    model = build_model(cfg, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    model = build_model(cfg, inputs.product_table, train_data.t1_numeric.shape[1], seed=0, substitutes=inputs.substitutes)
     step = TrainStep(model, torch.nn.Linear(cfg.d_model, cfg.d_model))
     opt = torch.optim.AdamW(step.parameters(), lr=1e-3)
     rng, gen = np.random.default_rng(0), torch.Generator().manual_seed(0)
@@ -73,7 +73,7 @@ def main() -> None:
         for repeat in (True, False):
             tc = dataclasses.replace(TrainConfig.preset("small"), max_seconds=args.budget_s)
             m = build_model(dataclasses.replace(cfg, repeat_path=repeat), inputs.product_table,
-                            train_data.t1_numeric.shape[1], seed=0)
+                            train_data.t1_numeric.shape[1], seed=0, substitutes=inputs.substitutes)
             res = train(m, train_data, train_s["bucket"].to_numpy(), valid_data, pop, tc)
             best = next(h for h in res.state.history if h["epoch"] == res.state.best_epoch)
             print(json.dumps({"repeat_path": repeat, "epochs": res.state.epoch, "seconds": round(res.state.seconds, 1),

@@ -1,10 +1,19 @@
-"""Shelf prices: what every product cost at the basket's store *last week* (decision D39).
+"""Shelf prices: what every product costs at the basket's store in its week (decisions D39, D45).
 
 The decoder scores every candidate product, so it needs every candidate's price, not only the
-prices of the basket's own items (T4). Week-W prices are derived from week-W sales (observed vs
-imputed reveals which products sold), so the candidate-side prices of a week-W basket are the
-store's week W-1 price features: no week-W purchase can leak in, and counterfactual simulation
-sets them directly (``with_price_multipliers``).
+prices of the basket's own items (T4). A week-W cell of the basket's own store is derived from
+week-W sales (observed vs imputed, and promotional prices, reveal what sold there), so it is
+never used. The shelf of store s in week W is assembled from what the retailer knows before
+the week without that leak:
+
+- the *regular* price position: the store's week W-1 relative price with W-1's discount removed;
+- the week's *promotion depth*: the mean observed depth of the product at the OTHER stores of the
+  same region in week W (leave-one-store-out; promotions are planned by region, and in a real
+  deployment the promotion calendar is an input known in advance), 0 where none of them sold it;
+- log relative price = regular + log(1 - depth); the promo flag; an available flag (the store's
+  assortment to date, i.e. a W-1 price row).
+
+Counterfactual simulation sets these directly (``with_price_multipliers``).
 
 Glossary: R store-weeks, V vocabulary, S = ``len(SHELF_FEATURES)``.
 """
@@ -22,6 +31,7 @@ from retailsim_core.tokens import ProductVocab
 
 SHELF_FEATURES = ("log_relative_price", "discount_depth", "promo_flag", "available")
 PROMO_DEPTH = 0.05      # spec §2.2.2: promotion at a depth above 5%
+MAX_DEPTH = 0.7         # spec §2.2.2 business rule: deeper discounts are data errors
 
 
 @dataclass(frozen=True)
@@ -30,17 +40,25 @@ class ShelfPrices:
     matrices: tuple[sp.csr_matrix, ...]   # one (R, V) matrix per shelf feature
 
     @classmethod
-    def build(cls, price_features: pl.DataFrame, vocab: ProductVocab) -> ShelfPrices:
-        """``price_features`` rows of week W-1 serve baskets of week W."""
-        cells = (price_features.select("store_id", (pl.col("week") + 1).alias("week"), "product_id", "relative_price",
-                                       "discount_depth", "promo_flag")
-                 .join(vocab.frame(), on="product_id", how="inner"))
+    def build(cls, price_features: pl.DataFrame, observed: pl.DataFrame, store_regions: pl.DataFrame,
+              vocab: ProductVocab) -> ShelfPrices:
+        """``price_features`` rows of week W-1 give the store's assortment and regular prices for
+        baskets of week W; ``observed`` (product_id, store_id, store_region, week, discount_depth:
+        derived_prices cells observed that week) gives week W's promotions via ``regional_depth``;
+        ``store_regions``: store_id -> store_region."""
+        regular = (price_features.select("store_id", (pl.col("week").cast(pl.Int64) + 1).alias("week"), "product_id",
+                                         (pl.col("relative_price").fill_null(1.0).clip(1e-3).log()
+                                          - (1 - pl.col("discount_depth").fill_null(0.0).clip(0.0, MAX_DEPTH)).log())
+                                         .alias("regular_log_relative"))
+                   .join(vocab.frame(), on="product_id", how="inner"))
+        cells = regular.join(regional_depth(observed, regular.select("store_id", "week", "product_id"), store_regions),
+                             on=["store_id", "week", "product_id"], how="left").with_columns(pl.col("depth").fill_null(0.0))
         keys = cells.select("store_id", "week").unique().sort("store_id", "week").with_row_index("row")
         cells = cells.join(keys, on=["store_id", "week"], how="left")
         r, c = cells["row"].to_numpy(), cells["token"].to_numpy()
-        values = [np.log(np.clip(cells["relative_price"].fill_null(1.0).to_numpy(), 1e-3, None)),
-                  cells["discount_depth"].fill_null(0.0).clip(0.0, 1.0).to_numpy(),
-                  cells["promo_flag"].fill_null(False).cast(pl.Float64).to_numpy(), np.ones(len(r))]
+        depth = cells["depth"].to_numpy()
+        values = [cells["regular_log_relative"].to_numpy() + np.log1p(-depth), depth,
+                  (depth > PROMO_DEPTH).astype(np.float64), np.ones(len(r))]
         shape = (keys.height, vocab.size)
         return cls(keys=keys, matrices=tuple(sp.csr_matrix((v.astype(np.float32), (r, c)), shape=shape) for v in values))
 
@@ -59,6 +77,26 @@ class ShelfPrices:
             for k, m in enumerate(self.matrices):
                 out[ok, :, k] = m[rows[ok]].toarray()
         return out
+
+
+def regional_depth(observed: pl.DataFrame, cells: pl.DataFrame, store_regions: pl.DataFrame) -> pl.DataFrame:
+    """For each (store_id, week, product_id) of ``cells``: the mean observed discount depth of the
+    product in that week at the other stores of the store's region (null where none sold it).
+    The store's own cell is subtracted from the regional sums, so nothing the store sold that
+    week enters its own shelf."""
+    obs = observed.select("product_id", "store_id", "store_region", pl.col("week").cast(pl.Int64),
+                          pl.col("discount_depth").fill_null(0.0).clip(0.0, MAX_DEPTH))
+    zone = obs.group_by("product_id", "store_region", "week").agg(total=pl.col("discount_depth").sum(), n=pl.len())
+    region_of = store_regions.select("store_id", "store_region").unique(subset="store_id", keep="first")
+    own = obs.select("store_id", "week", "product_id", pl.col("discount_depth").alias("own"))
+    return (cells.with_columns(pl.col("week").cast(pl.Int64))
+            .join(region_of, on="store_id", how="inner")
+            .join(zone, on=["product_id", "store_region", "week"], how="inner")
+            .join(own, on=["store_id", "week", "product_id"], how="left")
+            .with_columns(others=pl.col("n") - pl.col("own").is_not_null().cast(pl.UInt32))
+            .filter(pl.col("others") > 0)
+            .select("store_id", "week", "product_id",
+                    depth=(pl.col("total") - pl.col("own").fill_null(0.0)) / pl.col("others")))
 
 
 def with_price_multipliers(shelf: torch.Tensor, log_multiplier: torch.Tensor) -> torch.Tensor:

@@ -127,19 +127,25 @@ def expected_units(model: WorldModel, batch: dict, basket_size: torch.Tensor,
     return (basket_size[:, None] * first_slot_distribution(model, batch, log_multiplier)).sum(0)
 
 
-def elasticities(model: WorldModel, batch: dict, basket_size: torch.Tensor, products: np.ndarray,
-                 categories: np.ndarray, top_k: int = 5) -> pl.DataFrame:
-    """Elasticities d log E_i / d log p_j for i, j in ``products`` (tokens): one backward pass per
-    i. Kept: own (i = j), the top-K cross pairs by |elasticity| per product, and all pairs within
-    a category. Columns: product, other, elasticity, kind."""
+def jacobian_rows(model: WorldModel, batch: dict, basket_size: torch.Tensor, products: np.ndarray) -> np.ndarray:
+    """(len(products), V) d log E_i / d log p_j for each i in ``products``: one backward pass per i."""
     model.train(False)
     log_m = torch.zeros(model.vocab_size, requires_grad=True)
     units = expected_units(model, batch, basket_size, log_m)
-    products = np.asarray(products)
-    jac = np.zeros((len(products), len(products)))
+    rows = np.zeros((len(products), model.vocab_size))
     for a, i in enumerate(products):
-        (grad,) = torch.autograd.grad(torch.log(units[i]), log_m, retain_graph=a < len(products) - 1)
-        jac[a] = grad[torch.as_tensor(products)].numpy()
+        (grad,) = torch.autograd.grad(torch.log(units[int(i)]), log_m, retain_graph=a < len(products) - 1)
+        rows[a] = grad.numpy()
+    return rows
+
+
+def elasticities(model: WorldModel, batch: dict, basket_size: torch.Tensor, products: np.ndarray,
+                 categories: np.ndarray, top_k: int = 5) -> pl.DataFrame:
+    """Elasticities d log E_i / d log p_j for i, j in ``products`` (tokens). Kept: own (i = j),
+    the top-K cross pairs by |elasticity| per product, and all pairs within a category.
+    Columns: product, other, elasticity, kind."""
+    products = np.asarray(products)
+    jac = jacobian_rows(model, batch, basket_size, products)[:, products]
     own = np.eye(len(products), dtype=bool)
     same = categories[products][:, None] == categories[products][None, :]
     cross = np.where(own, 0.0, np.abs(jac))

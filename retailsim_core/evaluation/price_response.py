@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import torch
+from scipy.stats import spearmanr
 
 from retailsim_core.lgsr import PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES
 from retailsim_core.models.world_model import WorldModel
-from retailsim_core.simulation import elasticities, expected_units, generate, price_book
+from retailsim_core.simulation import elasticities, expected_units, generate, jacobian_rows, price_book
 from retailsim_core.synth.world import load_world
 from retailsim_core.tensors import TrainingSet
 
@@ -39,7 +40,7 @@ def _basket_sizes(data: TrainingSet, rows: np.ndarray) -> torch.Tensor:
 
 
 def price_response(model: WorldModel, data: TrainingSet, rows: np.ndarray, categories: np.ndarray,
-                   truth_dir: Path | None, n_products: int = 30) -> dict:
+                   truth_dir: Path | None, n_products: int = 40, n_pairs: int = 30, seed: int = 0) -> dict:
     ctx_rows, ctx_name = elasticity_context(data, rows)
     batch = data[ctx_rows]
     size = _basket_sizes(data, ctx_rows)      # realised sizes as the panel's trip sizes (a given of the context)
@@ -53,13 +54,64 @@ def price_response(model: WorldModel, data: TrainingSet, rows: np.ndarray, categ
     own = table.filter(pl.col("kind") == "own").select("product_id", pl.col("elasticity").alias("model_elasticity"))
     out = {"context": ctx_name, "contexts": len(ctx_rows), "elasticities": table, "own": own}
     if truth_dir is not None:
-        cat = load_world(truth_dir).catalogue
-        planted = pl.DataFrame({"product_id": cat.product_code, "planted_elasticity": cat.elasticity})
+        world = load_world(truth_dir)
+        planted = pl.DataFrame({"product_id": world.catalogue.product_code, "planted_elasticity": world.catalogue.elasticity})
         own = own.join(planted, on="product_id", how="left")
         out["own"] = own
-        if own["planted_elasticity"].null_count() == 0 and own.height > 2:
-            out["planted_correlation"] = float(np.corrcoef(own["model_elasticity"], own["planted_elasticity"])[0, 1])
+        out |= planted_agreement(own)
+        out["substitution"] = substitution_check(model, batch, size, data.vocab, world, categories, units, n_pairs, seed)
     return out
+
+
+def planted_agreement(own: pl.DataFrame) -> dict:
+    """Own-price elasticities vs the generator's: share negative, Spearman and Pearson correlation."""
+    own = own.drop_nulls("planted_elasticity")
+    if own.height < 3:
+        return {}
+    model, planted = own["model_elasticity"].to_numpy(), own["planted_elasticity"].to_numpy()
+    return {"own_negative_share": float((model < 0).mean()), "planted_spearman": float(spearmanr(model, planted)[0]),
+            "planted_correlation": float(np.corrcoef(model, planted)[0, 1]), "planted_products": own.height}
+
+
+def substitution_check(model: WorldModel, batch: dict, size: torch.Tensor, vocab, world, categories: np.ndarray,
+                       units: torch.Tensor, n_pairs: int, seed: int) -> dict:
+    """Cross-price elasticities d log E_a / d log p_b of the planted substitute pairs with the most
+    expected units vs as many random same-category pairs that are not substitutes (each pair in
+    both directions): how often positive (a price rise of b sends shoppers to a), and the means."""
+    cat = world.catalogue
+    tok = dict(zip(vocab.products, range(1, vocab.n_products + 1), strict=True))
+    members = cat.slot_members[cat.slot_members[:, 1] >= 0]
+    subs = np.array([(tok[cat.product_code[a]], tok[cat.product_code[b]]) for a, b in members
+                     if cat.product_code[a] in tok and cat.product_code[b] in tok], dtype=np.int64).reshape(-1, 2)
+    u = units.numpy()
+    subs = subs[np.argsort(-np.minimum(u[subs[:, 0]], u[subs[:, 1]]), kind="stable")][:n_pairs]
+    if len(subs) == 0:
+        return {"substitute_pairs": 0, "random_pairs": 0}
+    rng = np.random.default_rng(seed)
+    known = {tuple(p) for p in subs} | {tuple(p[::-1]) for p in subs}
+    popular = np.argsort(-u[1:vocab.n_products + 1], kind="stable")[:500] + 1
+    randoms = []
+    for a in rng.permutation(popular):
+        same = popular[(categories[popular] == categories[a]) & (popular != a)]
+        same = [b for b in same if (a, b) not in known]
+        if same:
+            randoms.append((a, rng.choice(same)))
+        if len(randoms) == len(subs):
+            break
+    randoms = np.array(randoms, dtype=np.int64).reshape(-1, 2)
+    pairs = np.concatenate([subs, subs[:, ::-1], randoms, randoms[:, ::-1]])
+    firsts = np.unique(pairs[:, 0])
+    jac = jacobian_rows(model, batch, size, firsts)
+    values = jac[np.searchsorted(firsts, pairs[:, 0]), pairs[:, 1]]
+    n_sub = 2 * len(subs)
+    sub_v, rand_v = values[:n_sub], values[n_sub:]
+    return {"substitute_pairs": len(subs), "random_pairs": len(randoms),
+            "substitute_positive_share": float((sub_v > 0).mean()) if len(sub_v) else None,
+            "random_positive_share": float((rand_v > 0).mean()) if len(rand_v) else None,
+            "substitute_mean": float(sub_v.mean()) if len(sub_v) else None,
+            "random_mean": float(rand_v.mean()) if len(rand_v) else None,
+            "substitute_median": float(np.median(sub_v)) if len(sub_v) else None,
+            "random_median": float(np.median(rand_v)) if len(rand_v) else None}
 
 
 def simulation_check(model: WorldModel, data: TrainingSet, rows: np.ndarray, prices: pl.DataFrame,

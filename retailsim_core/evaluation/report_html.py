@@ -104,13 +104,28 @@ def _response_section(response: dict, tuning: dict) -> list[str]:
     own = response["own"].sort("model_elasticity")
     cross = (response["elasticities"].filter(pl.col("kind") != "own")
              .sort(pl.col("elasticity").abs(), descending=True).head(20).select("product_id", "other_id", "elasticity", "kind"))
-    corr = tuning.get("planted_elasticity_correlation")
+    rho = response.get("planted_spearman")
     parts = ["<h2>Price elasticities (autograd Jacobian)</h2>",
              f"<p>Context: {html.escape(response['context'])} ({response['contexts']} baskets); the "
              f"{own.height} products with the most expected units. Own-price elasticity = d log E[units] / d log price.</p>"]
-    if corr is not None:
-        parts.append(f"<p>Correlation with the generator's planted own-price elasticities: <b>{corr:.3f}</b>.</p>")
+    if rho is not None:
+        neg = response["own_negative_share"]
+        parts.append(f"<p>Against the generator's planted own-price elasticities: <b>{neg:.0%}</b> of the model's are "
+                     f"negative (target ≥ 80%); Spearman rank correlation <b>{rho:.3f}</b> (target ≥ 0.5; Pearson "
+                     f"{response['planted_correlation']:.3f}). {'Both targets met.' if neg >= 0.8 and rho >= 0.5 else 'NOT MET.'} "
+                     "Each product's own promotion response is constrained to be non-negative (law of demand, "
+                     "decision D45), so the sign is partly structural; the ranking is learned.</p>")
         parts.append(_scatter(own["planted_elasticity"], own["model_elasticity"], "planted", "model"))
+    sub = response.get("substitution")
+    if sub and sub.get("substitute_pairs"):
+        better = sub["substitute_median"] > sub["random_median"] and sub["substitute_positive_share"] > sub["random_positive_share"]
+        parts += ["<h3>Substitutes (planted pairs) vs random same-category pairs</h3>",
+                  "<p>Cross-price elasticity d log E[a] / d log p[b], both directions of each pair. A substitute should "
+                  "gain when the other's price rises (positive); an unrelated pair should barely move. The "
+                  "substitute weight is sign-constrained (decision D45): positive shares are structural, the "
+                  "magnitudes (means, medians) are learned. "
+                  f"{'Substitutes respond more than random pairs.' if better else 'NOT MET: substitutes do not respond more.'}</p>",
+                  _frame_table(pl.DataFrame([{k: float(v) for k, v in sub.items() if v is not None}]))]
     parts += ["<h3>Own-price</h3>", _frame_table(own), "<h3>Strongest cross-price pairs</h3>", _frame_table(cross)]
     sim = tuning.get("simulation", {})
     if sim:

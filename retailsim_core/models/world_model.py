@@ -4,14 +4,15 @@ Glossary of dimensions:
     B  batch, L  basket length incl. [EOS] (the decoder sees L + 1 with the context token),
     H  history trips, K  products per history trip, D  d_model, G  GraphSAGE width,
     V  vocabulary (PAD, N products, MASK, EOS), F  repeat features (``REPEAT_FEATURES``),
-    C  candidate products of a sampled softmax.
+    C  candidate products of a sampled softmax, S shelf features (``shelf.py``), R shelf features
+    the price response reads (``RESPONSE_SHELF_FEATURES``).
 
 Data flow: history trips -> ``TripEncoder`` (trip = mean product row + trip context + time gap,
 then Mamba blocks, chronological) -> encoder states (B, H, D) and a history vector (B, D);
 T1+T3+T5+T6 + history vector -> ``ContextFusion`` -> context token; T2+T4 -> ``ProductFusion``;
 ``BasketDecoder`` = bidirectional self-attention over the basket + cross-attention to the encoder
 states (decisions D34, D35). Heads: products (generative logits tied to the product table +
-the repeat path), and from position 0 basket size, price sensitivity, mission type and focus.
+the repeat path + the price response), and from position 0 basket size, price sensitivity, mission type and focus.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ FOCUS_COUNTS = tuple(f"log_count_{m.lower()}" for m in MISSIONS[:4])
 REPEAT_FEATURES = ("log_count", "share_of_trips", "decay_14d", "decay_56d", "decay_182d", "recency", "bought",
                    *FOCUS_COUNTS)
 _DECAY_DAYS = (14.0, 56.0, 182.0)
+RESPONSE_SHELF_FEATURES = ("log_relative_price", "discount_depth", "available")
+_RESPONSE_COLUMNS = [SHELF_FEATURES.index(name) for name in RESPONSE_SHELF_FEATURES]
+_PRODUCT_RESPONSE_COLUMNS = [RESPONSE_SHELF_FEATURES.index("discount_depth"), len(RESPONSE_SHELF_FEATURES)]
+_CONTEXT_RESPONSE_COLUMNS = [RESPONSE_SHELF_FEATURES.index(n) for n in ("log_relative_price", "available")]
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ class WorldModelConfig:
 class ModelOutput:
     hidden: torch.Tensor                      # (B, L + 1, D) decoder states, position 0 = context token
     repeat_features: torch.Tensor | None      # (B, V, F)
-    shelf: torch.Tensor | None                # (B, V, S) candidate-side shelf prices (``shelf.py``)
+    shelf: torch.Tensor | None                # (B, V, R + 1) candidate price features (``PriceResponse``)
     aux_logits: dict[str, torch.Tensor] = field(default_factory=dict)   # name -> (B, classes)
 
 
@@ -167,8 +172,64 @@ class BasketDecoder(nn.Module):
         return self.norm(seq)                                                        # (B, L + 1, D)
 
 
+class PriceResponse(nn.Module):
+    """Candidate-side price scores (decisions D39, D45). Features f of candidate c: its shelf log
+    relative price, discount depth and available flag, and the mean discount depth of c's
+    substitutes (product-graph edges). The step-shaped promo flag is left out: its derivative is
+    0, so a response learned on it would be invisible to autograd elasticities. Score:
+
+        sum_s f[c, s] * w_s(h)  +  exp(k(h)) * sum_p f[c, p] * a[c, p]
+        s in (log relative price, available),  p in (depth, substitutes' depth)
+
+    w(h): how this context reacts to the price level and to availability; a[c]: the product's own
+    response to its promotions and to its substitutes' (its elasticities), scaled per context by
+    exp(k(h)) (price-sensitive trips react more). Promotions act only through a[c]: a context-wide
+    promotion weight would absorb the average response and leave a[c] the small deviations, so
+    every product would get about the same elasticity. a is sign-constrained (softplus): a product's own
+    promotion never lowers its score (law of demand) and a substitute's never raises it (what a
+    substitute is); only the magnitudes are learned, so sparse, noisy promotion weeks cannot flip
+    a sign. The regular price level gets no per-product weight: it barely moves within a product,
+    so such a weight would only fit noise. With a softmax alone every cross-price effect is
+    proportional to market share (IIA); the substitute feature lets a substitute's promotion take
+    share from c. w and k start at zero, a_own at softplus(0) = 0.69 (a mild promotion lift), a_sub
+    near zero."""
+
+    def __init__(self, d_model: int, vocab_size: int, substitutes: torch.Tensor):
+        super().__init__()
+        self.register_buffer("substitute_edges", substitutes.long().reshape(2, -1))   # (2, E) src -> dst
+        self.context_weights = nn.Linear(d_model, len(_CONTEXT_RESPONSE_COLUMNS))
+        self.scale = nn.Linear(d_model, 1)
+        for layer in (self.context_weights, self.scale):
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+        # Raw values; softplus(0) = 0.69, softplus(-4) = 0.018 (near zero with a usable gradient under Adam).
+        self.raw_product_weights = nn.Parameter(torch.tensor([0.0, -4.0]).repeat(vocab_size, 1))
+        self.register_buffer("product_signs", torch.tensor([1.0, -1.0]), persistent=False)
+
+    @property
+    def product_weights(self) -> torch.Tensor:
+        """(V, 2) a[c]: >= 0 on the own depth, <= 0 on the substitutes' depth."""
+        return F.softplus(self.raw_product_weights) * self.product_signs
+
+    def features(self, shelf: torch.Tensor) -> torch.Tensor:
+        """(B, V, S) shelf -> (B, V, R + 1) response features: R shelf columns + substitutes' depth."""
+        src, dst = self.substitute_edges
+        depth = shelf[..., SHELF_FEATURES.index("discount_depth")]                  # (B, V)
+        degree = torch.zeros(depth.shape[1], device=depth.device).index_add_(0, dst, torch.ones_like(dst, dtype=depth.dtype))
+        sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) / degree.clamp(min=1.0)
+        return torch.cat([shelf[..., _RESPONSE_COLUMNS], sub[..., None]], dim=-1)
+
+    def forward(self, h: torch.Tensor, feats: torch.Tensor, candidates: torch.Tensor | None) -> torch.Tensor:
+        """h (M, D) decoder states; feats (M, C, R + 1) -> (M, C) score offsets."""
+        raw = self.raw_product_weights if candidates is None else self.raw_product_weights[candidates]
+        own = F.softplus(raw) * self.product_signs                                   # (C, 2)
+        general = torch.einsum("ms,mcs->mc", self.context_weights(h), feats[..., _CONTEXT_RESPONSE_COLUMNS])
+        return general + torch.exp(self.scale(h)) * torch.einsum("cp,mcp->mc", own, feats[..., _PRODUCT_RESPONSE_COLUMNS])
+
+
 class WorldModel(nn.Module):
-    def __init__(self, cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int):
+    def __init__(self, cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int,
+                 substitutes: torch.Tensor | None = None):
         super().__init__()
         self.cfg, self.vocab_size = cfg, product_table.shape[0]
         inputs = InputConfig(d_model=cfg.d_model, product_dim=cfg.product_dim, max_len=cfg.max_items + 2,
@@ -180,9 +241,8 @@ class WorldModel(nn.Module):
         self.item_out = nn.Linear(cfg.product_dim, cfg.d_model)      # output embeddings tied to the product table
         self.item_bias = nn.Parameter(torch.zeros(self.vocab_size))
         self.query = nn.Linear(cfg.d_model, cfg.d_model)
-        self.shelf_gate = nn.Linear(cfg.d_model, len(SHELF_FEATURES))
-        nn.init.zeros_(self.shelf_gate.weight)
-        nn.init.zeros_(self.shelf_gate.bias)
+        self.price_response = PriceResponse(cfg.d_model, self.vocab_size,
+                                            substitutes if substitutes is not None else torch.zeros(2, 0, dtype=torch.long))
         self.repeat_gate = nn.Linear(cfg.d_model, len(REPEAT_FEATURES))
         nn.init.zeros_(self.repeat_gate.weight)      # start from the generative path; learn how much to copy
         nn.init.zeros_(self.repeat_gate.bias)
@@ -206,6 +266,7 @@ class WorldModel(nn.Module):
         feats = (repeat_features(batch["history_tokens"], batch["history_mask"], batch["history_days_before"],
                                  self.vocab_size, batch["history_context"][..., 1]) if self.cfg.repeat_path else None)
         shelf = batch.get("shelf") if self.cfg.shelf_prices else None
+        shelf = self.price_response.features(shelf) if shelf is not None else None   # (B, V, R + 1)
         return ModelOutput(hidden=out, repeat_features=feats, shelf=shelf,
                            aux_logits={name: head(out[:, 0]) for name, head in self.aux.items()})
 
@@ -240,9 +301,9 @@ class WorldModel(nn.Module):
             if candidates is not None:
                 feats = feats[:, candidates]                                         # (M, C, F)
             logits = logits + torch.einsum("mf,mcf->mc", self.repeat_gate(out.hidden[rows, cols + 1]), feats)
-        if out.shelf is not None:   # price response: context-dependent weights on each candidate's shelf price
-            shelf = out.shelf[rows] if candidates is None else out.shelf[rows][:, candidates]   # (M, C, S)
-            logits = logits + torch.einsum("ms,mcs->mc", self.shelf_gate(out.hidden[rows, cols + 1]), shelf)
+        if out.shelf is not None:
+            shelf = out.shelf[rows] if candidates is None else out.shelf[rows][:, candidates]   # (M, C, R + 1)
+            logits = logits + self.price_response(out.hidden[rows, cols + 1], shelf, candidates)
         if candidates is None:  # [PAD] and [MASK] are never predictions
             logits[:, PAD] = -torch.inf
             logits[:, self.vocab_size - 2] = -torch.inf

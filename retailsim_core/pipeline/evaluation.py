@@ -127,6 +127,9 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
               "checkpoint": config["summary"], "simulation": simulation,
               "elasticity_context": response["context"], "elasticity_contexts": response["contexts"],
               "planted_elasticity_correlation": response.get("planted_correlation"),
+              "planted_elasticity_spearman": response.get("planted_spearman"),
+              "own_elasticity_negative_share": response.get("own_negative_share"),
+              "substitution": response.get("substitution"),
               "seconds": round(time.perf_counter() - start, 1)}
     write_report(warehouse.table_dir(REPORT_TABLE), metrics, calibration, tuning, response)
     return {"metrics": metrics, "tuning": tuning, "calibration": calibration, "price_response": response}

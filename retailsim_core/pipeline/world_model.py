@@ -27,6 +27,8 @@ from retailsim_core.models.world_model import WorldModel, WorldModelConfig, para
 from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
 from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
+from retailsim_core.pipeline.graph import load_graph
+from retailsim_core.pipeline.prices import DERIVED_PRICES_SCHEMA, PRICES_TABLE
 from retailsim_core.pipeline.samples import SAMPLES_TABLE, build_trip_store
 from retailsim_core.samples import SAMPLES_SCHEMA
 from retailsim_core.shelf import ShelfPrices
@@ -52,6 +54,7 @@ class ModelInputs:
     samples: pl.DataFrame
     tables: dict[str, pl.DataFrame]
     shelf: ShelfPrices
+    substitutes: torch.Tensor          # (2, E) substitution edges of the product graph, as tokens
 
     def training_set(self, samples: pl.DataFrame, cfg: TensorConfig = TensorConfig()) -> TrainingSet:
         t = self.tables
@@ -72,17 +75,34 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
     all_prices = (warehouse.scan(PRICE_FEATURES_TABLE, sorted({max(weeks[0] - 1, 1), *weeks}))
                   .select("product_id", "store_id", "week", *PRICE_COLUMNS).collect())
     prices = all_prices.join(cells.collect(), on=["product_id", "store_id", "week"], how="semi")
-    shelf = ShelfPrices.build(all_prices.filter(pl.col("week") < max(weeks)), vocab)
+    observed = (warehouse.scan(PRICES_TABLE, sorted({max(weeks[0] - 1, 1), *weeks}), schema=DERIVED_PRICES_SCHEMA)
+                .filter(pl.col("imputation_method") == "observed")
+                .select("product_id", "store_id", "store_region", "week", "discount_depth").collect())
+    regions = (warehouse.scan(PRICES_TABLE, weeks[-1:], schema=DERIVED_PRICES_SCHEMA)
+               .select("store_id", "store_region").unique().collect())
+    shelf = ShelfPrices.build(all_prices.filter(pl.col("week") < max(weeks)), observed, regions, vocab)
     key_weeks = pl.col("week").is_in(weeks)
     tables = {AFFINITY_TABLE: warehouse.scan(AFFINITY_TABLE, weeks).filter(key_weeks).collect(),
               MISSIONS_TABLE: warehouse.scan(MISSIONS_TABLE, weeks).filter(key_weeks).collect(),
               PRICE_FEATURES_TABLE: prices, STORE_FEATURES_TABLE: warehouse.scan(STORE_FEATURES_TABLE, weeks).collect()}
-    return ModelInputs(vocab, graphsage_rows(vocab, vectors, id_map), store, samples, tables, shelf)
+    return ModelInputs(vocab, graphsage_rows(vocab, vectors, id_map), store, samples, tables, shelf,
+                       substitute_edges(load_graph(warehouse).edges, vocab))
 
 
-def build_model(cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int, seed: int) -> WorldModel:
+def substitute_edges(edges: pl.DataFrame, vocab: ProductVocab) -> torch.Tensor:
+    """(2, E) token pairs (src, dst) of the product graph's substitution edges, both directions."""
+    sub = edges.filter(pl.col("edge_type") == "substitution").select("src", "dst")
+    both = pl.concat([sub, sub.select(src="dst", dst="src")]).unique()
+    tok = vocab.frame()
+    pairs = (both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
+             .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner").sort("s", "d"))
+    return torch.as_tensor(np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1))
+
+
+def build_model(cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int, seed: int,
+                substitutes: torch.Tensor | None = None) -> WorldModel:
     torch.manual_seed(seed)
-    return WorldModel(cfg, product_table, n_t1_numeric)
+    return WorldModel(cfg, product_table, n_t1_numeric, substitutes)
 
 
 def train_world_model(warehouse: Warehouse, split: TemporalSplit, model_cfg: WorldModelConfig, train_cfg: TrainConfig,
@@ -99,7 +119,8 @@ def train_world_model(warehouse: Warehouse, split: TemporalSplit, model_cfg: Wor
     valid_data = inputs.training_set(usable.filter(pl.col("split") == "validation"), tensor_cfg)
     log(f"tensors: {len(train_data):,} training / {len(valid_data):,} validation samples "
         f"in {time.perf_counter() - start:.1f}s; vocabulary {inputs.vocab.n_products:,} products")
-    model = build_model(model_cfg, inputs.product_table, train_data.t1_numeric.shape[1], train_cfg.seed)
+    model = build_model(model_cfg, inputs.product_table, train_data.t1_numeric.shape[1], train_cfg.seed,
+                        inputs.substitutes)
     popularity = popularity_scores(train_data, np.arange(len(train_data)))
     folder = warehouse.table_dir(CHECKPOINT_TABLE)
     fingerprint = hashlib.sha256(json.dumps([model_cfg.to_dict(), train_cfg.to_dict(), tensor_cfg.__dict__,
@@ -134,7 +155,8 @@ def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
     config = ckpt.read_json(folder / "config.json")
     weights = ckpt.load_tensors(folder / "model.safetensors")
     cfg = WorldModelConfig(**config["model"])
-    model = WorldModel(cfg, torch.zeros_like(weights["products.products.weight"]), config["n_t1_numeric"])
+    model = WorldModel(cfg, torch.zeros_like(weights["products.products.weight"]), config["n_t1_numeric"],
+                       torch.zeros_like(weights["price_response.substitute_edges"]))
     model.load_state_dict(weights)
     model.train(False)
     vocab = ProductVocab(tuple(pl.read_parquet(folder / "vocabulary.parquet").sort("token")["product_id"].to_list()))

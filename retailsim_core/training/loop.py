@@ -57,6 +57,8 @@ class TrainConfig:
     valid_mask_rate: float = 0.2
     max_seconds: float | None = None  # wall-clock budget: ends training after the epoch that crosses it
     early_stopping_metric: str = "valid_next_NDCG@10"   # validation next-basket NDCG@10
+    price_lr_scale: float = 50.0      # LR multiple for per-product price responses: they learn only from a
+                                      # product's promotion weeks, a few dozen sparse steps per run (D45)
 
     @classmethod
     def preset(cls, name: str, seed: int = 0) -> TrainConfig:
@@ -137,7 +139,7 @@ def train_epoch(step: nn.Module, optimizer: torch.optim.Optimizer, data: Trainin
     batches = list(sampler)
     batches = batches[rank: len(batches) - len(batches) % world: world]          # same step count on every rank
     for group in optimizer.param_groups:
-        group["lr"] = phase.lr
+        group["lr"] = phase.lr * group.get("lr_scale", 1.0)
     step.train()
     sums: dict[str, float] = {}
     n = 0
@@ -174,7 +176,7 @@ def train(model: WorldModel, train_data: TrainingSet, train_buckets: np.ndarray,
     torch.manual_seed(cfg.seed)
     contrastive.reset_parameters()
     step = distributed.wrap(TrainStep(model, contrastive))
-    optimizer = torch.optim.AdamW(step.parameters(), lr=cfg.phases[0].lr, weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(_param_groups(step, model, cfg), lr=cfg.phases[0].lr, weight_decay=cfg.weight_decay)
     is_writer = distributed.rank_and_world()[0] == 0
     state, best = LoopState(), {k: v.detach().clone() for k, v in model.state_dict().items()}
     if state_dir is not None and (state_dir / "state.json").exists() and \
@@ -224,6 +226,14 @@ def _advance(state: LoopState, cfg: TrainConfig, metrics: dict, model: WorldMode
     elif over_time and state.phase_epoch > 0:
         state.phase = len(cfg.phases)
     state.done = state.phase >= len(cfg.phases)
+
+
+def _param_groups(step: nn.Module, model, cfg: TrainConfig) -> list[dict]:
+    """Everything at the phase LR with weight decay, except the per-product price responses:
+    a larger LR and no decay (decay would pull rarely promoted products' elasticities to 0)."""
+    price = model.price_response.raw_product_weights
+    others = [p for p in step.parameters() if p is not price]
+    return [{"params": others}, {"params": [price], "weight_decay": 0.0, "lr_scale": cfg.price_lr_scale}]
 
 
 def _save_state(folder: Path, state: LoopState, model, contrastive, optimizer, best, fingerprint: str) -> None:

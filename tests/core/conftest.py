@@ -46,6 +46,7 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
     price_feature_weeks(wh, weeks)
     store_feature_weeks(wh, weeks)
     split = TemporalSplit(8, 11)
+    write_graph(wh, build_product_graph(wh, split))       # the model's substitution edges
     training_data_weeks(wh, weeks, split)
     products = all_products(wh).sort("product_id")
     id_map = products.select(pl.int_range(pl.len(), dtype=pl.Int32).alias("row"), "product_id", "prod_code_10",

@@ -65,20 +65,45 @@ def test_autograd_elasticities_match_finite_differences(world):
     assert set(table["kind"]) <= {"own", "same_category", "top_cross"} and table.filter(pl.col("kind") == "own").height == 4
 
 
-def test_shelf_prices_of_week_w_are_last_weeks_and_reprice_exactly():
+def _shelf_inputs(own_depth: float):
+    pf = pl.DataFrame({"store_id": ["S1", "S1", "S1", "S2"], "week": [4, 4, 5, 4], "product_id": ["P1", "P2", "P1", "P1"],
+                       "relative_price": [0.8, 2.0, 9.0, 1.0], "discount_depth": [0.2, 0.0, 0.5, 0.0],
+                       "promo_flag": [True, False, True, False]})
+    observed = pl.DataFrame({"product_id": ["P1", "P1", "P1", "P2"], "store_id": ["S1", "S2", "S3", "S3"],
+                             "store_region": ["R1", "R1", "R2", "R2"], "week": [5, 5, 5, 5],
+                             "discount_depth": [own_depth, 0.3, 0.1, 0.4]})
+    return pf, observed, pl.DataFrame({"store_id": ["S1", "S2", "S3"], "store_region": ["R1", "R1", "R2"]})
+
+
+def test_shelf_of_week_w_is_last_weeks_regular_price_with_the_regions_promotions_of_week_w():
     vocab = ProductVocab(("P1", "P2"))
-    pf = pl.DataFrame({"store_id": ["S1", "S1", "S1"], "week": [4, 4, 5], "product_id": ["P1", "P2", "P1"],
-                       "relative_price": [1.0, 2.0, 9.0], "discount_depth": [0.2, 0.0, 0.5], "promo_flag": [True, False, True]})
-    shelf = ShelfPrices.build(pf, vocab)
-    rows = shelf.rows_of(pl.Series(["S1", "S1", "S2"]), pl.Series([5, 6, 5]))
+    pf, observed, regions = _shelf_inputs(own_depth=0.5)
+    shelf = ShelfPrices.build(pf, observed, regions, vocab)
+    rows = shelf.rows_of(pl.Series(["S1", "S1", "S3"]), pl.Series([5, 6, 5]))
     dense = shelf.dense(rows)
-    np.testing.assert_allclose(dense[0, 1], [0.0, 0.2, 1.0, 1.0], atol=1e-6)          # week-5 basket sees week 4
-    np.testing.assert_allclose(dense[0, 2], [np.log(2.0), 0.0, 0.0, 1.0], atol=1e-6)
-    np.testing.assert_allclose(dense[1, 1], [np.log(9.0), 0.5, 1.0, 1.0], atol=1e-6)
-    assert rows[2] == -1 and not dense[2].any()                                         # unknown store-week
-    repriced = with_price_multipliers(torch.from_numpy(dense[:1]), torch.tensor([0.0, np.log(1.25), 0.0, 0.0, 0.0]))
-    # P1: price x 1.25 at depth 0.2 -> full price (depth 0), no promotion; log relative + log 1.25.
-    np.testing.assert_allclose(repriced[0, 1].numpy(), [np.log(1.25), 0.0, 0.0, 1.0], atol=1e-6)
+    # S1, week 5: P1's regular position is week 4's 0.8 / (1 - 0.2) = 1.0; this week's depth is
+    # S2's 0.3 (same region), never S1's own 0.5 nor S3's (another region).
+    np.testing.assert_allclose(dense[0, 1], [np.log(0.7), 0.3, 1.0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(dense[0, 2], [np.log(2.0), 0.0, 0.0, 1.0], atol=1e-6)   # no other store sold P2
+    np.testing.assert_allclose(dense[1, 1], [np.log(9.0 / 0.5), 0.0, 0.0, 1.0], atol=1e-6)  # week 6: no week-6 sales
+    assert rows[2] == -1 and not dense[2].any()                                         # S3 had no week-4 prices
+    # No leakage: what the basket's own store sold in week W never changes its shelf.
+    for own in (0.0, 0.1, 0.69):
+        other = ShelfPrices.build(*_shelf_inputs(own_depth=own), vocab)
+        np.testing.assert_array_equal(other.dense(other.rows_of(pl.Series(["S1"]), pl.Series([5]))), dense[:1])
+    no_own_row = ShelfPrices.build(pf, observed.filter(pl.col("store_id") != "S1"), regions, vocab)
+    np.testing.assert_array_equal(no_own_row.dense(no_own_row.rows_of(pl.Series(["S1"]), pl.Series([5]))), dense[:1])
+
+
+def test_counterfactual_prices_reprice_the_shelf_exactly():
+    vocab = ProductVocab(("P1", "P2"))
+    shelf = ShelfPrices.build(*_shelf_inputs(own_depth=0.5), vocab)
+    dense = shelf.dense(shelf.rows_of(pl.Series(["S1"]), pl.Series([5])))
+    repriced = with_price_multipliers(torch.from_numpy(dense), torch.tensor([0.0, np.log(1.5), np.log(0.5), 0.0, 0.0]))
+    # P1: price x 1.5 at depth 0.3 -> depth 1 - 0.7 * 1.5 < 0 -> 0, no promotion; log relative + log 1.5.
+    np.testing.assert_allclose(repriced[0, 1].numpy(), [np.log(0.7 * 1.5), 0.0, 0.0, 1.0], atol=1e-6)
+    # P2 at half price: a 50% promotion.
+    np.testing.assert_allclose(repriced[0, 2].numpy(), [np.log(2.0 * 0.5), 0.5, 1.0, 1.0], atol=1e-6)
 
 
 def test_pricing_environment_passes_gymnasiums_checker(world):

@@ -50,6 +50,22 @@ def test_metrics_json_has_every_method_task_and_slice(report):
     assert "<svg" in page and "Verdict" in page and "calibration" in page and "<script" not in page
     assert "Price elasticities" in page and "Simulated baskets" in page
     assert (folder / "elasticities.parquet").exists() and report[0]["price_response"]["own"].height > 0
+    response = report[0]["price_response"]
+    assert -1 <= response["planted_spearman"] <= 1 and 0 <= response["own_negative_share"] <= 1
+    assert "substitute_pairs" in response["substitution"] and "Spearman" in page
+    tuning = json.loads((folder / "tuning.json").read_text())
+    assert tuning["planted_elasticity_spearman"] == pytest.approx(response["planted_spearman"])
+
+
+def test_planted_agreement_on_a_literal_table():
+    from retailsim_core.evaluation.price_response import planted_agreement
+    own = pl.DataFrame({"product_id": ["a", "b", "c", "d", "e"], "model_elasticity": [-2.0, -1.5, -1.0, 0.2, -0.1],
+                        "planted_elasticity": [-3.0, -2.0, -1.5, -1.0, None]})
+    got = planted_agreement(own)
+    assert got["planted_products"] == 4                                               # the product without truth is left out
+    assert got["own_negative_share"] == pytest.approx(0.75)
+    assert got["planted_spearman"] == pytest.approx(1.0)                              # same order
+    assert got["planted_correlation"] == pytest.approx(np.corrcoef([-2, -1.5, -1, 0.2], [-3, -2, -1.5, -1])[0, 1])
 
 
 def test_oracle_is_the_ceiling_and_popularity_the_floor(report):

@@ -240,3 +240,48 @@ def test_basket_queries_ask_one_slot_for_every_product():
     assert list(zip(rows.tolist(), targets.tolist())) == [(0, 3), (0, 4), (0, 5), (1, 6)]   # never [EOS]
     x0, _, (r0, _) = basket_queries(tokens, tokens.copy(), np.zeros_like(tokens), vocab, 0.0, np.random.default_rng(0))
     assert (x0 == tokens).all() and len(r0) == 0
+
+
+def test_price_response_matches_hand_computation_with_substitutes():
+    from retailsim_core.models.world_model import PriceResponse
+    # Vocabulary of 4 tokens; products 1 and 2 are substitutes (both directions), 3 has none.
+    pr = PriceResponse(d_model=2, vocab_size=4, substitutes=torch.tensor([[1, 2], [2, 1]]))
+    shelf = torch.tensor([[[0.0, 0.0, 0.0, 0.0], [-0.2, 0.2, 1.0, 1.0], [0.1, 0.5, 1.0, 1.0], [0.3, 0.0, 0.0, 1.0]]])
+    feats = pr.features(shelf)                                        # log_rel, depth, available, substitutes' depth
+    torch.testing.assert_close(feats[0, 1], torch.tensor([-0.2, 0.2, 1.0, 0.5]))
+    torch.testing.assert_close(feats[0, 2], torch.tensor([0.1, 0.5, 1.0, 0.2]))
+    torch.testing.assert_close(feats[0, 3], torch.tensor([0.3, 0.0, 1.0, 0.0]))
+    with torch.no_grad():
+        pr.raw_product_weights[1] = torch.tensor([2.0, 3.0]).expm1().log()    # softplus^-1: a = (2, -3)
+        pr.context_weights.bias[:] = torch.tensor([0.5, 0.1])              # log relative price, available
+        pr.scale.bias[:] = math.log(2.0)
+    h = torch.zeros(1, 2)
+    got = pr(h, feats[:, [1, 3]], torch.tensor([1, 3]))                # features of the candidates
+    # product 1: 0.5 * -0.2 + 0.1 * 1 + 2 * (2 * 0.2 - 3 * 0.5); product 3: 0.5 * 0.3 + 0.1 * 1
+    torch.testing.assert_close(got, torch.tensor([[0.5 * -0.2 + 0.1 + 2 * (0.4 - 1.5), 0.15 + 0.1]]))
+
+
+def test_a_substitutes_price_cut_lowers_a_products_score_when_the_weight_says_so(tiny):
+    inputs, data, model = tiny
+    batch = data[_rows_with_history(data, 2)]
+    edges = torch.tensor([[1, 2], [2, 1]])
+    m = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges).eval()
+    with torch.no_grad():
+        m.price_response.raw_product_weights[1, -1] = 4.0              # product 1 loses share to 2's promotions
+    shelf = batch["shelf"].clone()
+    shelf[:, 2, 1] = 0.0
+    base = m.next_basket({**batch, "shelf": shelf})[1]
+    shelf[:, 2, 1] = 0.5
+    promo = m.next_basket({**batch, "shelf": shelf})[1]
+    assert (promo[:, 1] - base[:, 1] < -1.0).all()
+    assert torch.allclose(promo[:, 3], base[:, 3])                  # a product without substitutes is unaffected
+
+
+def test_substitute_edges_travel_with_the_weights(tiny, tmp_path):
+    from retailsim_core.training import checkpoint as ckpt
+    inputs, data, _ = tiny
+    for edges in (torch.zeros(2, 0, dtype=torch.long), torch.tensor([[1, 2, 5], [2, 1, 7]])):
+        m = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges)
+        ckpt.save_tensors(tmp_path / "m.safetensors", m.state_dict())
+        loaded = ckpt.load_tensors(tmp_path / "m.safetensors")
+        assert torch.equal(loaded["price_response.substitute_edges"], edges)
