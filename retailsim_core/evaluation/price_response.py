@@ -106,12 +106,10 @@ def substitution_check(model: WorldModel, batch: dict, size: torch.Tensor, vocab
     n_sub = 2 * len(subs)
     sub_v, rand_v = values[:n_sub], values[n_sub:]
     return {"substitute_pairs": len(subs), "random_pairs": len(randoms),
-            "substitute_positive_share": float((sub_v > 0).mean()) if len(sub_v) else None,
-            "random_positive_share": float((rand_v > 0).mean()) if len(rand_v) else None,
-            "substitute_mean": float(sub_v.mean()) if len(sub_v) else None,
-            "random_mean": float(rand_v.mean()) if len(rand_v) else None,
-            "substitute_median": float(np.median(sub_v)) if len(sub_v) else None,
-            "random_median": float(np.median(rand_v)) if len(rand_v) else None}
+            "substitute_positive_share": float((sub_v > 0).mean()), "substitute_mean": float(sub_v.mean()),
+            "substitute_median": float(np.median(sub_v)),
+            **({"random_positive_share": float((rand_v > 0).mean()), "random_mean": float(rand_v.mean()),
+                "random_median": float(np.median(rand_v))} if len(rand_v) else {})}
 
 
 def simulation_check(model: WorldModel, data: TrainingSet, rows: np.ndarray, prices: pl.DataFrame,

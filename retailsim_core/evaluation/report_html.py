@@ -117,7 +117,7 @@ def _response_section(response: dict, tuning: dict) -> list[str]:
                      "decision D45), so the sign is partly structural; the ranking is learned.</p>")
         parts.append(_scatter(own["planted_elasticity"], own["model_elasticity"], "planted", "model"))
     sub = response.get("substitution")
-    if sub and sub.get("substitute_pairs"):
+    if sub and sub.get("substitute_pairs") and sub.get("random_pairs"):
         better = sub["substitute_median"] > sub["random_median"] and sub["substitute_positive_share"] > sub["random_positive_share"]
         parts += ["<h3>Substitutes (planted pairs) vs random same-category pairs</h3>",
                   "<p>Cross-price elasticity d log E[a] / d log p[b], both directions of each pair. A substitute should "

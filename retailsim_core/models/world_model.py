@@ -41,8 +41,13 @@ REPEAT_FEATURES = ("log_count", "share_of_trips", "decay_14d", "decay_56d", "dec
 _DECAY_DAYS = (14.0, 56.0, 182.0)
 RESPONSE_SHELF_FEATURES = ("log_relative_price", "discount_depth", "available")
 _RESPONSE_COLUMNS = [SHELF_FEATURES.index(name) for name in RESPONSE_SHELF_FEATURES]
-_PRODUCT_RESPONSE_COLUMNS = [RESPONSE_SHELF_FEATURES.index("discount_depth"), len(RESPONSE_SHELF_FEATURES)]
-_CONTEXT_RESPONSE_COLUMNS = [RESPONSE_SHELF_FEATURES.index(n) for n in ("log_relative_price", "available")]
+# Response features = RESPONSE_SHELF_FEATURES + substitutes' depth; the context weights read the even
+# columns (log relative price, available), the product weights the odd ones (depth, substitutes'
+# depth): strided views, no copies in the scoring hot path.
+_CONTEXT_RESPONSE_COLUMNS = slice(0, None, 2)
+_PRODUCT_RESPONSE_COLUMNS = slice(1, None, 2)
+assert RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS] == ("log_relative_price", "available")
+assert RESPONSE_SHELF_FEATURES[_PRODUCT_RESPONSE_COLUMNS] == ("discount_depth",)
 
 
 @dataclass(frozen=True)
@@ -197,13 +202,15 @@ class PriceResponse(nn.Module):
     def __init__(self, d_model: int, vocab_size: int, substitutes: torch.Tensor):
         super().__init__()
         self.register_buffer("substitute_edges", substitutes.long().reshape(2, -1))   # (2, E) src -> dst
-        self.context_weights = nn.Linear(d_model, len(_CONTEXT_RESPONSE_COLUMNS))
+        degree = torch.zeros(vocab_size).index_add_(0, self.substitute_edges[1], torch.ones(self.substitute_edges.shape[1]))
+        self.register_buffer("inverse_degree", 1.0 / degree.clamp(min=1.0), persistent=False)   # (V,)
+        self.context_weights = nn.Linear(d_model, len(RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS]))
         self.scale = nn.Linear(d_model, 1)
         for layer in (self.context_weights, self.scale):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
         # Raw values; softplus(0) = 0.69, softplus(-4) = 0.018 (near zero with a usable gradient under Adam).
-        self.raw_product_weights = nn.Parameter(torch.tensor([0.0, -4.0]).repeat(vocab_size, 1))
+        self.raw_product_weights = nn.Parameter(torch.tensor([0.0, -4.0]).repeat(vocab_size, 1))   # (V, 2)
         self.register_buffer("product_signs", torch.tensor([1.0, -1.0]), persistent=False)
 
     @property
@@ -215,14 +222,12 @@ class PriceResponse(nn.Module):
         """(B, V, S) shelf -> (B, V, R + 1) response features: R shelf columns + substitutes' depth."""
         src, dst = self.substitute_edges
         depth = shelf[..., SHELF_FEATURES.index("discount_depth")]                  # (B, V)
-        degree = torch.zeros(depth.shape[1], device=depth.device).index_add_(0, dst, torch.ones_like(dst, dtype=depth.dtype))
-        sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) / degree.clamp(min=1.0)
+        sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) * self.inverse_degree
         return torch.cat([shelf[..., _RESPONSE_COLUMNS], sub[..., None]], dim=-1)
 
     def forward(self, h: torch.Tensor, feats: torch.Tensor, candidates: torch.Tensor | None) -> torch.Tensor:
         """h (M, D) decoder states; feats (M, C, R + 1) -> (M, C) score offsets."""
-        raw = self.raw_product_weights if candidates is None else self.raw_product_weights[candidates]
-        own = F.softplus(raw) * self.product_signs                                   # (C, 2)
+        own = self.product_weights if candidates is None else self.product_weights[candidates]   # (C, 2)
         general = torch.einsum("ms,mcs->mc", self.context_weights(h), feats[..., _CONTEXT_RESPONSE_COLUMNS])
         return general + torch.exp(self.scale(h)) * torch.einsum("cp,mcp->mc", own, feats[..., _PRODUCT_RESPONSE_COLUMNS])
 
