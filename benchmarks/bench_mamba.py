@@ -1,7 +1,8 @@
 """Benchmark: Mamba encoder forward+backward vs a Transformer encoder of the same width and depth,
 and the scans against each other, on CPU with one thread (the issue's reference setting).
 
-Encoders: ``MambaBlock`` stacks with the fast scan (``models/scan.py``), the sequential
+Encoders: ``MambaBlock`` stacks with the compiled C scan (``models/scan_compiled.py``, when a
+C compiler is present), the fast PyTorch scan (``models/scan.py``), the sequential
 reference scan, and a Hillis-Steele parallel scan over the whole sequence (the pure-PyTorch
 "parallel pscan" family of mambapy, reimplemented here because mambapy is not installable in
 this workplace); PyTorch's ``nn.TransformerEncoder`` (pre-norm, GELU, 4x FFN, ``d_model // 64``
@@ -22,7 +23,7 @@ import time
 import torch
 import torch.nn as nn
 
-from retailsim_core.models import mamba
+from retailsim_core.models import mamba, scan_compiled
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
 
 
@@ -84,9 +85,13 @@ def main() -> None:
     d, layers, d_state, batch = (512, 4, 64, 1) if args.paper else (64, 2, 16, 4)
     lengths = args.lengths or ([64, 256, 1024, 2048, 4096] if args.paper else [64, 128, 256, 512, 1024, 2048, 4096, 8192])
     torch.manual_seed(0)
-    methods = {"mamba_fast": MambaEncoder(d, layers, d_state, "fast"),
+    methods = {"mamba_compiled": MambaEncoder(d, layers, d_state, "compiled"),
+               "mamba_fast": MambaEncoder(d, layers, d_state, "fast"),
                "mamba_reference": MambaEncoder(d, layers, d_state, "reference"),
                "transformer": transformer(d, layers)}
+    if not scan_compiled.available():
+        del methods["mamba_compiled"]
+        print("compiled scan unavailable (no C compiler?): column skipped")
     if not args.paper:
         pscan = MambaEncoder(d, layers, d_state, "reference")
         methods["mamba_whole_pscan"] = pscan
@@ -114,10 +119,11 @@ def main() -> None:
                 slow.add(name)
         print(json.dumps(row), flush=True)
         rows.append(row)
-    cross = next((r["L"] for r in rows if r.get("mamba_fast") and r.get("transformer")
-                  and r["mamba_fast"] < r["transformer"]), None)
+    crossover = {name: next((r["L"] for r in rows if r.get(name) and r.get("transformer")
+                             and r[name] < r["transformer"]), None)
+                 for name in methods if name.startswith("mamba")}
     print(json.dumps({"setting": {"d_model": d, "layers": layers, "d_state": d_state, "batch": batch,
-                                  "threads": args.threads}, "crossover_L_fast_mamba_beats_attention": cross}))
+                                  "threads": args.threads}, "first_L_where_mamba_beats_attention": crossover}))
 
 
 if __name__ == "__main__":

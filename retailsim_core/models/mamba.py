@@ -13,10 +13,12 @@ Selective scan (per channel e and state n):
 ``scan.selective_scan_fast`` computes the same with a hand-written backward that recomputes
 states inside chunks (one fused kernel per step, O(L/T) stored states): linear in L and 4-20x
 faster on CPU (docs/benchmarks.md); it matches the oracle to 1e-5 on outputs and gradients.
+``scan_compiled.selective_scan_compiled`` is the same algorithm as a C kernel built on first use
+(a feature check like mamba_ssm's: absent without a C compiler), another 6x faster on CPU.
 ``scan="auto"`` uses the CUDA kernels of ``mamba_ssm`` when that package imports and the tensors
-are on CUDA, the fast scan from ``auto_fast_min_len`` steps, and the reference below it (short
-histories of wide batches: the fast scan's (T, B, E, N) chunk tensors cost more memory traffic
-than the sequential scan's (B, E, N) steps).
+are on CUDA; on the CPU the compiled kernel when it is available, else the fast scan from
+``auto_fast_min_len`` steps and the reference below it (short histories of wide batches: the
+fast scan's (T, B, E, N) chunk tensors cost more memory traffic than the sequential steps).
 
 Padding: sequences are right-padded; padded steps are given delta = 0 and x = 0, so they leave
 the state untouched and a sequence's outputs do not depend on how much padding follows it.
@@ -31,6 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from retailsim_core.models import scan_compiled
 from retailsim_core.models.scan import selective_scan_fast
 
 try:  # optional CUDA fast path (the `cuda` extra); never required
@@ -94,7 +97,7 @@ class MambaBlock(nn.Module):
 
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None = None, scan: str = "auto") -> torch.Tensor:
         """``hidden`` (B, L, D); ``mask`` (B, L) True on real steps (right padding);
-        ``scan``: "auto" | "reference" | "fast" | "cuda"."""
+        ``scan``: "auto" | "reference" | "fast" | "compiled" | "cuda"."""
         cfg, length = self.cfg, hidden.shape[1]
         xz = self.in_proj(self.norm(hidden))                                        # (B, L, 2E)
         x, z = xz.chunk(2, dim=-1)                                                  # (B, L, E) each
@@ -120,6 +123,8 @@ class MambaBlock(nn.Module):
             y = _cuda_selective_scan(x.transpose(1, 2).contiguous(), delta.transpose(1, 2).contiguous(), A,
                                      Bm.transpose(1, 2).contiguous(), Cm.transpose(1, 2).contiguous(), self.D.float())
             return y.transpose(1, 2)
+        if scan == "compiled" or (scan == "auto" and scan_compiled.available(x, delta, A, Bm, Cm)):
+            return scan_compiled.selective_scan_compiled(x, delta, A, Bm, Cm, self.D, chunk=self.cfg.chunk)
         if scan == "fast" or (scan == "auto" and x.shape[1] >= self.cfg.auto_fast_min_len):
             return selective_scan_fast(x, delta, A, Bm, Cm, self.D, chunk=self.cfg.chunk)
         return selective_scan_ref(x, delta, A, Bm, Cm, self.D)

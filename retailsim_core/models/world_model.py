@@ -85,39 +85,75 @@ class WorldModelConfig:
 @dataclass
 class ModelOutput:
     hidden: torch.Tensor                      # (B, L + 1, D) decoder states, position 0 = context token
-    repeat_features: torch.Tensor | None      # (B, V, F)
+    repeat_features: RepeatFeatures | None    # (B, U, F) over each row's history products
     shelf: torch.Tensor | None                # (B, V, R + 1) candidate price features (``PriceResponse``)
     aux_logits: dict[str, torch.Tensor] = field(default_factory=dict)   # name -> (B, classes)
 
 
+@dataclass
+class RepeatFeatures:
+    """Repeat-path features of the products in each customer's history, stored per basket row over
+    its U distinct history products (padded with [PAD]): every other product's features are zero,
+    so scoring never touches a (B, V, F) block."""
+
+    products: torch.Tensor     # (B, U) token ids, [PAD] in unused slots
+    values: torch.Tensor       # (B, U, F), zero in unused slots
+
+    def logits(self, rows: torch.Tensor, gate: torch.Tensor, vocab_size: int) -> torch.Tensor:
+        """(M, V) scores sum_f gate[m, f] * features[rows[m], v, f] (zero off the history)."""
+        per_slot = torch.einsum("mf,muf->mu", gate, self.values[rows])                # (M, U)
+        return gate.new_zeros(len(rows), vocab_size).scatter_add(1, self.products[rows], per_slot)
+
+    def at(self, rows: torch.Tensor, candidates: torch.Tensor, vocab_size: int) -> torch.Tensor:
+        """(M, C, F) features of ``candidates`` (C,) for the basket rows ``rows`` (M,)."""
+        b, u = self.products.shape
+        values = torch.cat([self.values, self.values.new_zeros(b, 1, self.values.shape[2])], dim=1)  # slot u: zeros
+        slot = torch.full((b, vocab_size), u, dtype=torch.long, device=values.device)
+        slot.scatter_(1, self.products, torch.arange(u, device=values.device).expand(b, -1))
+        slot[:, PAD] = u
+        return values[rows[:, None], slot[rows[:, None], candidates[None, :]]]
+
+    def dense(self, vocab_size: int) -> torch.Tensor:
+        """(B, V, F), for inspection and tests."""
+        b, _, f = self.values.shape
+        out = self.values.new_zeros(b, vocab_size, f)
+        out.scatter_(1, self.products[..., None].expand(-1, -1, f), self.values)
+        out[:, PAD] = 0.0
+        return out
+
+
 def repeat_features(history_tokens: torch.Tensor, history_mask: torch.Tensor, days_before: torch.Tensor,
-                    vocab_size: int, history_focus: torch.Tensor | None = None) -> torch.Tensor:
-    """(B, H, K) history tokens -> (B, V, F) per-product purchase statistics (scatter-adds, no loops).
-    A product counts once per trip; [PAD] (token 0) is zeroed at the end. ``history_focus`` (B, H):
-    each trip's mission-focus code (1-based), for the per-focus counts."""
-    b = history_tokens.shape[0]
-    tokens = history_tokens.long().flatten(1)                                       # (B, H*K)
+                    history_focus: torch.Tensor | None = None) -> RepeatFeatures:
+    """(B, H, K) history tokens -> per-product purchase statistics of the distinct products of
+    each row (sort + scatter-adds, no loops). A product counts once per trip. ``history_focus``
+    (B, H): each trip's mission-focus code (1-based), for the per-focus counts."""
     k = history_tokens.shape[2]
     days = days_before.float().clamp(min=0)[..., None].expand(-1, -1, k).flatten(1)  # (B, H*K)
     real = (history_tokens != PAD).flatten(1) & history_mask[..., None].expand(-1, -1, k).flatten(1)
-    weights = [real.float()] + [real * torch.exp(-days / tau) for tau in _DECAY_DAYS]
+    tokens = torch.where(real, history_tokens.long().flatten(1), PAD)                 # (B, H*K)
+    # Distinct products per row: sort, then number the runs of equal tokens (slot 0 = [PAD] or the first).
+    tokens, order = tokens.sort(dim=1, stable=True)
+    slot = torch.cat([torch.zeros_like(tokens[:, :1]), (tokens[:, 1:] != tokens[:, :-1]).long()], 1).cumsum(1)
+    real, days = real.gather(1, order), days.gather(1, order)
     if history_focus is None:
         history_focus = torch.zeros_like(history_mask, dtype=torch.long)
-    focus = history_focus[..., None].expand(-1, -1, k).flatten(1)
+    focus = history_focus[..., None].expand(-1, -1, k).flatten(1).gather(1, order)
+    weights = [real.float()] + [real * torch.exp(-days / tau) for tau in _DECAY_DAYS]
     weights += [(real & (focus == code)).float() for code in range(1, len(FOCUS_COUNTS) + 1)]
-    sums = torch.zeros(b, vocab_size, len(weights), device=tokens.device)
-    sums.scatter_add_(1, tokens[..., None].expand(-1, -1, len(weights)), torch.stack(weights, dim=-1))
-    last = torch.full((b, vocab_size), 1e4, device=tokens.device)
-    last.scatter_reduce_(1, tokens, torch.where(real, days, torch.full_like(days, 1e4)), reduce="amin")
+    b, u = tokens.shape[0], int(slot.max()) + 1 if tokens.numel() else 1
+    sums = torch.zeros(b, u, len(weights), device=tokens.device)
+    sums.scatter_add_(1, slot[..., None].expand(-1, -1, len(weights)), torch.stack(weights, dim=-1))
+    last = torch.full((b, u), 1e4, device=tokens.device)
+    last.scatter_reduce_(1, slot, torch.where(real, days, torch.full_like(days, 1e4)), reduce="amin")
+    products = torch.zeros(b, u, dtype=torch.long, device=tokens.device).scatter_(1, slot, tokens)
     count = sums[..., 0]
     trips = history_mask.sum(1, keepdim=True).clamp(min=1).float()
     bought = (count > 0).float()
     n_decay = len(_DECAY_DAYS)
     feats = torch.stack([torch.log1p(count), count / trips, *sums[..., 1:1 + n_decay].unbind(-1),
                          bought * torch.exp(-last / 30.0), bought,
-                         *torch.log1p(sums[..., 1 + n_decay:]).unbind(-1)], dim=-1)  # (B, V, F)
-    feats[:, PAD] = 0.0
-    return feats
+                         *torch.log1p(sums[..., 1 + n_decay:]).unbind(-1)], dim=-1)  # (B, U, F)
+    return RepeatFeatures(products, feats.masked_fill((products == PAD)[..., None], 0.0))
 
 
 class TripEncoder(nn.Module):
@@ -225,11 +261,21 @@ class PriceResponse(nn.Module):
         sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) * self.inverse_degree
         return torch.cat([shelf[..., _RESPONSE_COLUMNS], sub[..., None]], dim=-1)
 
-    def forward(self, h: torch.Tensor, feats: torch.Tensor, candidates: torch.Tensor | None) -> torch.Tensor:
-        """h (M, D) decoder states; feats (M, C, R + 1) -> (M, C) score offsets."""
-        own = self.product_weights if candidates is None else self.product_weights[candidates]   # (C, 2)
-        general = torch.einsum("ms,mcs->mc", self.context_weights(h), feats[..., _CONTEXT_RESPONSE_COLUMNS])
-        return general + torch.exp(self.scale(h)) * torch.einsum("cp,mcp->mc", own, feats[..., _PRODUCT_RESPONSE_COLUMNS])
+    def forward(self, h: torch.Tensor, feats: torch.Tensor, rows: torch.Tensor,
+                candidates: torch.Tensor | None) -> torch.Tensor:
+        """h (M, D) states of positions in basket rows ``rows`` (M,); feats (B, V, R + 1) -> (M, C)
+        score offsets over ``candidates`` (C,) or the vocabulary."""
+        context, product = feats[..., _CONTEXT_RESPONSE_COLUMNS], feats[..., _PRODUCT_RESPONSE_COLUMNS]
+        if candidates is None:  # (M, V) gathers of single columns, never an (M, V, R + 1) block
+            own = (product * self.product_weights).sum(-1)                           # (B, V)
+            out = torch.exp(self.scale(h)) * own[rows]                               # (M, V)
+            for s, w in enumerate(self.context_weights(h).unbind(-1)):              # over the 2 features
+                out = out.addcmul(w[:, None], context[..., s][rows])
+            return out
+        own = self.product_weights[candidates]                                       # (C, 2)
+        at = (rows[:, None], candidates[None, :])                                    # (M, C) cells
+        general = torch.einsum("ms,mcs->mc", self.context_weights(h), context[at])
+        return general + torch.exp(self.scale(h)) * torch.einsum("cp,mcp->mc", own, product[at])
 
 
 class WorldModel(nn.Module):
@@ -269,7 +315,7 @@ class WorldModel(nn.Module):
         pad = torch.cat([torch.zeros_like(tokens[:, :1], dtype=torch.bool), tokens == PAD], dim=1)
         out = self.decoder(seq, pad, states, batch["history_mask"])
         feats = (repeat_features(batch["history_tokens"], batch["history_mask"], batch["history_days_before"],
-                                 self.vocab_size, batch["history_context"][..., 1]) if self.cfg.repeat_path else None)
+                                 batch["history_context"][..., 1]) if self.cfg.repeat_path else None)
         shelf = batch.get("shelf") if self.cfg.shelf_prices else None
         shelf = self.price_response.features(shelf) if shelf is not None else None   # (B, V, R + 1)
         return ModelOutput(hidden=out, repeat_features=feats, shelf=shelf,
@@ -298,17 +344,17 @@ class WorldModel(nn.Module):
                        candidates: torch.Tensor | None = None) -> torch.Tensor:
         """Scores of the positions (rows, cols) (basket coordinates; +1 for the context token)
         over ``candidates`` (C,) or the vocabulary: generative dot product + repeat path. (M, C)"""
-        h = self.query(out.hidden[rows, cols + 1])                                   # (M, D)
+        states = out.hidden[rows, cols + 1]                                          # (M, D)
         emb, bias = self.output_embeddings(candidates)
-        logits = h @ emb.T / self.cfg.d_model ** 0.5 + bias                          # (M, C)
+        logits = self.query(states) @ emb.T / self.cfg.d_model ** 0.5 + bias         # (M, C)
         if out.repeat_features is not None:
-            feats = out.repeat_features[rows]                                        # (M, V, F)
-            if candidates is not None:
-                feats = feats[:, candidates]                                         # (M, C, F)
-            logits = logits + torch.einsum("mf,mcf->mc", self.repeat_gate(out.hidden[rows, cols + 1]), feats)
+            gate = self.repeat_gate(states)                                          # (M, F)
+            if candidates is None:
+                logits = logits + out.repeat_features.logits(rows, gate, self.vocab_size)
+            else:
+                logits = logits + torch.einsum("mf,mcf->mc", gate, out.repeat_features.at(rows, candidates, self.vocab_size))
         if out.shelf is not None:
-            shelf = out.shelf[rows] if candidates is None else out.shelf[rows][:, candidates]   # (M, C, R + 1)
-            logits = logits + self.price_response(out.hidden[rows, cols + 1], shelf, candidates)
+            logits = logits + self.price_response(states, out.shelf, rows, candidates)
         if candidates is None:  # [PAD] and [MASK] are never predictions
             logits[:, PAD] = -torch.inf
             logits[:, self.vocab_size - 2] = -torch.inf

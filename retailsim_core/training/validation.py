@@ -46,11 +46,12 @@ def eval_batches(data: TrainingSet, rows: np.ndarray, batch_size: int = 256):
 
 
 @torch.no_grad()
-def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, popularity: np.ndarray,
+def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, popularity: np.ndarray | None,
                       mask_rate: float, seed: int) -> dict[str, np.ndarray]:
-    """Per masked position: its sample row and the rank of the true product under the model and popularity."""
+    """Per masked position: its sample row and the rank of the true product under the model and
+    popularity (left out when ``popularity`` is None)."""
     model.train(False)
-    pop = torch.as_tensor(popularity, dtype=torch.float32)
+    pop = None if popularity is None else torch.as_tensor(popularity, dtype=torch.float32)
     out_rows, model_ranks, pop_ranks = [], [], []
     for batch_rows, batch in eval_batches(data, rows):
         batch = shuffled(batch, data.vocab, seed + int(batch_rows[0]))
@@ -62,11 +63,12 @@ def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, po
         logits = model.product_logits(out, r, c)
         logits[:, data.vocab.eos] = -torch.inf                                       # a masked slot holds a product
         model_ranks.append(ranks_of(_exclude_shown(logits, inputs, targets, r, data.vocab.size), true))
-        base = pop[None, :].expand(len(r), -1).clone()
-        pop_ranks.append(ranks_of(_exclude_shown(base, inputs, targets, r, data.vocab.size), true))
+        if pop is not None:
+            base = pop[None, :].expand(len(r), -1).clone()
+            pop_ranks.append(ranks_of(_exclude_shown(base, inputs, targets, r, data.vocab.size), true))
         out_rows.append(torch.as_tensor(batch_rows)[r])
     cat = lambda xs: torch.cat(xs).numpy() if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
-    return {"row": cat(out_rows), "model": cat(model_ranks), "popularity": cat(pop_ranks)}
+    return {"row": cat(out_rows), "model": cat(model_ranks)} | ({} if pop is None else {"popularity": cat(pop_ranks)})
 
 
 def shuffled(batch: dict, vocab, seed: int) -> dict:

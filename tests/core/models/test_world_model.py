@@ -36,7 +36,7 @@ def test_forward_shapes_and_heads(tiny):
     out = model(batch, batch["tokens"])
     B, L = batch["tokens"].shape
     assert out.hidden.shape == (B, L + 1, CFG.d_model)
-    assert out.repeat_features.shape == (B, data.vocab.size, len(REPEAT_FEATURES))
+    assert out.repeat_features.dense(data.vocab.size).shape == (B, data.vocab.size, len(REPEAT_FEATURES))
     assert {k: v.shape[1] for k, v in out.aux_logits.items()} == {"mission_type": 3, "mission_focus": 4,
                                                                    "price_sensitivity": 3, "basket_size": 3}
     logits = model.product_logits(out, torch.tensor([0, 1]), torch.tensor([0, 0]))
@@ -113,7 +113,9 @@ def test_repeat_features_count_history_purchases():
     mask = torch.tensor([[True, True, False]])
     days = torch.tensor([[10, 3, 0]])
     focus = torch.tensor([[2, 1, 0]])                                                 # Grocery, then Fresh
-    f = repeat_features(tokens, mask, days, vocab_size=6, history_focus=focus)
+    sparse = repeat_features(tokens, mask, days, history_focus=focus)
+    assert sorted(sparse.products[0].tolist()) == [0, 3, 4]                          # [PAD] slot + 2 products
+    f = sparse.dense(vocab_size=6)
     names = dict(zip(REPEAT_FEATURES, f[0, 3].tolist()))
     assert names["log_count"] == pytest.approx(math.log(3)) and names["share_of_trips"] == pytest.approx(1.0)
     assert names["decay_14d"] == pytest.approx(math.exp(-10 / 14) + math.exp(-3 / 14))
@@ -122,6 +124,20 @@ def test_repeat_features_count_history_purchases():
     assert names["log_count_fresh"] == pytest.approx(math.log(2)) and names["log_count_grocery"] == pytest.approx(math.log(2))
     assert names["log_count_mixed"] == 0 and dict(zip(REPEAT_FEATURES, f[0, 4].tolist()))["log_count_fresh"] == 0
     assert f[0, [0, 1, 2, 5]].abs().sum() == 0                                       # PAD and unseen products
+
+
+def test_sparse_repeat_scores_equal_the_dense_features():
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, 9, (3, 4, 5), generator=g)                             # repeats and [PAD]s
+    mask = torch.tensor([[True, True, True, False], [False] * 4, [True] * 4])      # row 1: no history
+    days = torch.randint(0, 60, (3, 4), generator=g)
+    sparse = repeat_features(tokens, mask, days, history_focus=torch.randint(0, 5, (3, 4), generator=g))
+    dense = sparse.dense(vocab_size=9)
+    assert dense[1].abs().sum() == 0 and dense[0, 0].abs().sum() == 0
+    rows, gate = torch.tensor([2, 0, 1, 2]), torch.randn(4, len(REPEAT_FEATURES), generator=g)
+    torch.testing.assert_close(sparse.logits(rows, gate, 9), torch.einsum("mf,mvf->mv", gate, dense[rows]))
+    candidates = torch.tensor([5, 0, 8, 3])
+    torch.testing.assert_close(sparse.at(rows, candidates, 9), dense[rows][:, candidates])
 
 
 def test_focal_loss_matches_hand_computation():
@@ -256,9 +272,21 @@ def test_price_response_matches_hand_computation_with_substitutes():
         pr.context_weights.bias[:] = torch.tensor([0.5, 0.1])              # log relative price, available
         pr.scale.bias[:] = math.log(2.0)
     h = torch.zeros(1, 2)
-    got = pr(h, feats[:, [1, 3]], torch.tensor([1, 3]))                # features of the candidates
+    got = pr(h, feats, torch.tensor([0]), torch.tensor([1, 3]))        # candidates 1 and 3 of basket row 0
     # product 1: 0.5 * -0.2 + 0.1 * 1 + 2 * (2 * 0.2 - 3 * 0.5); product 3: 0.5 * 0.3 + 0.1 * 1
     torch.testing.assert_close(got, torch.tensor([[0.5 * -0.2 + 0.1 + 2 * (0.4 - 1.5), 0.15 + 0.1]]))
+    torch.testing.assert_close(pr(h, feats, torch.tensor([0]), None)[:, [1, 3]], got)   # the whole-vocabulary path
+
+
+def test_scores_over_candidates_equal_the_whole_vocabulary_scores(tiny):
+    inputs, data, model = tiny
+    batch = data[_rows_with_history(data, 3)]
+    with torch.no_grad():
+        out = model(batch, batch["tokens"])
+        rows, cols = torch.tensor([2, 0, 2, 1]), torch.tensor([0, 1, 1, 0])
+        full = model.product_logits(out, rows, cols)
+        candidates = torch.tensor([1, 4, 3, 2])
+        torch.testing.assert_close(model.product_logits(out, rows, cols, candidates), full[:, candidates])
 
 
 def test_a_substitutes_price_cut_lowers_a_products_score_when_the_weight_says_so(tiny):

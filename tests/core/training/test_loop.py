@@ -13,7 +13,7 @@ from retailsim_core.pipeline.world_model import (
 )
 from retailsim_core.split import TemporalSplit
 from retailsim_core.training.loop import TrainConfig, train
-from retailsim_core.training.validation import popularity_scores
+from retailsim_core.training.validation import masked_item_ranks, popularity_scores
 
 MODEL = WorldModelConfig.preset("tiny")
 
@@ -32,6 +32,17 @@ def _run(sets, tmp_path, cfg, stop=None):
     model = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=cfg.seed)
     pop = popularity_scores(train_data, np.arange(len(train_data)))
     return model, train(model, train_data, buckets, valid, pop, cfg, state_dir=tmp_path, stop_after_epochs=stop)
+
+
+def test_masked_item_ranks_without_the_baseline_rank_the_model_alike(sets):
+    inputs, train_data, _, valid = sets
+    model = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    rows, pop = np.arange(len(valid)), popularity_scores(train_data, np.arange(len(train_data)))
+    both = masked_item_ranks(model, valid, rows, pop, 0.2, seed=3)
+    alone = masked_item_ranks(model, valid, rows, None, 0.2, seed=3)
+    assert set(alone) == {"row", "model"} and len(both["popularity"]) == len(both["model"]) > 0
+    assert (alone["model"] == both["model"]).all() and (alone["row"] == both["row"]).all()
+    assert (both["model"] >= 1).all() and (both["model"] <= valid.vocab.size).all()
 
 
 def test_interrupted_training_resumes_to_the_same_result(sets, tmp_path):

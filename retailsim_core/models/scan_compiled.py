@@ -1,0 +1,141 @@
+"""The compiled CPU selective scan (``csrc/selective_scan.c``), loaded through ctypes.
+
+Why: on a CPU the tensor-op scans (``mamba.selective_scan_ref``, ``scan.selective_scan_fast``)
+stream the (B, E, N) state through memory once per elementwise op, so they are memory-bound;
+the C kernel keeps a block of channels' states in L1 and does each step in one vectorised pass.
+
+Feature check, like ``mamba_ssm`` on CUDA: the kernel is built on first use with the system C
+compiler (``cc``, OpenMP) into a per-user cache keyed by the source, the flags and the CPU, and
+loaded with ctypes (no torch headers, no pickled extension). If there is no compiler, the build
+fails, the tensors are not fp32 on the CPU, or ``RETAILSIM_COMPILED_SCAN=0`` is set,
+``available()`` is False and callers use the pure-PyTorch scans, which stay the tested reference.
+
+Determinism: the kernel's work units and sums do not depend on the thread count, so results are
+bitwise identical for any ``torch.get_num_threads()`` (tested).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+
+SOURCE = Path(__file__).parent / "csrc" / "selective_scan.c"
+# -ffast-math lets gcc call glibc's vectorised expf; it is given only when compiling, not when
+# linking, so crtfastmath.o (which would flush denormals for the whole process) is not linked.
+COMPILE_FLAGS = ("-O3", "-ffast-math", "-march=native", "-fopenmp", "-fPIC")
+LINK_FLAGS = ("-shared", "-fopenmp", "-lm")
+GROUPS = 8        # channel groups per batch row: fixed, so results do not depend on threads
+
+
+def _cpu_signature() -> str:
+    try:
+        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
+    except (OSError, StopIteration):
+        flags = ""
+    return platform.machine() + flags
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("RETAILSIM_KERNEL_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "retailsim", "kernels")
+    return Path(root)
+
+
+def _build(compiler: str) -> Path:
+    """Compile and link into the cache (atomic rename: concurrent builders are harmless)."""
+    key = hashlib.sha256(SOURCE.read_bytes() + repr((compiler, COMPILE_FLAGS, LINK_FLAGS)).encode()
+                         + _cpu_signature().encode()).hexdigest()[:16]
+    target = _cache_dir() / f"selective_scan-{key}.so"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        obj, lib = Path(tmp) / "scan.o", Path(tmp) / "scan.so"
+        subprocess.run([compiler, *COMPILE_FLAGS, "-c", str(SOURCE), "-o", str(obj)], check=True, capture_output=True)
+        subprocess.run([compiler, str(obj), *LINK_FLAGS, "-o", str(lib)], check=True, capture_output=True)
+        os.replace(lib, target)
+    return target
+
+
+@functools.cache
+def _library() -> ctypes.CDLL | None:
+    if os.environ.get("RETAILSIM_COMPILED_SCAN", "1") == "0":
+        return None
+    compiler = shutil.which(os.environ.get("CC", "cc"))
+    if compiler is None:
+        return None
+    try:
+        lib = ctypes.CDLL(str(_build(compiler)))
+    except (OSError, subprocess.CalledProcessError) as err:
+        detail = getattr(err, "stderr", b"") or b""
+        warnings.warn(f"compiled selective scan unavailable, using PyTorch scans: {err} {detail.decode()[:500]}")
+        return None
+    ptr, i64, i32 = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
+    lib.rs_scan_forward.argtypes = [ptr] * 7 + [i64] * 6 + [i32]
+    lib.rs_scan_backward.argtypes = [ptr] * 12 + [i64] * 6 + [i32]
+    lib.rs_scan_max_state.restype = i64
+    return lib
+
+
+def available(*tensors: torch.Tensor) -> bool:
+    """True when the kernel is built and every tensor is fp32 on the CPU."""
+    lib = _library()
+    return lib is not None and all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors) \
+        and (not tensors or tensors[2].shape[-1] <= lib.rs_scan_max_state())
+
+
+def _p(t: torch.Tensor | None) -> ctypes.c_void_p | None:
+    return None if t is None else ctypes.c_void_p(t.data_ptr())
+
+
+class _CompiledScan(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, delta, A, Bm, Cm, Dv, chunk: int):
+        lib = _library()
+        b, length, e = x.shape
+        n, groups = A.shape[1], min(GROUPS, e)
+        n_chunks = -(-length // chunk)
+        y = torch.empty_like(x)
+        keep = any(ctx.needs_input_grad)
+        starts = x.new_empty(b, n_chunks, e, n) if keep else None                 # state before each chunk
+        lib.rs_scan_forward(_p(x), _p(delta), _p(A), _p(Bm), _p(Cm), _p(y), _p(starts),
+                            b, length, e, n, chunk, groups, torch.get_num_threads())
+        if keep:
+            ctx.save_for_backward(x, delta, A, Bm, Cm, Dv, starts)
+            ctx.sizes = (chunk, groups)
+        return y + x * Dv
+
+    @staticmethod
+    def backward(ctx, dy):
+        lib = _library()
+        x, delta, A, Bm, Cm, Dv, starts = ctx.saved_tensors
+        chunk, groups = ctx.sizes
+        b, length, e = x.shape
+        n = A.shape[1]
+        dy = dy.contiguous()
+        dx, ddelta = torch.empty_like(x), torch.empty_like(delta)
+        dA_part = x.new_empty(b, e, n)                                            # per batch row
+        dB_part, dC_part = x.new_empty(groups, b, length, n), x.new_empty(groups, b, length, n)  # per group
+        lib.rs_scan_backward(_p(x), _p(delta), _p(A), _p(Bm), _p(Cm), _p(starts), _p(dy), _p(dx), _p(ddelta),
+                             _p(dA_part), _p(dB_part), _p(dC_part), b, length, e, n, chunk, groups,
+                             torch.get_num_threads())
+        dx += dy * Dv
+        return dx, ddelta, dA_part.sum(0), dB_part.sum(0), dC_part.sum(0), (dy * x).sum(dim=(0, 1)), None
+
+
+def selective_scan_compiled(x, delta, A, Bm, Cm, Dv, chunk: int = 64):
+    """Same signature and result as ``mamba.selective_scan_ref``; needs ``available()``."""
+    if not available(x, delta, A, Bm, Cm):
+        raise RuntimeError("the compiled selective scan is not available here (see scan_compiled.available)")
+    return _CompiledScan.apply(x.contiguous(), delta.contiguous(), A.contiguous(), Bm.contiguous(),
+                               Cm.contiguous(), Dv, chunk)

@@ -1,0 +1,126 @@
+"""The compiled CPU selective scan: oracle tests against the sequential reference, thread-count
+determinism, padding, and the fallback when it cannot be built."""
+
+import shutil
+
+import pytest
+import torch
+
+from retailsim_core.models import scan_compiled
+from retailsim_core.models.mamba import MambaBlock, MambaConfig, selective_scan_ref
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler on this machine")
+
+
+def _inputs(b, length, e, n, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, length, e, generator=g)
+    delta = torch.nn.functional.softplus(torch.randn(b, length, e, generator=g))
+    A = -torch.exp(torch.randn(e, n, generator=g))
+    Bm, Cm = torch.randn(b, length, n, generator=g), torch.randn(b, length, n, generator=g)
+    return x, delta, A, Bm, Cm, torch.randn(e, generator=g)
+
+
+def _value_and_grads(fn, inputs, **kw):
+    args = [t.detach().clone().requires_grad_(True) for t in inputs]
+    y = fn(*args, **kw)
+    y.square().sum().backward()
+    return y.detach(), [a.grad for a in args]
+
+
+def test_the_kernel_builds_where_a_compiler_exists():
+    assert scan_compiled.available(*_inputs(1, 2, 3, 4)[:5])
+
+
+def _close_at_scale(got, want, tol=1e-5):
+    """|got - want| <= tol * max|want| (+ tol): fp32 error relative to the tensor's scale."""
+    err, scale = (got.double() - want).abs().max().item(), want.abs().max().item()
+    assert err <= tol * scale + tol, f"error {err:.3g} at scale {scale:.3g}"
+
+
+# The fp32 scans (reference, PyTorch fast, compiled) all differ from the fp64 oracle by fp32
+# rounding, ~1e-7 of a gradient's scale; gradients here reach ~1,000, so elementwise 1e-5
+# against another fp32 scan would test summation order, not correctness. Shapes cover channel
+# blocks (16) and groups (8) that do not divide E, N not a vector width and a single step.
+@pytest.mark.parametrize("shape,chunk", [((2, 37, 12, 5), 1), ((2, 37, 12, 5), 4), ((2, 37, 12, 5), 16),
+                                         ((2, 37, 12, 5), 64), ((3, 70, 20, 16), 64), ((1, 1, 3, 2), 64),
+                                         ((2, 33, 70, 17), 16)])
+def test_matches_the_fp64_oracle_outputs_and_gradients(shape, chunk):
+    inputs = _inputs(*shape)
+    y64, g64 = _value_and_grads(selective_scan_ref, [t.double() for t in inputs])
+    y, grads = _value_and_grads(scan_compiled.selective_scan_compiled, inputs, chunk=chunk)
+    torch.testing.assert_close(y, selective_scan_ref(*inputs), atol=1e-5, rtol=1e-5)   # outputs: fp32 reference
+    _close_at_scale(y, y64)
+    for got, want in zip(grads, g64):
+        _close_at_scale(got, want)
+
+
+def test_inference_without_grad_gives_the_same_outputs():
+    inputs = _inputs(3, 40, 24, 8)
+    with torch.no_grad():
+        y_no_grad = scan_compiled.selective_scan_compiled(*inputs, chunk=16)
+    y, _ = _value_and_grads(scan_compiled.selective_scan_compiled, inputs, chunk=16)
+    assert torch.equal(y_no_grad, y)
+
+
+def test_results_are_bitwise_the_same_for_any_thread_count():
+    inputs = _inputs(3, 45, 40, 16, seed=3)
+    before = torch.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            runs.append(_value_and_grads(scan_compiled.selective_scan_compiled, inputs, chunk=8))
+    finally:
+        torch.set_num_threads(before)
+    for y, grads in runs[1:]:
+        assert torch.equal(y, runs[0][0])
+        assert all(torch.equal(a, b) for a, b in zip(grads, runs[0][1]))
+
+
+def test_strong_decay_underflows_instead_of_overflowing():
+    x, delta, A, Bm, Cm, Dv = _inputs(2, 37, 12, 5)
+    delta, A = delta * 0 + 5.0, A * 0 - 64.0
+    y = scan_compiled.selective_scan_compiled(x, delta, A, Bm, Cm, Dv, chunk=8)
+    assert torch.isfinite(y).all()
+    torch.testing.assert_close(y, selective_scan_ref(x, delta, A, Bm, Cm, Dv), atol=1e-5, rtol=1e-5)
+
+
+def test_block_padding_does_not_leak_and_auto_uses_the_kernel():
+    torch.manual_seed(0)
+    block = MambaBlock(MambaConfig(d_model=16, d_state=8, chunk=8))
+    seq = torch.randn(1, 13, 16)
+    alone = block(seq, torch.ones(1, 13, dtype=torch.bool), scan="reference")
+    batch = torch.cat([torch.cat([seq, 100 * torch.randn(1, 17, 16)], dim=1), torch.randn(1, 30, 16)])
+    mask = torch.ones(2, 30, dtype=torch.bool)
+    mask[0, 13:] = False
+    out = block(batch, mask, scan="compiled")
+    torch.testing.assert_close(out[0, :13], alone[0], atol=1e-5, rtol=1e-5)
+    assert torch.equal(block(batch, mask, scan="auto"), out)
+
+
+def test_falls_back_to_pytorch_when_disabled_or_the_build_fails(monkeypatch, tmp_path):
+    block = MambaBlock(MambaConfig(d_model=8, d_state=4))
+    x = torch.randn(2, 9, 8)
+    try:
+        monkeypatch.setenv("RETAILSIM_COMPILED_SCAN", "0")
+        scan_compiled._library.cache_clear()
+        assert not scan_compiled.available()
+        assert torch.equal(block(x, scan="auto"), block(x, scan="reference"))
+        with pytest.raises(RuntimeError, match="not available"):
+            block(x, scan="compiled")
+        monkeypatch.setenv("RETAILSIM_COMPILED_SCAN", "1")
+        monkeypatch.setenv("RETAILSIM_KERNEL_CACHE", str(tmp_path))
+        monkeypatch.setenv("CC", shutil.which("false"))
+        scan_compiled._library.cache_clear()
+        with pytest.warns(UserWarning, match="using PyTorch scans"):
+            assert not scan_compiled.available()
+    finally:
+        monkeypatch.undo()
+        scan_compiled._library.cache_clear()
+    assert scan_compiled.available()
+
+
+def test_only_fp32_cpu_tensors_use_the_kernel():
+    inputs = _inputs(1, 4, 3, 2)[:5]
+    assert not scan_compiled.available(*(t.double() for t in inputs))
