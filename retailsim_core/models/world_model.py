@@ -175,11 +175,14 @@ class TripEncoder(nn.Module):
     def forward(self, product_table: torch.Tensor, batch: dict[str, torch.Tensor]):
         tokens, mask = batch["history_tokens"], batch["history_mask"]              # (B, H, K), (B, H)
         b, h, k = tokens.shape
-        # embedding_bag: the mean over a trip's products without materialising (B, H, K, G).
-        bags = F.embedding_bag(tokens.reshape(b * h, k).long(), product_table, mode="mean", padding_idx=PAD)
+        # The mean over a trip's products commutes with the linear map, so the (V, G) table is
+        # projected once and embedding_bag averages D-wide rows: no (B*H, G) block, no (B*H) x G x D
+        # product. An empty trip gives the bias alone, as items(0) would.
+        projected = product_table @ self.items.weight.T                              # (V, D)
+        bags = F.embedding_bag(tokens.reshape(b * h, k).long(), projected, mode="mean", padding_idx=PAD)
         days = batch["history_days_before"].float().clamp(min=0)[..., None]          # (B, H, 1)
         ctx = batch["history_context"]
-        x = (self.items(bags).reshape(b, h, -1) + self.trip_type(ctx[..., 0]) + self.trip_focus(ctx[..., 1])
+        x = ((bags + self.items.bias).reshape(b, h, -1) + self.trip_type(ctx[..., 0]) + self.trip_focus(ctx[..., 1])
              + self.gap(torch.cat([torch.log1p(days), days / 365.0], dim=-1)))    # (B, H, D)
         x = x * mask[..., None]
         for block in self.blocks:

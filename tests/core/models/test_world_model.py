@@ -126,6 +126,27 @@ def test_repeat_features_count_history_purchases():
     assert f[0, [0, 1, 2, 5]].abs().sum() == 0                                       # PAD and unseen products
 
 
+def test_trip_inputs_equal_the_projected_mean_of_the_trips_products(tiny):
+    _, data, model = tiny
+    batch = data[_rows_with_history(data, 4)]
+    batch["history_tokens"] = batch["history_tokens"].clone()
+    batch["history_tokens"][0, 0] = PAD                                              # an empty trip
+    seen = {}
+    hook = model.encoder.blocks[0].register_forward_pre_hook(lambda _, args: seen.setdefault("x", args[0]))
+    with torch.no_grad():
+        model.encoder(model.product_table, batch)
+    hook.remove()
+    with torch.no_grad():
+        tokens, mask = batch["history_tokens"].long(), batch["history_mask"]
+        real = (tokens != PAD)[..., None].float()
+        means = (model.product_table[tokens] * real).sum(2) / real.sum(2).clamp(min=1)   # (B, H, G)
+        days = batch["history_days_before"].float().clamp(min=0)[..., None]
+        ctx, enc = batch["history_context"], model.encoder
+        want = (enc.items(means) + enc.trip_type(ctx[..., 0]) + enc.trip_focus(ctx[..., 1])
+                + enc.gap(torch.cat([torch.log1p(days), days / 365.0], dim=-1))) * mask[..., None]
+    torch.testing.assert_close(seen["x"], want, atol=1e-5, rtol=1e-5)
+
+
 def test_sparse_repeat_scores_equal_the_dense_features():
     g = torch.Generator().manual_seed(1)
     tokens = torch.randint(0, 9, (3, 4, 5), generator=g)                             # repeats and [PAD]s
