@@ -262,7 +262,8 @@ class PriceResponse(nn.Module):
         src, dst = self.substitute_edges
         depth = shelf[..., SHELF_FEATURES.index("discount_depth")]                  # (B, V)
         sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) * self.inverse_degree
-        return torch.cat([shelf[..., _RESPONSE_COLUMNS], sub[..., None]], dim=-1)
+        columns = torch.tensor(_RESPONSE_COLUMNS, device=shelf.device)              # index_select: ~3x a list index
+        return torch.cat([shelf.index_select(-1, columns), sub[..., None]], dim=-1)
 
     def forward(self, h: torch.Tensor, feats: torch.Tensor, rows: torch.Tensor,
                 candidates: torch.Tensor | None) -> torch.Tensor:
