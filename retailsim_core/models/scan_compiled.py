@@ -87,11 +87,15 @@ def _library() -> ctypes.CDLL | None:
     return lib
 
 
-def available(*tensors: torch.Tensor) -> bool:
-    """True when the kernel is built and every tensor is fp32 on the CPU."""
+def available(*scan_inputs: torch.Tensor) -> bool:
+    """True when the kernel is built and, if given, the scan's (x, delta, A, Bm, Cm) are fp32 CPU
+    tensors with a d_state the kernel supports."""
     lib = _library()
-    return lib is not None and all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors) \
-        and (not tensors or tensors[2].shape[-1] <= lib.rs_scan_max_state())
+    if lib is None or not scan_inputs:
+        return lib is not None
+    _, _, A, _, _ = scan_inputs
+    return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in scan_inputs) \
+        and A.shape[-1] <= lib.rs_scan_max_state()
 
 
 def _p(t: torch.Tensor | None) -> ctypes.c_void_p | None:

@@ -121,6 +121,9 @@ def test_falls_back_to_pytorch_when_disabled_or_the_build_fails(monkeypatch, tmp
     assert scan_compiled.available()
 
 
-def test_only_fp32_cpu_tensors_use_the_kernel():
+def test_only_fp32_cpu_tensors_and_supported_states_use_the_kernel():
     inputs = _inputs(1, 4, 3, 2)[:5]
+    assert scan_compiled.available(*inputs)
     assert not scan_compiled.available(*(t.double() for t in inputs))
+    x, delta, _, Bm, Cm = _inputs(1, 4, 3, 257)[:5]                                  # d_state above 256
+    assert not scan_compiled.available(x, delta, -torch.ones(3, 257), Bm, Cm)
