@@ -42,7 +42,10 @@ def product_price_stats(weekly_prices: pl.LazyFrame) -> pl.LazyFrame:
     weekly = weekly_prices.group_by("product_id", "week").agg(pl.col("actual_price").mean().alias("p"))
     stats = weekly_prices.group_by("product_id").agg(
         pl.col("actual_price").mean().alias("mean_price"), pl.col("actual_price").median().alias("median_price"))
-    cv = weekly.group_by("product_id").agg((pl.col("p").std() / pl.col("p").mean()).fill_null(0.0).alias("price_stability"))
+    # Sorted first: the group-by above returns its rows in a run-dependent order, and the float
+    # sums below would differ in the last bit between runs.
+    cv = (weekly.sort("product_id", "week").group_by("product_id", maintain_order=True)
+          .agg((pl.col("p").std() / pl.col("p").mean()).fill_null(0.0).alias("price_stability")))
     return stats.join(cv, on="product_id", how="left")
 
 

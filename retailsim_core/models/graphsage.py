@@ -20,6 +20,8 @@ pairs.
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 from dataclasses import dataclass
 
@@ -149,9 +151,28 @@ def link_prediction_loss(model: ProductGraphSAGE, z: torch.Tensor, edges, cfg: G
     return torch.stack(losses).mean()
 
 
+@contextlib.contextmanager
+def deterministic_kernels():
+    """PyTorch's deterministic implementations for the block. Why: with two or more threads some
+    CPU scatter/accumulate kernels sum in a thread-dependent order, and over 60 full-batch epochs
+    the last-bit differences grew into different embeddings on every run (measured: losses split
+    at epoch 4, every row of the table differed); with this the bytes repeat at no measured cost."""
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before)
+
+
 def train(g: list[dgl.DGLGraph], ids: NodeIds, edges, sizes: tuple[int, int, int], cfg: GraphSAGEConfig,
           progress=None) -> tuple[ProductGraphSAGE, list[float]]:
-    """Full-batch training on CPU; returns the model and the loss per epoch."""
+    """Full-batch training on CPU; returns the model and the loss per epoch (same seed, same bytes)."""
+    with deterministic_kernels():
+        return _train(g, ids, edges, sizes, cfg, progress)
+
+
+def _train(g, ids, edges, sizes, cfg, progress):
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     model = ProductGraphSAGE(cfg, *sizes)

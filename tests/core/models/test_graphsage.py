@@ -42,6 +42,19 @@ def test_same_seed_same_model():
     assert not torch.equal(m1(graphs, ids), m3(graphs, ids))
 
 
+def test_training_runs_with_deterministic_kernels_and_restores_the_setting():
+    """Thread-order-dependent CPU kernels made the default data's embeddings differ on every run
+    (losses split at epoch 4); training now runs with PyTorch's deterministic implementations."""
+    ids, edges, graphs, sizes = _toy()
+    seen = []
+    assert not torch.are_deterministic_algorithms_enabled()
+    train(graphs, ids, edges, sizes, SMALL, progress=lambda *_: seen.append(torch.are_deterministic_algorithms_enabled()))
+    assert seen == [True] * SMALL.epochs and not torch.are_deterministic_algorithms_enabled()
+    with pytest.raises(ZeroDivisionError):
+        train(graphs, ids, edges, sizes, SMALL, progress=lambda *_: 1 / 0)
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
 def test_relations_are_aggregated_separately():
     """Layer 1 sees [x | mean_cop | mean_sub | mean_hier]: changing one relation's weights moves it."""
     ids, edges, graphs, sizes = _toy()
