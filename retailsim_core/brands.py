@@ -39,13 +39,16 @@ class BrandConfig:
 def product_price_stats(weekly_prices: pl.LazyFrame) -> pl.LazyFrame:
     """``weekly_prices``: observed cells (product_id, week, actual_price) of the training weeks.
     Mean, median and the CV of the product's weekly chain-mean price over time."""
-    weekly = weekly_prices.group_by("product_id", "week").agg(pl.col("actual_price").mean().alias("p"))
-    stats = weekly_prices.group_by("product_id").agg(
-        pl.col("actual_price").mean().alias("mean_price"), pl.col("actual_price").median().alias("median_price"))
-    # Sorted first: the group-by above returns its rows in a run-dependent order, and the float
-    # sums below would differ in the last bit between runs.
-    cv = (weekly.sort("product_id", "week").group_by("product_id", maintain_order=True)
-          .agg((pl.col("p").std() / pl.col("p").mean()).fill_null(0.0).alias("price_stability")))
+    # Float sums in a fixed order (D47): a multi-threaded group-by hands each group its rows in a
+    # run-dependent order, and the optimizer drops sorts before plain aggregations. Each group's
+    # values are gathered into a sorted list (an order the plan must keep) and reduced there.
+    weekly = (weekly_prices.group_by("product_id", "week").agg(pl.col("actual_price").sort().alias("prices"))
+              .select("product_id", "week", pl.col("prices").list.mean().alias("p")))
+    stats = weekly_prices.group_by("product_id").agg(pl.col("actual_price").sort().alias("prices")).select(
+        "product_id", pl.col("prices").list.mean().alias("mean_price"), pl.col("prices").list.median().alias("median_price"))
+    ps = pl.col("ps")
+    cv = weekly.group_by("product_id").agg(pl.col("p").sort().alias("ps")).select(
+        "product_id", (ps.list.std() / ps.list.mean()).fill_null(0.0).alias("price_stability"))
     return stats.join(cv, on="product_id", how="left")
 
 

@@ -6,7 +6,9 @@ import sys
 import polars as pl
 import pytest
 
-from retailsim_core.brands import pseudo_brands
+from polars.testing import assert_frame_equal
+
+from retailsim_core.brands import product_price_stats, pseudo_brands
 from retailsim_core.features import PRICE_STATE_SCHEMA, StoreState, advance_stores, next_price_state, price_features, store_features
 from retailsim_core.graph import EDGES_SCHEMA
 
@@ -22,6 +24,29 @@ def _brands():
                          schema_overrides={"weight": pl.Float64}).with_columns(
         [pl.lit(None).cast(t).alias(c) for c, t in EDGES_SCHEMA.items() if c not in ("src", "dst", "edge_type", "weight")])
     return pseudo_brands(products, stats, units, edges.select(EDGES_SCHEMA.names()))
+
+
+def test_price_stats_by_hand():
+    # A: week 1 stores at 1 and 3 (weekly mean 2), week 2 at 4 -> weekly means 2, 4; B: one week.
+    rows = pl.DataFrame({"product_id": ["A", "B", "A", "A"], "week": [2, 1, 1, 1], "actual_price": [4.0, 5.0, 3.0, 1.0]})
+    got = product_price_stats(rows.lazy()).sort("product_id").collect()
+    cv_a = (2.0 ** 0.5) / 3.0                                            # std(2, 4) = sqrt(2), mean 3
+    want = pl.DataFrame({"product_id": ["A", "B"], "mean_price": [8.0 / 3.0, 5.0], "median_price": [3.0, 5.0],
+                         "price_stability": [cv_a, 0.0]})
+    assert_frame_equal(got, want)
+
+
+def test_price_stats_are_the_same_bytes_for_any_row_order():
+    """Float sums depend on their order; the statistics must not depend on the rows' (D47)."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    n = 3000
+    rows = pl.DataFrame({"product_id": rng.choice(["A", "B", "C"], n), "week": rng.integers(1, 30, n),
+                         "actual_price": rng.lognormal(0.0, 1.5, n)})
+    runs = [product_price_stats(rows.sample(fraction=1.0, shuffle=True, seed=s).lazy()).sort("product_id").collect()
+            for s in range(5)]
+    for other in runs[1:]:
+        assert_frame_equal(other, runs[0], check_exact=True)
 
 
 def test_tiers_split_a_category_20_60_20():
