@@ -33,10 +33,6 @@ def rank_metrics(ranks: torch.Tensor, k: int = 10) -> dict[str, float]:
             "MRR": float((1.0 / ranks).mean())}
 
 
-def _exclude_shown(scores: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor, rows: torch.Tensor,
-                   vocab_size: int) -> torch.Tensor:
-    return scores.masked_fill(shown_products(inputs, targets, vocab_size)[rows], -torch.inf)
-
 
 def eval_batches(data: TrainingSet, rows: np.ndarray, batch_size: int = 256):
     """Batches of ``rows`` in history-length order (little padding), each with its row indices."""
@@ -62,10 +58,10 @@ def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, po
         out = model(batch, inputs, hidden=targets != PAD, hide_t6=torch.ones(len(batch_rows), dtype=torch.bool))
         logits = model.product_logits(out, r, c)
         logits[:, data.vocab.eos] = -torch.inf                                       # a masked slot holds a product
-        model_ranks.append(ranks_of(_exclude_shown(logits, inputs, targets, r, data.vocab.size), true))
+        shown = shown_products(inputs, targets, data.vocab.size)[r]                   # (M, V), once for both rankings
+        model_ranks.append(ranks_of(logits.masked_fill(shown, -torch.inf), true))
         if pop is not None:
-            base = pop[None, :].expand(len(r), -1).clone()
-            pop_ranks.append(ranks_of(_exclude_shown(base, inputs, targets, r, data.vocab.size), true))
+            pop_ranks.append(ranks_of(pop[None, :].masked_fill(shown, -torch.inf), true))
         out_rows.append(torch.as_tensor(batch_rows)[r])
     cat = lambda xs: torch.cat(xs).numpy() if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
     return {"row": cat(out_rows), "model": cat(model_ranks)} | ({} if pop is None else {"popularity": cat(pop_ranks)})
