@@ -37,7 +37,9 @@ MAX_DEPTH = 0.7         # spec §2.2.2 business rule: deeper discounts are data 
 @dataclass(frozen=True)
 class ShelfPrices:
     keys: pl.DataFrame                 # store_id, week (the basket week W), row
-    matrices: tuple[sp.csr_matrix, ...]   # one (R, V) matrix per shelf feature
+    # (R, V * S): row r's features of product v in columns v * S .. v * S + S - 1, so a batch's
+    # (B, V, S) block is one sparse row gather and one toarray, already in its final layout.
+    table: sp.csr_matrix
 
     @classmethod
     def build(cls, price_features: pl.DataFrame, observed: pl.DataFrame, store_regions: pl.DataFrame,
@@ -57,10 +59,13 @@ class ShelfPrices:
         cells = cells.join(keys, on=["store_id", "week"], how="left")
         r, c = cells["row"].to_numpy(), cells["token"].to_numpy()
         depth = cells["depth"].to_numpy()
-        values = [cells["regular_log_relative"].to_numpy() + np.log1p(-depth), depth,
-                  (depth > PROMO_DEPTH).astype(np.float64), np.ones(len(r))]
-        shape = (keys.height, vocab.size)
-        return cls(keys=keys, matrices=tuple(sp.csr_matrix((v.astype(np.float32), (r, c)), shape=shape) for v in values))
+        values = np.stack([cells["regular_log_relative"].to_numpy() + np.log1p(-depth), depth,
+                           (depth > PROMO_DEPTH).astype(np.float64), np.ones(len(r))], axis=-1)   # (cells, S)
+        s = len(SHELF_FEATURES)
+        columns = (c[:, None] * s + np.arange(s)).reshape(-1)
+        table = sp.csr_matrix((values.astype(np.float32).reshape(-1), (np.repeat(r, s), columns)),
+                              shape=(keys.height, vocab.size * s))
+        return cls(keys=keys, table=table)
 
     def rows_of(self, store_ids: pl.Series, weeks: pl.Series) -> np.ndarray:
         """Row of each (store, week); -1 where the store had no priced cell the week before."""
@@ -71,12 +76,15 @@ class ShelfPrices:
 
     def dense(self, rows: np.ndarray) -> np.ndarray:
         """(B, V, S) float32; all zero for a row of -1 (a store first seen this week)."""
-        out = np.zeros((len(rows), self.matrices[0].shape[1], len(self.matrices)), dtype=np.float32)
+        s = len(SHELF_FEATURES)
+        shape = (len(rows), self.table.shape[1] // s, s)
         ok = rows >= 0
+        if ok.all():
+            return self.table[rows].toarray().reshape(shape)
+        out = np.zeros((len(rows), self.table.shape[1]), dtype=np.float32)
         if ok.any():
-            for k, m in enumerate(self.matrices):
-                out[ok, :, k] = m[rows[ok]].toarray()
-        return out
+            out[ok] = self.table[rows[ok]].toarray()
+        return out.reshape(shape)
 
 
 def regional_depth(observed: pl.DataFrame, cells: pl.DataFrame, store_regions: pl.DataFrame) -> pl.DataFrame:

@@ -125,35 +125,39 @@ class RepeatFeatures:
 def repeat_features(history_tokens: torch.Tensor, history_mask: torch.Tensor, days_before: torch.Tensor,
                     history_focus: torch.Tensor | None = None) -> RepeatFeatures:
     """(B, H, K) history tokens -> per-product purchase statistics of the distinct products of
-    each row (sort + scatter-adds, no loops). A product counts once per trip. ``history_focus``
-    (B, H): each trip's mission-focus code (1-based), for the per-focus counts."""
-    k = history_tokens.shape[2]
-    days = days_before.float().clamp(min=0)[..., None].expand(-1, -1, k).flatten(1)  # (B, H*K)
-    real = (history_tokens != PAD).flatten(1) & history_mask[..., None].expand(-1, -1, k).flatten(1)
-    tokens = torch.where(real, history_tokens.long().flatten(1), PAD)                 # (B, H*K)
-    # Distinct products per row: sort, then number the runs of equal tokens (slot 0 = [PAD] or the first).
-    tokens, order = tokens.sort(dim=1, stable=True)
-    slot = torch.cat([torch.zeros_like(tokens[:, :1]), (tokens[:, 1:] != tokens[:, :-1]).long()], 1).cumsum(1)
-    real, days = real.gather(1, order), days.gather(1, order)
+    each row, computed over the real history entries only (one unique over (row, product) keys
+    and scatter-adds, no loops; most of the (B, H, K) block is padding). A product counts once
+    per trip. ``history_focus`` (B, H): each trip's mission-focus code (1-based), for the
+    per-focus counts."""
+    b, device = history_tokens.shape[0], history_tokens.device
+    real = (history_tokens != PAD) & history_mask[..., None]                         # (B, H, K)
+    row, trip, _ = real.nonzero(as_tuple=True)                                        # (P,) in row order
+    tokens = history_tokens[real].long()
+    span = int(tokens.max()) + 1 if len(tokens) else 1
+    keys, inverse = torch.unique(row * span + tokens, sorted=True, return_inverse=True)   # (Q,) distinct (row, product)
+    key_row, product = keys // span, keys % span
+    per_row = torch.bincount(key_row, minlength=b)                                    # (B,)
+    slot = torch.arange(len(keys), device=device) - (torch.cumsum(per_row, 0) - per_row)[key_row]
+    days = days_before.float().clamp(min=0)[row, trip]                                # (P,)
     if history_focus is None:
         history_focus = torch.zeros_like(history_mask, dtype=torch.long)
-    focus = history_focus[..., None].expand(-1, -1, k).flatten(1).gather(1, order)
-    weights = [real.float()] + [real * torch.exp(-days / tau) for tau in _DECAY_DAYS]
-    weights += [(real & (focus == code)).float() for code in range(1, len(FOCUS_COUNTS) + 1)]
-    b, u = tokens.shape[0], int(slot.max()) + 1 if tokens.numel() else 1
-    sums = torch.zeros(b, u, len(weights), device=tokens.device)
-    sums.scatter_add_(1, slot[..., None].expand(-1, -1, len(weights)), torch.stack(weights, dim=-1))
-    last = torch.full((b, u), 1e4, device=tokens.device)
-    last.scatter_reduce_(1, slot, torch.where(real, days, torch.full_like(days, 1e4)), reduce="amin")
-    products = torch.zeros(b, u, dtype=torch.long, device=tokens.device).scatter_(1, slot, tokens)
-    count = sums[..., 0]
-    trips = history_mask.sum(1, keepdim=True).clamp(min=1).float()
-    bought = (count > 0).float()
+    focus = history_focus[row, trip]
+    weights = torch.stack([torch.ones_like(days), *[torch.exp(-days / tau) for tau in _DECAY_DAYS],
+                           *[(focus == code).float() for code in range(1, len(FOCUS_COUNTS) + 1)]], dim=-1)  # (P, W)
+    sums = weights.new_zeros(len(keys), weights.shape[1]).scatter_add_(0, inverse[:, None].expand_as(weights), weights)
+    last = days.new_full((len(keys),), 1e4).scatter_reduce_(0, inverse, days, reduce="amin")
+    count = sums[:, 0]
+    trips = history_mask.sum(1).clamp(min=1).float()[key_row]
     n_decay = len(_DECAY_DAYS)
-    feats = torch.stack([torch.log1p(count), count / trips, *sums[..., 1:1 + n_decay].unbind(-1),
-                         bought * torch.exp(-last / 30.0), bought,
-                         *torch.log1p(sums[..., 1 + n_decay:]).unbind(-1)], dim=-1)  # (B, U, F)
-    return RepeatFeatures(products, feats.masked_fill((products == PAD)[..., None], 0.0))
+    feats = torch.stack([torch.log1p(count), count / trips, *sums[:, 1:1 + n_decay].unbind(-1),
+                         torch.exp(-last / 30.0), torch.ones_like(count),
+                         *torch.log1p(sums[:, 1 + n_decay:]).unbind(-1)], dim=-1)   # (Q, F)
+    u = max(int(per_row.max()), 1) if b else 1
+    values = feats.new_zeros(b, u, feats.shape[1])
+    values[key_row, slot] = feats
+    products = torch.zeros(b, u, dtype=torch.long, device=device)
+    products[key_row, slot] = product
+    return RepeatFeatures(products, values)                                           # (B, U), (B, U, F)
 
 
 class TripEncoder(nn.Module):

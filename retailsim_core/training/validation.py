@@ -35,8 +35,10 @@ def rank_metrics(ranks: torch.Tensor, k: int = 10) -> dict[str, float]:
 
 
 def eval_batches(data: TrainingSet, rows: np.ndarray, batch_size: int = 256):
-    """Batches of ``rows`` in history-length order (little padding), each with its row indices."""
-    order = rows[np.argsort(data.hist_end[rows] - data.hist_start[rows], kind="stable")]
+    """Batches of ``rows`` ordered by history length, then basket size, each with its row indices:
+    little padding on either axis (most histories reach the length cap, so without the second key
+    the decoder would mostly attend over padded basket slots)."""
+    order = rows[np.lexsort((data.item_counts[rows], data.hist_end[rows] - data.hist_start[rows]))]
     for i in range(0, len(order), batch_size):
         yield order[i:i + batch_size], data[order[i:i + batch_size]]
 

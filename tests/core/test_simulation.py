@@ -87,6 +87,8 @@ def test_shelf_of_week_w_is_last_weeks_regular_price_with_the_regions_promotions
     np.testing.assert_allclose(dense[0, 2], [np.log(2.0), 0.0, 0.0, 1.0], atol=1e-6)   # no other store sold P2
     np.testing.assert_allclose(dense[1, 1], [np.log(9.0 / 0.5), 0.0, 0.0, 1.0], atol=1e-6)  # week 6: no week-6 sales
     assert rows[2] == -1 and not dense[2].any()                                         # S3 had no week-4 prices
+    np.testing.assert_array_equal(shelf.dense(rows[:2]), dense[:2])                     # all rows known: the fast path
+    assert shelf.dense(np.zeros(0, dtype=np.int64)).shape == (0, vocab.size, 4)
     # No leakage: what the basket's own store sold in week W never changes its shelf.
     for own in (0.0, 0.1, 0.69):
         other = ShelfPrices.build(*_shelf_inputs(own_depth=own), vocab)
