@@ -99,6 +99,8 @@ class MambaBlock(nn.Module):
         """``hidden`` (B, L, D); ``mask`` (B, L) True on real steps (right padding);
         ``scan``: "auto" | "reference" | "fast" | "compiled" | "cuda"."""
         cfg, length = self.cfg, hidden.shape[1]
+        if scan in ("auto", "compiled") and scan_compiled.inference_available(hidden, cfg.d_state):
+            return self._forward_fused(hidden, mask)
         xz = self.in_proj(self.norm(hidden))                                        # (B, L, 2E)
         x, z = xz.chunk(2, dim=-1)                                                  # (B, L, E) each
         if mask is not None:
@@ -114,6 +116,20 @@ class MambaBlock(nn.Module):
         if mask is not None:
             out = out * mask[..., None]
         return hidden + out
+
+    def _forward_fused(self, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """The same block without autograd: the elementwise work runs in two compiled passes.
+        x is masked before x_proj here (after it in ``forward``): that changes B_t and C_t only on
+        padded steps, where delta = 0 and x = 0 leave the state and the masked output unchanged."""
+        cfg = self.cfg
+        m = (torch.ones(hidden.shape[:2]) if mask is None else mask).float()         # (B, L)
+        xz = self.in_proj(self.norm(hidden))                                        # (B, L, 2E)
+        u = scan_compiled.conv_silu(xz, m, self.conv1d.weight, self.conv1d.bias)    # (B, L, E)
+        dbc = self.x_proj(u)                                                        # (B, L, R + 2N)
+        dt = F.linear(dbc[..., :cfg.dt_rank], self.dt_proj.weight)                  # (B, L, E), bias in the kernel
+        A = -torch.exp(self.A_log.float())                                          # (E, N)
+        y = scan_compiled.gated_scan(u, dt, self.dt_proj.bias, m, A, dbc, cfg.dt_rank, self.D, xz)
+        return hidden + self.out_proj(y) * m[..., None]                             # (B, L, D)
 
     def _scan(self, x, delta, A, Bm, Cm, scan: str):
         if scan == "cuda" or (scan == "auto" and _cuda_selective_scan is not None and x.is_cuda and self.cfg.use_cuda_kernels):

@@ -84,6 +84,8 @@ def _library() -> ctypes.CDLL | None:
     lib.rs_scan_forward.argtypes = [ptr] * 7 + [i64] * 6 + [i32]
     lib.rs_scan_backward.argtypes = [ptr] * 12 + [i64] * 6 + [i32]
     lib.rs_scan_max_state.restype = i64
+    lib.rs_conv_silu.argtypes = [ptr] * 5 + [i64] * 4 + [i32]
+    lib.rs_gated_scan.argtypes = [ptr] * 9 + [i64] * 7 + [i32]
     return lib
 
 
@@ -96,6 +98,39 @@ def available(*scan_inputs: torch.Tensor) -> bool:
     _, _, A, _, _ = scan_inputs
     return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in scan_inputs) \
         and A.shape[-1] <= lib.rs_scan_max_state()
+
+
+def inference_available(hidden: torch.Tensor, d_state: int) -> bool:
+    """True when the fused inference kernels can run a block on ``hidden``: built, fp32 CPU
+    input, a supported d_state, and no autograd (they have no backward)."""
+    lib = _library()
+    return (lib is not None and not torch.is_grad_enabled() and hidden.device.type == "cpu"
+            and hidden.dtype == torch.float32 and d_state <= lib.rs_scan_max_state())
+
+
+def conv_silu(xz: torch.Tensor, mask: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """silu(causal depthwise conv(x * mask)) * mask of x = xz[..., :E]: xz (B, L, 2E), mask (B, L)
+    float, weight (E, 1, K), bias (E,) -> (B, L, E). Inference only."""
+    b, length, two_e = xz.shape
+    e, k = weight.shape[0], weight.shape[-1]
+    u = xz.new_empty(b, length, e)
+    wt, xz, mask = weight.reshape(e, k).t().contiguous(), xz.contiguous(), mask.contiguous()
+    _library().rs_conv_silu(_p(xz), _p(mask), _p(wt), _p(bias.contiguous()), _p(u), b, length, e, k,
+                            torch.get_num_threads())
+    return u
+
+
+def gated_scan(u: torch.Tensor, dt: torch.Tensor, dt_bias: torch.Tensor, mask: torch.Tensor, A: torch.Tensor,
+               dbc: torch.Tensor, dt_rank: int, Dv: torch.Tensor, xz: torch.Tensor) -> torch.Tensor:
+    """(selective_scan(u, softplus(dt + dt_bias) * mask, A, B, C) + D u) * silu(z), with B and C
+    read from the x_proj output dbc (B, L, R + 2N) and z = xz[..., E:]. (B, L, E). Inference only."""
+    b, length, e = u.shape
+    n, p = A.shape[1], dbc.shape[-1]
+    out = torch.empty_like(u)
+    args = [t.contiguous() for t in (u, dt, dt_bias, mask, A, dbc, Dv, xz)]
+    _library().rs_gated_scan(*map(_p, args), _p(out), b, length, e, n, p, dt_rank, min(GROUPS, e),
+                             torch.get_num_threads())
+    return out
 
 
 def _p(t: torch.Tensor | None) -> ctypes.c_void_p | None:

@@ -17,6 +17,10 @@
  * same for any number of threads. dB/dC sum over channels: each group writes its own slice of
  * dB_part/dC_part (G, B, L, N) and the caller sums the G slices; dA sums over the batch: each
  * row writes dA_part (B, E, N) and the caller sums over B.
+ *
+ * Inference (no autograd): rs_conv_silu and rs_gated_scan fuse the elementwise work around a
+ * Mamba mixer's projections (mask, causal depthwise conv, SiLU, softplus, the D skip, the
+ * SiLU(z) gate) into two passes; oracle: MambaBlock's PyTorch path (tested).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -31,11 +35,42 @@ static void group_range(long E, long G, long g, long *e0, long *e1) {
     *e1 = *e0 + per < E ? *e0 + per : E;
 }
 
+/* exp(v) for the decays exp(delta * A) (v <= 0): 2^round(v log2 e) times a degree-6 Taylor
+ * polynomial of 2^f on |f| <= 1/2 (relative error < 2e-7), inlined so the compiler vectorises
+ * it with the state update instead of calling expf once per vector; 0 below exp(-87). */
+static inline float exp_decay(float v) {
+    float t = v * 1.44269504f, k = rintf(t), f = (t - k) * 0.69314718f;
+    float p = 1.f + f * (1.f + f * (0.5f + f * (0.16666667f + f * (0.041666668f + f * (0.008333334f + f * 0.0013888889f)))));
+    int bits = ((int)k + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return v < -87.f ? 0.f : p * scale;
+}
+
 /* A block's A transposed to [n][j], zero-padded to EB lanes (padded lanes: decay 1, input 0). */
 static void load_block_A(const float *A, float *At, long N, long e0, long eb) {
     memset(At, 0, sizeof(float) * N * EB);
     for (long j = 0; j < eb; ++j)
         for (long n = 0; n < N; ++n) At[n * EB + j] = A[(e0 + j) * N + n];
+}
+
+/* One step of a block's states h ([n][j]) without keeping them: h = exp(dv A) h + dxv B_t;
+ * acc = <C_t, h> per lane. */
+static inline void state_step(float *h, const float *At, const float *dv, const float *dxv,
+                              const float *bt, const float *ct, long N, float *acc) {
+    for (long j = 0; j < EB; ++j)
+        acc[j] = 0.f;
+    for (long n = 0; n < N; ++n) {
+        float bn = bt[n], cn = ct[n];
+        float *hn = h + n * EB;
+        const float *an = At + n * EB;
+        #pragma omp simd
+        for (long j = 0; j < EB; ++j) {
+            float hv = exp_decay(dv[j] * an[j]) * hn[j] + dxv[j] * bn;
+            hn[j] = hv;
+            acc[j] += cn * hv;
+        }
+    }
 }
 
 /* Channels [e0, e0+eb) of row b over steps [t0, t1) from state h ([n][j], N x EB), updated in
@@ -51,33 +86,25 @@ static void block_forward(const float *x, const float *delta, const float *At, c
         for (long j = 0; j < EB; ++j) {
             dv[j] = j < eb ? delta[row + j] : 0.f;
             dxv[j] = j < eb ? dv[j] * x[row + j] : 0.f;
-            acc[j] = 0.f;
+        }
+        if (!hs) {
+            state_step(h, At, dv, dxv, bt, ct, N, acc);
+            for (long j = 0; j < eb; ++j) y[row + j] = acc[j];
+            continue;
         }
         for (long n = 0; n < N; ++n) {
-            float bn = bt[n], cn = ct[n];
-            float *hn = h + n * EB;
+            float bn = bt[n];
+            float *hn = h + n * EB, *hsn = hs + ((t - t0) * N + n) * EB, *dan = das + ((t - t0) * N + n) * EB;
             const float *an = At + n * EB;
-            if (hs) {
-                float *hsn = hs + ((t - t0) * N + n) * EB, *dan = das + ((t - t0) * N + n) * EB;
-                #pragma omp simd
-                for (long j = 0; j < EB; ++j) {
-                    float da = expf(dv[j] * an[j]);
-                    float hv = da * hn[j] + dxv[j] * bn;
-                    hn[j] = hv;
-                    hsn[j] = hv;
-                    dan[j] = da;
-                }
-            } else {
-                #pragma omp simd
-                for (long j = 0; j < EB; ++j) {
-                    float hv = expf(dv[j] * an[j]) * hn[j] + dxv[j] * bn;
-                    hn[j] = hv;
-                    acc[j] += cn * hv;
-                }
+            #pragma omp simd
+            for (long j = 0; j < EB; ++j) {
+                float da = exp_decay(dv[j] * an[j]);
+                float hv = da * hn[j] + dxv[j] * bn;
+                hn[j] = hv;
+                hsn[j] = hv;
+                dan[j] = da;
             }
         }
-        if (!hs)
-            for (long j = 0; j < eb; ++j) y[row + j] = acc[j];
     }
 }
 
@@ -193,3 +220,65 @@ void rs_scan_backward(const float *x, const float *delta, const float *A, const 
 }
 
 long rs_scan_max_state(void) { return MAX_N; }
+
+static inline float silu(float v) { return v / (1.f + expf(-v)); }
+static inline float softplus(float v) { return v > 20.f ? v : log1pf(expf(v)); }   /* torch's threshold */
+
+/* u = silu(bias + sum_k wt[k] * (x * mask)[t - K + 1 + k]) * mask[t], x = the first E channels of
+ * xz (B, L, 2E); wt (K, E) is the conv weight transposed; u (B, L, E). */
+void rs_conv_silu(const float *xz, const float *mask, const float *wt, const float *bias, float *u,
+                  long B, long L, long E, long K, int threads) {
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (long b = 0; b < B; ++b) {
+        for (long t = 0; t < L; ++t) {
+            float *out = u + (b * L + t) * E;
+            memcpy(out, bias, sizeof(float) * E);
+            for (long k = 0; k < K; ++k) {
+                long s = t - (K - 1) + k;
+                if (s < 0)
+                    continue;
+                float ms = mask[b * L + s];
+                const float *xs = xz + (b * L + s) * 2 * E, *wk = wt + k * E;
+                #pragma omp simd
+                for (long e = 0; e < E; ++e) out[e] += wk[e] * (xs[e] * ms);
+            }
+            float mt = mask[b * L + t];
+            #pragma omp simd
+            for (long e = 0; e < E; ++e) out[e] = silu(out[e]) * mt;
+        }
+    }
+}
+
+/* out = (scan(u, delta, A, B, C) + D * u) * silu(z) with delta = softplus(dt + dt_bias) * mask:
+ * u, dt, out (B, L, E); dbc (B, L, P) holds B_t at [R, R + N) and C_t at [R + N, R + 2N) of each
+ * row (the x_proj output, read in place); z = channels [E, 2E) of xz (B, L, 2E). */
+void rs_gated_scan(const float *u, const float *dt, const float *dt_bias, const float *mask,
+                   const float *A, const float *dbc, const float *Dv, const float *xz, float *out,
+                   long B, long L, long E, long N, long P, long R, long G, int threads) {
+    #pragma omp parallel for num_threads(threads) collapse(2) schedule(dynamic, 1)
+    for (long b = 0; b < B; ++b) {
+        for (long g = 0; g < G; ++g) {
+            long e0, e1;
+            group_range(E, G, g, &e0, &e1);
+            float h[MAX_N * EB], At[MAX_N * EB], dv[EB], dxv[EB], acc[EB];
+            for (long eb0 = e0; eb0 < e1; eb0 += EB) {
+                long eb = e1 - eb0 < EB ? e1 - eb0 : EB;
+                load_block_A(A, At, N, eb0, eb);
+                memset(h, 0, sizeof(float) * N * EB);
+                for (long t = 0; t < L; ++t) {
+                    const float *bt = dbc + (b * L + t) * P + R, *ct = bt + N;
+                    const float *zt = xz + (b * L + t) * 2 * E + E + eb0;
+                    long row = (b * L + t) * E + eb0;
+                    float mt = mask[b * L + t];
+                    for (long j = 0; j < EB; ++j) {
+                        dv[j] = j < eb ? softplus(dt[row + j] + dt_bias[eb0 + j]) * mt : 0.f;
+                        dxv[j] = j < eb ? dv[j] * u[row + j] : 0.f;
+                    }
+                    state_step(h, At, dv, dxv, bt, ct, N, acc);
+                    for (long j = 0; j < eb; ++j)
+                        out[row + j] = (acc[j] + Dv[eb0 + j] * u[row + j]) * silu(zt[j]);
+                }
+            }
+        }
+    }
+}

@@ -99,6 +99,50 @@ def test_block_padding_does_not_leak_and_auto_uses_the_kernel():
     assert torch.equal(block(batch, mask, scan="auto"), out)
 
 
+def _perturbed_block(d_model, d_state, seed=0):
+    torch.manual_seed(seed)
+    block = MambaBlock(MambaConfig(d_model=d_model, d_state=d_state))
+    with torch.no_grad():  # non-zero conv bias, skip D and dt bias away from their initial values
+        for p in block.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return block
+
+
+def test_fused_inference_block_matches_the_pytorch_block(monkeypatch):
+    block = _perturbed_block(d_model=20, d_state=5)                                  # E = 40: a partial channel block
+    x = torch.randn(4, 23, 20)
+    mask = torch.arange(23)[None] < torch.tensor([23, 9, 0, 1])[:, None]            # padding and an empty history
+    calls = []
+    fused = scan_compiled.gated_scan
+    monkeypatch.setattr(scan_compiled, "gated_scan", lambda *a: calls.append(1) or fused(*a))
+    with torch.no_grad():
+        for m in (mask, None):
+            torch.testing.assert_close(block(x, m, scan="auto"), block(x, m, scan="reference"), atol=1e-5, rtol=1e-5)
+    assert len(calls) == 2
+    block(x, mask, scan="auto")                                                      # with autograd: the unfused path
+    assert len(calls) == 2
+
+
+def test_fused_inference_kernels_are_bitwise_the_same_for_any_thread_count():
+    # The kernels themselves (the block's matmuls are PyTorch's, outside this guarantee).
+    g = torch.Generator().manual_seed(1)
+    b, length, e, n, r = 5, 31, 40, 16, 3
+    xz, dt, dbc = torch.randn(b, length, 2 * e, generator=g), torch.randn(b, length, e, generator=g), torch.randn(b, length, r + 2 * n, generator=g)
+    mask = (torch.arange(length)[None] < torch.tensor([31, 4, 17, 30, 1])[:, None]).float()
+    weight, bias, dt_bias, Dv = torch.randn(e, 1, 4, generator=g), torch.randn(e, generator=g), torch.randn(e, generator=g), torch.randn(e, generator=g)
+    A = -torch.exp(torch.randn(e, n, generator=g))
+    before = torch.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            u = scan_compiled.conv_silu(xz, mask, weight, bias)
+            runs.append((u, scan_compiled.gated_scan(u, dt, dt_bias, mask, A, dbc, r, Dv, xz)))
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(u, runs[0][0]) and torch.equal(y, runs[0][1]) for u, y in runs[1:])
+
+
 def test_falls_back_to_pytorch_when_disabled_or_the_build_fails(monkeypatch, tmp_path):
     block = MambaBlock(MambaConfig(d_model=8, d_state=4))
     x = torch.randn(2, 9, 8)
@@ -107,6 +151,8 @@ def test_falls_back_to_pytorch_when_disabled_or_the_build_fails(monkeypatch, tmp
         scan_compiled._library.cache_clear()
         assert not scan_compiled.available()
         assert torch.equal(block(x, scan="auto"), block(x, scan="reference"))
+        with torch.no_grad():
+            assert torch.equal(block(x, scan="auto"), block(x, scan="reference"))
         with pytest.raises(RuntimeError, match="not available"):
             block(x, scan="compiled")
         monkeypatch.setenv("RETAILSIM_COMPILED_SCAN", "1")
