@@ -104,7 +104,7 @@ class TrainingSet:
         mis = s.select(key).join(missions.select(*key, *MISSION_COLUMNS, pl.col("mission_type_dist").struct.unnest(),
                                                  pl.col("mission_focus_dist").struct.unnest()),
                                  on=key, how="left", maintain_order="left")
-        numeric = pl.concat([aff.drop(key), mis.drop(key)], how="horizontal")
+        numeric = aff.drop(key).hstack(mis.drop(key))                               # equal heights: both keyed on s
         self.t1_numeric = numeric.select(pl.all().cast(pl.Float32).fill_null(0.0).fill_nan(0.0)).to_numpy()
         self.t1_names = tuple(numeric.columns)
         self.t1_has_snapshot = aff["loyalty_score"].is_not_null().to_numpy()
