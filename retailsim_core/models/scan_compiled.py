@@ -113,6 +113,8 @@ def conv_silu(xz: torch.Tensor, mask: torch.Tensor, weight: torch.Tensor, bias: 
     float, weight (E, 1, K), bias (E,) -> (B, L, E). Inference only."""
     b, length, two_e = xz.shape
     e, k = weight.shape[0], weight.shape[-1]
+    if two_e != 2 * e or mask.shape != (b, length) or bias.shape != (e,):
+        raise ValueError(f"conv_silu: xz {tuple(xz.shape)}, mask {tuple(mask.shape)}, weight {tuple(weight.shape)}")
     u = xz.new_empty(b, length, e)
     wt, xz, mask = weight.reshape(e, k).t().contiguous(), xz.contiguous(), mask.contiguous()
     _library().rs_conv_silu(_p(xz), _p(mask), _p(wt), _p(bias.contiguous()), _p(u), b, length, e, k,
@@ -126,6 +128,9 @@ def gated_scan(u: torch.Tensor, dt: torch.Tensor, dt_bias: torch.Tensor, mask: t
     read from the x_proj output dbc (B, L, R + 2N) and z = xz[..., E:]. (B, L, E). Inference only."""
     b, length, e = u.shape
     n, p = A.shape[1], dbc.shape[-1]
+    if (dt.shape != u.shape or xz.shape != (b, length, 2 * e) or dbc.shape[:2] != (b, length) or p != dt_rank + 2 * n
+            or mask.shape != (b, length) or A.shape[0] != e or dt_bias.shape != (e,) or Dv.shape != (e,)):
+        raise ValueError("gated_scan: inconsistent shapes (the kernel reads raw pointers)")
     out = torch.empty_like(u)
     args = [t.contiguous() for t in (u, dt, dt_bias, mask, A, dbc, Dv, xz)]
     _library().rs_gated_scan(*map(_p, args), _p(out), b, length, e, n, p, dt_rank, min(GROUPS, e),

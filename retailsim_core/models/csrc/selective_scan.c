@@ -35,9 +35,10 @@ static void group_range(long E, long G, long g, long *e0, long *e1) {
     *e1 = *e0 + per < E ? *e0 + per : E;
 }
 
-/* exp(v) for the decays exp(delta * A) (v <= 0): 2^round(v log2 e) times a degree-6 Taylor
- * polynomial of 2^f on |f| <= 1/2 (relative error < 2e-7), inlined so the compiler vectorises
- * it with the state update instead of calling expf once per vector; 0 below exp(-87). */
+/* exp(v) for the decays exp(delta * A) (v <= 0): 2^k e^f with k = round(v log2 e) and
+ * |f| <= ln 2 / 2, e^f by its degree-6 Taylor polynomial (relative error < 2e-7), inlined so the
+ * compiler vectorises it with the state update instead of calling expf once per vector; 0
+ * below exp(-87). */
 static inline float exp_decay(float v) {
     float t = v * 1.44269504f, k = rintf(t), f = (t - k) * 0.69314718f;
     float p = 1.f + f * (1.f + f * (0.5f + f * (0.16666667f + f * (0.041666668f + f * (0.008333334f + f * 0.0013888889f)))));

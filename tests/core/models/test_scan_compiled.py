@@ -143,6 +143,15 @@ def test_fused_inference_kernels_are_bitwise_the_same_for_any_thread_count():
     assert all(torch.equal(u, runs[0][0]) and torch.equal(y, runs[0][1]) for u, y in runs[1:])
 
 
+def test_fused_kernels_refuse_inconsistent_shapes():
+    with pytest.raises(ValueError, match="conv_silu"):                               # xz must hold 2E channels
+        scan_compiled.conv_silu(torch.randn(2, 5, 10), torch.ones(2, 5), torch.randn(4, 1, 4), torch.randn(4))
+    u, A = torch.randn(2, 5, 4), -torch.ones(4, 3)
+    with pytest.raises(ValueError, match="gated_scan"):                              # dbc: dt_rank + 2N = 8 columns, not 7
+        scan_compiled.gated_scan(u, u, torch.randn(4), torch.ones(2, 5), A, torch.randn(2, 5, 7), 2, torch.randn(4),
+                                 torch.randn(2, 5, 8))
+
+
 def test_falls_back_to_pytorch_when_disabled_or_the_build_fails(monkeypatch, tmp_path):
     block = MambaBlock(MambaConfig(d_model=8, d_state=4))
     x = torch.randn(2, 9, 8)
