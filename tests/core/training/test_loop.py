@@ -13,7 +13,7 @@ from retailsim_core.pipeline.world_model import (
 )
 from retailsim_core.split import TemporalSplit
 from retailsim_core.training.loop import TrainConfig, train
-from retailsim_core.training.validation import masked_item_ranks, popularity_scores
+from retailsim_core.training.validation import eval_batches, masked_item_ranks, popularity_scores
 
 MODEL = WorldModelConfig.preset("tiny")
 
@@ -32,6 +32,16 @@ def _run(sets, tmp_path, cfg, stop=None):
     model = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=cfg.seed)
     pop = popularity_scores(train_data, np.arange(len(train_data)))
     return model, train(model, train_data, buckets, valid, pop, cfg, state_dir=tmp_path, stop_after_epochs=stop)
+
+
+def test_evaluation_batches_cover_each_row_once_ordered_by_history_then_basket_size(sets):
+    valid = sets[3]
+    rows = np.random.default_rng(0).permutation(len(valid))[: max(len(valid) - 3, 1)]
+    batches = [batch_rows for batch_rows, _ in eval_batches(valid, rows, batch_size=7)]
+    order = np.concatenate(batches)
+    assert sorted(order.tolist()) == sorted(rows.tolist())
+    keys = list(zip(valid.hist_end[order] - valid.hist_start[order], valid.item_counts[order]))
+    assert keys == sorted(keys) and len({len(b) for b in batches[:-1]}) <= 1
 
 
 def test_masked_item_ranks_without_the_baseline_rank_the_model_alike(sets):
