@@ -247,6 +247,8 @@ class PriceResponse(nn.Module):
         self.register_buffer("substitute_edges", substitutes.long().reshape(2, -1))   # (2, E) src -> dst
         degree = torch.zeros(vocab_size).index_add_(0, self.substitute_edges[1], torch.ones(self.substitute_edges.shape[1]))
         self.register_buffer("inverse_degree", 1.0 / degree.clamp(min=1.0), persistent=False)   # (V,)
+        # index_select (~3x a list index) with an index tensor built once, not per batch
+        self.register_buffer("response_columns", torch.tensor(_RESPONSE_COLUMNS), persistent=False)
         self.context_weights = nn.Linear(d_model, len(RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS]))
         self.scale = nn.Linear(d_model, 1)
         for layer in (self.context_weights, self.scale):
@@ -266,8 +268,7 @@ class PriceResponse(nn.Module):
         src, dst = self.substitute_edges
         depth = shelf[..., SHELF_FEATURES.index("discount_depth")]                  # (B, V)
         sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) * self.inverse_degree
-        columns = torch.tensor(_RESPONSE_COLUMNS, device=shelf.device)              # index_select: ~3x a list index
-        return torch.cat([shelf.index_select(-1, columns), sub[..., None]], dim=-1)
+        return torch.cat([shelf.index_select(-1, self.response_columns), sub[..., None]], dim=-1)
 
     def forward(self, h: torch.Tensor, feats: torch.Tensor, rows: torch.Tensor,
                 candidates: torch.Tensor | None) -> torch.Tensor:
