@@ -48,12 +48,12 @@ class Warehouse:
         return self.table_dir(table) / f"week={week_key_of(week)}"
 
     def write_partition(self, table: str, week: int, df: pl.DataFrame, schema: pl.Schema,
-                        manifest: dict | None = None) -> Path:
+                        manifest: dict | None = None, compression: str = "zstd") -> Path:
         """Write the data file, then its manifest (readers trust a partition with a manifest)."""
         if df.schema != schema:
             raise ValueError(f"{table}: frame schema {df.schema} differs from the table schema {schema}")
         folder = self.partition_dir(table, week)
-        path = atomic_write_parquet(df, folder / DATA_FILE)
+        path = atomic_write_parquet(df, folder / DATA_FILE, compression)
         atomic_write_text(json.dumps({"table": table, "week": week, "rows": df.height, **(manifest or {})},
                                      indent=2, sort_keys=True), folder / MANIFEST_FILE)
         return path

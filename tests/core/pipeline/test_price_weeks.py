@@ -1,0 +1,49 @@
+"""derived_prices runs: the overlapped stages keep order, fail loudly, and restore from the warehouse."""
+
+import pytest
+
+from retailsim_core.pipeline.ingest import ingest_weeks
+from retailsim_core.pipeline.prices import PRICES_TABLE, derive_price_weeks
+from retailsim_core.prices import DERIVED_PRICES_SCHEMA
+from retailsim_core.warehouse import Warehouse
+
+WEEKS = range(1, 7)
+
+
+@pytest.fixture()
+def warehouse(tiny_dataset, tmp_path):
+    wh = Warehouse(tmp_path / "wh")
+    ingest_weeks(tiny_dataset["raw"], wh, WEEKS)
+    return wh
+
+
+def test_every_week_is_written_with_its_summary(warehouse):
+    summary = derive_price_weeks(warehouse, WEEKS)
+    assert summary["week"].to_list() == list(WEEKS)
+    for week, cells in zip(summary["week"], summary["cells"]):
+        table = warehouse.scan(PRICES_TABLE, [week], schema=DERIVED_PRICES_SCHEMA).collect()
+        assert table.height == cells and table["week"].unique().to_list() == [week]
+
+
+def test_a_failed_write_fails_the_run(warehouse, monkeypatch):
+    write = Warehouse.write_partition
+
+    def failing(self, table, week, *args, **kwargs):
+        if week == 3:
+            raise OSError("disk full")
+        return write(self, table, week, *args, **kwargs)
+
+    monkeypatch.setattr(Warehouse, "write_partition", failing)
+    with pytest.raises(OSError, match="disk full"):
+        derive_price_weeks(warehouse, WEEKS)
+    assert warehouse.manifest(PRICES_TABLE, 3) is None
+
+
+def test_a_partition_from_another_order_is_refused(warehouse):
+    derive_price_weeks(warehouse, range(1, 4))
+    written = warehouse.scan(PRICES_TABLE, [2], schema=DERIVED_PRICES_SCHEMA).collect()
+    shuffled = written.sort("store_id", "product_id")
+    assert not shuffled.equals(written)
+    warehouse.write_partition(PRICES_TABLE, 2, shuffled, DERIVED_PRICES_SCHEMA, {"source_status": "ok"})
+    with pytest.raises(ValueError, match="re-materialize derived_prices from week 1"):
+        derive_price_weeks(warehouse, [4])
