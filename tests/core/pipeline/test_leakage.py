@@ -1,11 +1,10 @@
 """No future leakage: week-W outputs do not change when later data changes."""
 
 import polars as pl
-import pytest
 
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE, snapshot_weeks
-from retailsim_core.pipeline.ingest import RAW_TABLE, ingest_weeks
+from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.pipeline.prices import PRICES_TABLE, derive_price_weeks
 from retailsim_core.warehouse import Warehouse
 
@@ -25,13 +24,6 @@ def _perturb_from(wh: Warehouse, first_week: int) -> None:
 
 def _bytes(wh, table, week):
     return (wh.partition_dir(table, week) / "part-0.parquet").read_bytes()
-
-
-@pytest.fixture()
-def warehouse(tiny_dataset, tmp_path):
-    wh = Warehouse(tmp_path / "wh")
-    ingest_weeks(tiny_dataset["raw"], wh, WEEKS)
-    return wh
 
 
 def test_prices_of_week_w_ignore_weeks_after_w(warehouse):

@@ -2,19 +2,11 @@
 
 import pytest
 
-from retailsim_core.pipeline.ingest import ingest_weeks
 from retailsim_core.pipeline.prices import PRICES_TABLE, derive_price_weeks
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
 from retailsim_core.warehouse import Warehouse
 
 WEEKS = range(1, 7)
-
-
-@pytest.fixture()
-def warehouse(tiny_dataset, tmp_path):
-    wh = Warehouse(tmp_path / "wh")
-    ingest_weeks(tiny_dataset["raw"], wh, WEEKS)
-    return wh
 
 
 def test_every_week_is_written_with_its_summary(warehouse):
