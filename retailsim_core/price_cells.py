@@ -22,18 +22,15 @@ import numpy as np
 import polars as pl
 
 from retailsim_core.calendar import shop_week_of
-from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
 from retailsim_core.prices import (
-    BASE_WINDOW, DERIVED_PRICES_SCHEMA, IMPUTATION_METHODS, STORE_SPAN, VALIDATION_FLAG_BITS, PriceConfig,
-    cell_codes, cell_key,
+    BASE_WINDOW, DERIVED_PRICES_SCHEMA, FORMAT_INDEX, IMPUTATION_METHODS, REGION_INDEX, STORE_SPAN,
+    VALIDATION_FLAG_BITS, PriceConfig, cell_codes, cell_key, zone_of,
 )
 from retailsim_core.slots import Growable, KeyIndex
 
 IDENTITY = pl.Schema({"product_id": pl.String, "store_id": pl.String, "store_region": pl.String,
                       "store_format": pl.String})
 MICRO = 1_000_000  # level-2 sums in integer millionths: exact in any order, so a resumed run matches
-_REGION = {code: i for i, code in enumerate(STORE_REGION_CODES)}
-_FORMAT = {code: i for i, code in enumerate(STORE_FORMAT_CODES)}
 _BASE_QUALITY = np.array([0.85, 0.6, 0.45, 0.3])  # by imputation method; observed with >= 3 lines: 1.0
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.float64)  # broken rules per flag byte
 _METHODS = pl.Series("imputation_method", IMPUTATION_METHODS, pl.String)
@@ -85,14 +82,14 @@ class CellState:
         self.cells.add(keys)
         new = slice(self.slot.grow(keys.size), self.n)
         product_num = keys // STORE_SPAN
-        region = cells["store_region"].replace_strict(_REGION, return_dtype=pl.Int64).to_numpy()
-        fmt = cells["store_format"].replace_strict(_FORMAT, return_dtype=pl.Int64).to_numpy()
+        region = cells["store_region"].replace_strict(REGION_INDEX, return_dtype=pl.Int64).to_numpy()
+        fmt = cells["store_format"].replace_strict(FORMAT_INDEX, return_dtype=pl.Int64).to_numpy()
         product = self.products.ids(product_num)
         self.product.grow(self.products.size - self.product.size)
         first_week = cells["first_week"].to_numpy()
         s = self.slot.arrays
         s["key"][new], s["product"][new], s["first_week"][new] = keys, product, first_week
-        s["zone"][new] = self.zones.ids(product_num * 64 + region * 4 + fmt)
+        s["zone"][new] = self.zones.ids(zone_of(product_num, region, fmt))
         s["product_region"][new] = self.product_regions.ids(product_num * 16 + region)
         np.minimum.at(self.product.arrays["first_week"], product, first_week)
         identity = cells.with_columns(cell_codes()).select(IDENTITY.names())

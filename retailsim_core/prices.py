@@ -26,12 +26,22 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
+
 BASE_WINDOW = 4  # spec §2.2.2 step 2: base price = max over weeks w-3..w
 IMPUTATION_METHODS = ("observed", "product_store_mean", "product_region_week_mean", "product_chain_mean")
 VALIDATION_FLAGS = ("price_nonpositive", "price_over_max", "depth_over_max", "base_price_decrease",
                     "low_coverage", "high_volatility")
 VALIDATION_FLAG_BITS = {name: 1 << i for i, name in enumerate(VALIDATION_FLAGS)}
 STORE_SPAN = 100_000  # STORE_CODE has 5 digits: cell key = product number * STORE_SPAN + store number
+REGION_INDEX = {code: i for i, code in enumerate(STORE_REGION_CODES)}
+FORMAT_INDEX = {code: i for i, code in enumerate(STORE_FORMAT_CODES)}
+
+
+def zone_of(product_num, region, fmt):
+    """Exact integer key of a pricing zone (product x region x format) from the product number and
+    the REGION_INDEX / FORMAT_INDEX codes; works on NumPy arrays and Polars expressions alike."""
+    return product_num * 64 + region * 4 + fmt
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,11 @@ from dataclasses import dataclass
 import polars as pl
 
 from retailsim_core.calendar import shop_week_of
-from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
 from retailsim_core.prices import (
-    BASE_WINDOW, DERIVED_PRICES_SCHEMA, IMPUTATION_METHODS, OBSERVED_SCHEMA, STORE_SPAN, VALIDATION_FLAG_BITS,
-    PriceConfig, cell_codes,
+    BASE_WINDOW, DERIVED_PRICES_SCHEMA, FORMAT_INDEX, IMPUTATION_METHODS, OBSERVED_SCHEMA, REGION_INDEX, STORE_SPAN,
+    VALIDATION_FLAG_BITS, PriceConfig, cell_codes, zone_of,
 )
 
-_REGION_INDEX = {code: i for i, code in enumerate(STORE_REGION_CODES)}
-_FORMAT_INDEX = {code: i for i, code in enumerate(STORE_FORMAT_CODES)}
 PREV_PRICES = [f"prev_price_{k}" for k in range(1, BASE_WINDOW)]
 CELL = ["cell", "product_num", "product_id", "store_id"]  # cell is the key; the rest ride along
 CUMULATIVE_SCHEMA = pl.Schema({
@@ -34,9 +31,9 @@ _PRODUCTS = pl.Schema({"product_num": pl.Int64, "product_first_week": pl.Int16, 
 
 def zone_key() -> pl.Expr:
     """Exact integer key of (product, region, format): a pricing zone of one product."""
-    region = pl.col("store_region").replace_strict(_REGION_INDEX, return_dtype=pl.Int64)
-    fmt = pl.col("store_format").replace_strict(_FORMAT_INDEX, return_dtype=pl.Int64)
-    return (pl.col("product_num") * 64 + region * 4 + fmt).alias("zone")
+    region = pl.col("store_region").replace_strict(REGION_INDEX, return_dtype=pl.Int64)
+    fmt = pl.col("store_format").replace_strict(FORMAT_INDEX, return_dtype=pl.Int64)
+    return zone_of(pl.col("product_num"), region, fmt).alias("zone")
 
 
 @dataclass
