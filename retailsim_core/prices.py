@@ -64,17 +64,22 @@ OBSERVED_SCHEMA = pl.Schema({
     "cell": pl.Int64, "week": pl.Int16, "store_region": pl.String, "store_format": pl.String,
     "observed_price": pl.Float64, "n_lines": pl.UInt32, "units": pl.Int64,
 })
+# Closed vocabularies as Enums (D50): Parquet dictionary columns that read back as strings
+# elsewhere (DuckDB: VARCHAR), and the cheapest columns to write.
+REGION = pl.Enum(STORE_REGION_CODES)
+FORMAT = pl.Enum(STORE_FORMAT_CODES)
+METHOD = pl.Enum(IMPUTATION_METHODS)
 DERIVED_PRICES_SCHEMA = pl.Schema({
-    "product_id": pl.String, "store_id": pl.String, "store_region": pl.String, "store_format": pl.String,
+    "product_id": pl.String, "store_id": pl.String, "store_region": REGION, "store_format": FORMAT,
     "week": pl.Int16, "shop_week": pl.Int32,
     "actual_price": pl.Float64, "base_price": pl.Float64, "reference_price": pl.Float64,
     "discount_depth": pl.Float64, "base_discount_depth": pl.Float64, "promo_flag": pl.Boolean,
-    "imputation_method": pl.String, "quality_score": pl.Float64, "validation_flags": pl.UInt8,
+    "imputation_method": METHOD, "quality_score": pl.Float64, "validation_flags": pl.UInt8,
     "observed_price": pl.Float64, "n_lines": pl.UInt32, "units": pl.Int64,
     # The cell's and its product's running statistics: the state a later run resumes from.
     "first_week": pl.Int16, "n_obs_to_date": pl.Int32, "price_sum_to_date": pl.Float64,
     "price_sumsq_to_date": pl.Float64, "product_first_week": pl.Int16, "product_obs_weeks": pl.Int32,
-    "missing_share": pl.Float64, "price_cv": pl.Float64, "prev_base_price": pl.Float64,
+    "missing_share": pl.Float64, "price_cv": pl.Float64,
 })
 
 

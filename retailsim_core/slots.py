@@ -67,8 +67,10 @@ class Growable:
         self.arrays[name] = self._alloc(name, self.capacity)
 
     def _alloc(self, name: str, capacity: int) -> np.ndarray:
-        dtype, fill, rows = self._spec[name]
-        return np.full(capacity if rows is None else (rows, capacity), fill, dtype)
+        # Uninitialised: grow() fills entries as they become live, so spare capacity is never
+        # written (its pages are not even touched).
+        dtype, _, rows = self._spec[name]
+        return np.empty(capacity if rows is None else (rows, capacity), dtype)
 
     def grow(self, k: int) -> int:
         """Extend by ``k`` entries (filled with each array's fill value); returns the old size."""
@@ -80,6 +82,8 @@ class Growable:
                 bigger[..., :old] = arr[..., :old]
                 self.arrays[name] = bigger
             self.capacity = capacity
+        for name, arr in self.arrays.items():
+            arr[..., old:old + k] = self._spec[name][1]
         self.size = old + k
         return old
 

@@ -4,9 +4,8 @@ Why: on a CPU the tensor-op scans (``mamba.selective_scan_ref``, ``scan.selectiv
 stream the (B, E, N) state through memory once per elementwise op, so they are memory-bound;
 the C kernel keeps a block of channels' states in L1 and does each step in one vectorised pass.
 
-Feature check, like ``mamba_ssm`` on CUDA: the kernel is built on first use with the system C
-compiler (``cc``, OpenMP) into a per-user cache keyed by the source, the flags and the CPU, and
-loaded with ctypes (no torch headers, no pickled extension). If there is no compiler, the build
+Feature check, like ``mamba_ssm`` on CUDA: the kernel is built on first use (``native.load``:
+the system C compiler with OpenMP, a per-user cache, ctypes). If there is no compiler, the build
 fails, the tensors are not fp32 on the CPU, or ``RETAILSIM_COMPILED_SCAN=0`` is set,
 ``available()`` is False and callers use the pure-PyTorch scans, which stay the tested reference.
 
@@ -18,16 +17,11 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
-import os
-import platform
-import shutil
-import subprocess
-import tempfile
-import warnings
 from pathlib import Path
 
 import torch
+
+from retailsim_core import native
 
 SOURCE = Path(__file__).parent / "csrc" / "selective_scan.c"
 # -ffast-math lets gcc call glibc's vectorised expf; it is given only when compiling, not when
@@ -37,48 +31,10 @@ LINK_FLAGS = ("-shared", "-fopenmp", "-lm")
 GROUPS = 8        # channel groups per batch row: fixed, so results do not depend on threads
 
 
-def _cpu_signature() -> str:
-    try:
-        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
-    except (OSError, StopIteration):
-        flags = ""
-    return platform.machine() + flags
-
-
-def _cache_dir() -> Path:
-    root = os.environ.get("RETAILSIM_KERNEL_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "retailsim", "kernels")
-    return Path(root)
-
-
-def _build(compiler: str) -> Path:
-    """Compile and link into the cache (atomic rename: concurrent builders are harmless)."""
-    key = hashlib.sha256(SOURCE.read_bytes() + repr((compiler, COMPILE_FLAGS, LINK_FLAGS)).encode()
-                         + _cpu_signature().encode()).hexdigest()[:16]
-    target = _cache_dir() / f"selective_scan-{key}.so"
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        obj, lib = Path(tmp) / "scan.o", Path(tmp) / "scan.so"
-        subprocess.run([compiler, *COMPILE_FLAGS, "-c", str(SOURCE), "-o", str(obj)], check=True, capture_output=True)
-        subprocess.run([compiler, str(obj), *LINK_FLAGS, "-o", str(lib)], check=True, capture_output=True)
-        os.replace(lib, target)
-    return target
-
-
 @functools.cache
 def _library() -> ctypes.CDLL | None:
-    if os.environ.get("RETAILSIM_COMPILED_SCAN", "1") == "0":
-        return None
-    compiler = shutil.which(os.environ.get("CC", "cc"))
-    if compiler is None:
-        return None
-    try:
-        lib = ctypes.CDLL(str(_build(compiler)))
-    except (OSError, subprocess.CalledProcessError) as err:
-        detail = getattr(err, "stderr", b"") or b""
-        warnings.warn(f"compiled selective scan unavailable, using PyTorch scans: {err} {detail.decode()[:500]}")
+    lib = native.load(SOURCE, "RETAILSIM_COMPILED_SCAN", COMPILE_FLAGS, LINK_FLAGS)
+    if lib is None:
         return None
     ptr, i64, i32 = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
     lib.rs_scan_forward.argtypes = [ptr] * 7 + [i64] * 6 + [i32]

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from polars.testing import assert_frame_equal
 
-from retailsim_core import prices_reference as reference
+from retailsim_core import price_kernel, prices_reference as reference
 from retailsim_core.price_cells import CellState, advance, restore
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA, PriceConfig, observed_prices
 from retailsim_core.slots import Growable, KeyIndex
@@ -39,12 +39,18 @@ def observed_by_week(raw: pl.DataFrame, weeks: range) -> dict[int, pl.DataFrame]
     return {w: observed_prices(raw.filter(pl.col("week") == w).lazy()).collect() for w in weeks}
 
 
-def test_engine_matches_the_polars_reference():
+FOLDS = [price_kernel.fold_week_numpy,
+         pytest.param(price_kernel.fold_week_compiled, marks=pytest.mark.skipif(
+             not price_kernel.available(), reason="no C compiler: the compiled price kernel is not built"))]
+
+
+@pytest.mark.parametrize("fold", FOLDS)
+def test_engine_matches_the_polars_reference(fold):
     weeks = range(1, 41)  # > history_weeks: the ring wraps and cells leave the windows
     observed = observed_by_week(random_raw(0, len(weeks)), weeks)
     fast, ref, methods = CellState(CFG), reference.PriceState.empty(), set()
     for w in weeks:
-        got = advance(fast, observed[w], w)
+        got = advance(fast, observed[w], w, fold=fold)
         want, ref = reference.derive_week(ref, observed[w], w, CFG)
         assert got.schema == DERIVED_PRICES_SCHEMA
         order = ["product_id", "store_id"]
@@ -123,3 +129,9 @@ def test_growable_keeps_values_and_fills_new_entries():
     g.grow(2000)   # forces reallocation
     assert g["x"].shape == (2003,) and g["x"][:3].tolist() == [1.0, 2.0, 3.0] and np.isnan(g["x"][3:]).all()
     assert g["ring"].shape == (2, 2003) and (g["ring"][1, :3] == 5).all() and (g["ring"][:, 3:] == 7).all()
+    spare = Growable()   # growing within capacity fills the new entries too (spare capacity is uninitialised)
+    spare.declare("x", np.float64, np.nan)
+    spare.grow(10)
+    spare.arrays["x"][:] = 4.0   # scribble over the live entries and the spare capacity
+    spare.grow(5)
+    assert spare.capacity == 1024 and (spare["x"][:10] == 4.0).all() and np.isnan(spare["x"][10:]).all()

@@ -152,7 +152,7 @@ def test_fused_kernels_refuse_inconsistent_shapes():
                                  torch.randn(2, 5, 8))
 
 
-def test_falls_back_to_pytorch_when_disabled_or_the_build_fails(monkeypatch, tmp_path):
+def test_falls_back_to_pytorch_when_disabled(monkeypatch):
     block = MambaBlock(MambaConfig(d_model=8, d_state=4))
     x = torch.randn(2, 9, 8)
     try:
@@ -164,12 +164,6 @@ def test_falls_back_to_pytorch_when_disabled_or_the_build_fails(monkeypatch, tmp
             assert torch.equal(block(x, scan="auto"), block(x, scan="reference"))
         with pytest.raises(RuntimeError, match="not available"):
             block(x, scan="compiled")
-        monkeypatch.setenv("RETAILSIM_COMPILED_SCAN", "1")
-        monkeypatch.setenv("RETAILSIM_KERNEL_CACHE", str(tmp_path))
-        monkeypatch.setenv("CC", shutil.which("false"))
-        scan_compiled._library.cache_clear()
-        with pytest.warns(UserWarning, match="using PyTorch scans"):
-            assert not scan_compiled.available()
     finally:
         monkeypatch.undo()
         scan_compiled._library.cache_clear()

@@ -9,7 +9,8 @@ from retailsim_core.pipeline.prices import PRICES_TABLE
 def test_promotion_detection_f1(default_pipeline):
     wh, truth = default_pipeline["warehouse"], default_pipeline["truth"]
     cells = (wh.scan(PRICES_TABLE).filter(pl.col("imputation_method") == "observed")
-             .select("product_id", "store_region", "week", "promo_flag", "base_discount_depth").collect())
+             .select("product_id", pl.col("store_region").cast(pl.String), "week", "promo_flag", "base_discount_depth")
+             .collect())
     planted = pl.read_parquet(truth / "promotions.parquet").select(
         "product_id", "store_region", pl.col("week").cast(pl.Int16), "depth")
     j = cells.join(planted, on=["product_id", "store_region", "week"], how="left")
