@@ -7,7 +7,8 @@ few vectorised passes over N plus its own observations — no joins and no group
 history. Partitions are written in slot order, so partition k's rows are the first rows of
 every later partition: that is what :func:`restore` resumes from.
 
-``prices_reference.py`` computes the same table with Polars joins; the oracle test compares them.
+The week's arithmetic is ``price_kernel.py``'s fold (a NumPy reference and a compiled path,
+D50); ``prices_reference.py`` computes the same table with Polars joins, the oracle of both.
 
 Dimensions: N cells to date; H = ``cfg.history_weeks`` weeks of observed prices in a ring
 (week k at row ``k % H``); P products; Z pricing zones (product x region x format); R product x

@@ -3,7 +3,7 @@
 :func:`fold_week_numpy` is the reference: ~60 vectorised passes over the N cells to date. At
 the ``large`` preset's 1.2M cells each pass streams ~10 MB through memory, so the week is
 memory-bound. :func:`fold_week_compiled` runs the same steps, in the same order of
-floating-point operations, as two passes in C (``csrc/price_week.c``), so its results are
+floating-point operations, as four loops in C (``csrc/price_week.c``), so its results are
 bitwise equal (tested). It is built on first use (``native.load``); without a compiler, or with
 ``RETAILSIM_COMPILED_PRICES=0``, :func:`fold_week` uses the reference.
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retailsim_core import native
-from retailsim_core.prices import VALIDATION_FLAG_BITS
+from retailsim_core.prices import BASE_WINDOW, VALIDATION_FLAG_BITS
 
 if TYPE_CHECKING:
     from retailsim_core.price_cells import CellState
@@ -39,6 +39,7 @@ _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.float64)  # bro
 _C_FLAG_ORDER = ("price_nonpositive", "price_over_max", "depth_over_max", "base_price_decrease",
                  "low_coverage", "high_volatility")   # the enum in price_week.c
 assert [VALIDATION_FLAG_BITS[name] for name in _C_FLAG_ORDER] == [1, 2, 4, 8, 16, 32]
+assert BASE_WINDOW - 1 == 3   # price_week.c reads the three last-price rows by name
 
 # (name, dtype) of what a week returns, per slot.
 COLUMNS = (("actual_price", np.float64), ("base_price", np.float64), ("reference_price", np.float64),
@@ -157,7 +158,7 @@ def fold_week_numpy(state: CellState, week: int, obs: WeekInput) -> dict[str, np
 
 _I64, _F64, _PTR = ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
 _SCALARS = (("n", _I64), ("stride", _I64), ("k", _I64), ("week", _I64), ("n_products", _I64), ("this_row", _I64),
-            ("own_leave_row", _I64), ("l2_leave_row", _I64), ("new_head", _I64), ("n_prev_rows", _I64),
+            ("own_leave_row", _I64), ("l2_leave_row", _I64), ("new_head", _I64),
             ("n_own_rows", _I64), ("min_own", _I64), ("promo_threshold", _F64), ("max_price", _F64),
             ("max_depth", _F64), ("max_missing_share", _F64), ("max_cv", _F64))
 # The pointer fields of price_week.c's PriceWeek, in order, with the dtype each must have.
@@ -203,7 +204,7 @@ def available() -> bool:
 
 
 def fold_week_compiled(state: CellState, week: int, obs: WeekInput) -> dict[str, np.ndarray]:
-    """:func:`fold_week_numpy` in two passes of ``csrc/price_week.c``; needs :func:`available`."""
+    """:func:`fold_week_numpy` as the four loops of ``csrc/price_week.c``; needs :func:`available`."""
     lib = _library()
     if lib is None:
         raise RuntimeError("the compiled price kernel is not available here (see price_kernel.available)")
@@ -225,7 +226,7 @@ def fold_week_compiled(state: CellState, week: int, obs: WeekInput) -> dict[str,
         n=n, stride=state.slot.capacity, k=obs.slots.size, week=week, n_products=state.products.size,
         this_row=week % h,
         own_leave_row=(week - cfg.reference_window) % h, l2_leave_row=(week - cfg.store_mean_window) % h,
-        new_head=obs.new_head, n_prev_rows=full["prev_price"].shape[0], n_own_rows=cfg.reference_window,
+        new_head=obs.new_head, n_own_rows=cfg.reference_window,
         min_own=cfg.min_own_observations, promo_threshold=cfg.promo_threshold, max_price=cfg.max_price,
         max_depth=cfg.max_depth, max_missing_share=cfg.max_missing_share, max_cv=cfg.max_cv,
         **{name: _address(arrays[name], dtype, name) for name, dtype in _POINTERS})

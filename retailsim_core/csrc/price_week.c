@@ -2,13 +2,14 @@
  * retailsim_core/price_kernel.py (D50).
  *
  * It performs the steps of price_kernel.fold_week_numpy (the tested reference) in the same
- * order of floating-point operations, but as two passes over the cells instead of ~60 NumPy
- * passes, so the results are bitwise equal (tested). Build it WITHOUT -ffast-math and with
+ * order of floating-point operations, but as four loops instead of ~60 NumPy passes, so the
+ * results are bitwise equal (tested). Build it WITHOUT -ffast-math and with
  * -ffp-contract=off: NaN tests, fmax's NaN rule and unfused a*b - c are part of the contract.
  *
  * Glossary: n cells to date (slots 0..n-1); stride = the capacity of the per-slot arrays and
- * the row stride of the (H, stride) ring of observed prices and the (3, stride) ring of last
- * prices; k observations this week; P products; Z pricing zones; R product x region pairs.
+ * the row stride of the (H, stride) ring of observed prices and of the 3 rows of last prices
+ * (BASE_WINDOW - 1, asserted in Python); k observations this week; P products; Z pricing zones;
+ * R product x region pairs.
  */
 #include <math.h>
 #include <stdint.h>
@@ -20,7 +21,7 @@ enum { PRICE_NONPOSITIVE = 1, PRICE_OVER_MAX = 2, DEPTH_OVER_MAX = 4, BASE_PRICE
 /* Every field is 8 bytes wide: the layout matches the ctypes.Structure without padding rules. */
 typedef struct {
     int64_t n, stride, k, week, n_products;
-    int64_t this_row, own_leave_row, l2_leave_row, new_head, n_prev_rows, n_own_rows;
+    int64_t this_row, own_leave_row, l2_leave_row, new_head, n_own_rows;
     int64_t min_own;
     double promo_threshold, max_price, max_depth, max_missing_share, max_cv;
     const int64_t *own_rows;                                      /* ring rows of the reference window */
