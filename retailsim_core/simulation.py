@@ -1,9 +1,9 @@
 """Basket simulation and price sensitivity with a trained world model (spec §4.3.2, §6.2).
 
-- ``generate``: baskets for given contexts (customer history, store, week, mission), filled slot
-  by slot (decision D34: each step is the suffix-masking query the model was trained on) until
-  [EOS] or 50 products, never [PAD] or a product twice; seeded; with the week's prices or
-  counterfactual ones (``log_multipliers``).
+- ``generate``: baskets for given contexts (customer history, store, week, optionally the
+  mission): a size drawn from the size head, then the slots filled one by one (decision D34:
+  each step is the suffix-masking query the model was trained on), never [PAD] or a product
+  twice; seeded; with the week's prices or counterfactual ones (``log_multipliers``) (D53).
 - ``expected_units``: expected units of every product for the contexts, a differentiable function
   of log price multipliers: basket size x the first-slot distribution.
 - ``elasticities``: own and cross price elasticities d log E_i / d log p_j by autograd, sparsified
@@ -19,14 +19,10 @@ import polars as pl
 import scipy.sparse as sp
 import torch
 
-from retailsim_core.customers import MISSION_FOCI, MISSION_TYPES
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.shelf import with_price_multipliers
 from retailsim_core.tensors import PRICE_COLUMNS
 from retailsim_core.tokens import PAD, ProductVocab
-
-MAX_ITEMS = 50
-
 
 def price_book(price_features: pl.DataFrame, store_ids: list[str], weeks: list[int], vocab: ProductVocab) -> torch.Tensor:
     """(B, V, P) T4 inputs of every product at each context's store and week (0 where the store
@@ -53,21 +49,6 @@ def reprice_book(book: torch.Tensor, log_multiplier: torch.Tensor) -> torch.Tens
     return out
 
 
-def sample_missions(batch: dict, t1_names: tuple[str, ...], rng: np.random.Generator) -> torch.Tensor:
-    """T6 with mission type and focus drawn from each customer's as-of-W mission distributions (in
-    T1, ``TrainingSet.t1_names``); price sensitivity and size left unknown (0) for the model to
-    infer. The "sampled" mission of spec §4.7.1's dual use."""
-    t6 = torch.zeros_like(batch["t6"])
-    probs = batch["t1_numeric"].numpy().astype(np.float64)
-    for col, names in ((0, MISSION_TYPES), (1, MISSION_FOCI)):
-        p = probs[:, [t1_names.index(n) for n in names]]
-        p = np.where(p.sum(1, keepdims=True) > 0, p, 1.0)                             # no history: uniform
-        p /= p.sum(1, keepdims=True)
-        draws = (rng.random((len(p), 1)) > np.cumsum(p, 1)).sum(1)
-        t6[:, col] = torch.from_numpy(np.minimum(draws, p.shape[1] - 1) + 1)
-    return t6
-
-
 def _with_prices(batch: dict, log_multiplier: torch.Tensor | None) -> dict:
     if log_multiplier is None or "shelf" not in batch:
         return batch
@@ -75,50 +56,59 @@ def _with_prices(batch: dict, log_multiplier: torch.Tensor | None) -> dict:
 
 
 @torch.no_grad()
+def size_distribution(model: WorldModel, batch: dict, given_mission: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, max_items) P(the basket holds k + 1 products) from the context (size head)."""
+    out, _ = model.next_basket(batch, given_mission=given_mission)
+    return torch.softmax(out.size_logits.double(), -1)
+
+
+def expected_basket_size(model: WorldModel, batch: dict) -> torch.Tensor:
+    """(B,) E[number of products] of each context's basket under the size head."""
+    p = size_distribution(model, batch)
+    return (p * torch.arange(1, p.shape[1] + 1, dtype=p.dtype)).sum(1).float()
+
+
+@torch.no_grad()
 def generate(model: WorldModel, batch: dict, book: torch.Tensor, *, seed: int, log_multiplier: torch.Tensor | None = None,
-             temperature: float = 1.0, max_items: int = MAX_ITEMS) -> list[list[int]]:
-    """Sampled baskets (product tokens, no [EOS]) for the contexts of ``batch``; its ``t6`` is the
-    mission given to the model: the true one, one from ``sample_missions``, or zeros to let the
-    model infer it. ``book``: (B, V, P) from ``price_book``."""
+             temperature: float = 1.0, given_mission: torch.Tensor | None = None,
+             sizes: torch.Tensor | None = None) -> list[list[int]]:
+    """Sampled baskets (product tokens) for the contexts of ``batch``. The size is drawn from the
+    size head (or given as ``sizes`` (B,)); then each slot is filled from the model's distribution
+    given the products already chosen. ``given_mission`` (B,): rows told their true mission (T6
+    type and focus), else none. ``book``: (B, V, P) from ``price_book``."""
     model.train(False)
     gen = torch.Generator().manual_seed(seed)
-    b_size, vocab = len(book), model.vocab_size
-    eos, mask = vocab - 1, vocab - 2
+    b_size = len(book)
     if log_multiplier is not None:
         book = reprice_book(book, log_multiplier)
     batch = _with_prices(batch, log_multiplier)
-    tokens = torch.full((b_size, 1), mask, dtype=torch.long)
+    if sizes is None:
+        probs = size_distribution(model, batch, given_mission)
+        sizes = torch.multinomial(probs, 1, generator=gen)[:, 0] + 1
+    sizes = sizes.clamp(1, model.cfg.max_items)
+    tokens = torch.full((b_size, 1), model.mask_token, dtype=torch.long)
     prices = torch.zeros(b_size, 1, book.shape[-1])
-    chosen = torch.zeros(b_size, vocab, dtype=torch.bool)
-    chosen[:, [PAD, mask]] = True
-    done = torch.zeros(b_size, dtype=torch.bool)
+    chosen = model.excluded(b_size)
     rows = torch.arange(b_size)
-    for t in range(max_items + 1):
-        out = model({**batch, "t4_prices": prices}, tokens, hidden=tokens == mask)
-        logits = model.product_logits(out, rows, torch.full((b_size,), t)) / temperature
-        logits = logits.masked_fill(chosen, -torch.inf)
-        if t == 0:
-            logits[:, eos] = -torch.inf                                              # no empty baskets
-        if t == max_items:
-            pick = torch.full((b_size,), eos)
-        else:
-            pick = torch.multinomial(torch.softmax(logits.double(), -1), 1, generator=gen)[:, 0]
-        pick = torch.where(done, torch.full_like(pick, PAD), pick)
-        done = done | (pick == eos)
+    for t in range(int(sizes.max())):
+        out = model({**batch, "t4_prices": prices}, tokens, hidden=tokens == model.mask_token, given_mission=given_mission)
+        log_p = model.slot_log_probs(out, rows, torch.full((b_size,), t), chosen) / temperature
+        pick = torch.multinomial(torch.softmax(log_p.double(), -1), 1, generator=gen)[:, 0]
+        live = t < sizes
+        pick = torch.where(live, pick, torch.full_like(pick, PAD))
         tokens[:, t] = pick
-        chosen[rows, pick] = True
-        prices[:, t] = book[rows, pick] * (pick != eos)[:, None]
-        if done.all():
-            break
-        tokens = torch.cat([tokens, torch.where(done, PAD, mask)[:, None]], dim=1)
+        chosen[rows[live], pick[live]] = True
+        prices[:, t] = book[rows, pick] * live[:, None]
+        more = (t + 1 < sizes)
+        tokens = torch.cat([tokens, torch.where(more, model.mask_token, PAD)[:, None]], dim=1)
         prices = torch.cat([prices, torch.zeros(b_size, 1, book.shape[-1])], dim=1)
-    return [[int(x) for x in row if 0 < x < mask] for row in tokens]
+    return [[int(x) for x in row if 0 < x < model.mask_token] for row in tokens]
 
 
 def first_slot_distribution(model: WorldModel, batch: dict, log_multiplier: torch.Tensor | None = None) -> torch.Tensor:
     """(B, V) probability of each product for a basket slot given the context (differentiable)."""
-    _, logits = model.next_basket(_with_prices(batch, log_multiplier))
-    return torch.softmax(logits, -1)
+    _, log_p = model.next_basket(_with_prices(batch, log_multiplier))
+    return log_p.exp()
 
 
 def expected_units(model: WorldModel, batch: dict, basket_size: torch.Tensor,

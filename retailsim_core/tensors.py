@@ -5,7 +5,8 @@ week — the trip store (histories), the week-W customer snapshots, price featur
 features — into flat NumPy arrays. ``batch(indices)`` then only gathers and pads: no joins,
 no Python loops over samples, so a batch costs a few vectorised copies.
 
-Glossary: B batch, L basket length incl. [EOS], H history trips, K items per history trip.
+Glossary: B batch, L basket length incl. [EOS], H history trips the encoder reads, U distinct
+products of a basket's whole history, F history features (``history_features.py``).
 Categorical codes are 1-based with 0 = missing/padding; continuous features are raw values
 (the model normalises and embeds them; embedding widths are model config).
 """
@@ -19,6 +20,7 @@ import polars as pl
 import torch
 
 from retailsim_core.calendar import N_WEEKS, uk_bank_holidays
+from retailsim_core.history_features import BasketContext, TripArrays, history_features
 from retailsim_core.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES, STORE_REGION_CODES
 from retailsim_core.shelf import ShelfPrices
 from retailsim_core.tokens import PAD, ProductVocab
@@ -40,8 +42,8 @@ HOLIDAYS = {d for y in range(2005, 2010) for d in uk_bank_holidays(y)}
 @dataclass(frozen=True)
 class TensorConfig:
     max_items: int = 50             # basket products (spec §4.7.5 case 5), [EOS] extra
-    max_history_trips: int = 100    # most recent trips kept (H)
-    max_history_items: int = 30     # products per history trip (K)
+    max_history_trips: int = 100    # most recent trips the encoder reads (H); every trip of every
+                                    # product enters the history features
 
 
 def codes(col: str, vocab: tuple[str, ...]) -> pl.Expr:
@@ -65,7 +67,7 @@ class TrainingSet:
                  shelf: ShelfPrices | None = None):
         self.cfg, self.vocab, self.n, self.shelf = cfg, vocab, samples.height, shelf
         trips = store.trips.with_row_index("row")
-        # History store arrays (all trips): item tokens, days, trip context codes.
+        # History store arrays (all trips): item tokens, days, store, hour, mission codes.
         items = trips.select("row", pl.col("products")).explode("products").join(
             vocab.frame(), left_on="products", right_on="product_id", how="left", maintain_order="left")
         self.trip_tokens = items["token"].fill_null(PAD).to_numpy().astype(np.int32)
@@ -73,6 +75,11 @@ class TrainingSet:
         self.trip_day = (trips["shop_date"].cast(pl.Int32)).to_numpy()
         self.trip_customer = trips["customer_id"].cast(pl.Categorical).to_physical().to_numpy()
         self.trip_context = trips.select(codes("basket_type", BASKET_TYPES), codes("basket_dominant_mission", MISSIONS)).to_numpy()
+        self.trips = TripArrays(
+            tokens=self.trip_tokens, offsets=self.trip_offsets, day=self.trip_day,
+            store=trips["store_id"].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64),
+            hour=trips["shop_hour"].fill_null(0).to_numpy().astype(np.int64),
+            weekend=(trips["shop_date"].dt.weekday() >= 6).to_numpy(), mission=self.trip_context)
 
         s = samples.join(trips.select("basket_id", pl.col("row").alias("trip")), on="basket_id", how="left",
                          maintain_order="left")
@@ -81,22 +88,31 @@ class TrainingSet:
         self.full_hist_start = bounds["start"].to_numpy()                            # whole history (baselines)
         self.hist_start = np.maximum(self.full_hist_start, self.hist_end - cfg.max_history_trips)
         basket = s.select("trip").join(trips, left_on="trip", right_on="row", how="left", maintain_order="left")
+        trip_row = s["trip"].to_numpy()
+        self.basket_context = BasketContext(
+            start=self.full_hist_start, end=self.hist_end, day=self.trip_day[trip_row],
+            store=self.trips.store[trip_row], hour=self.trips.hour[trip_row], weekend=self.trips.weekend[trip_row])
         self._targets(basket, prices)
         self._context(s, basket, affinity, missions, stores)
         self.shelf_rows = shelf.rows_of(basket["store_id"], basket["week"]) if shelf is not None else None
 
     def _targets(self, basket: pl.DataFrame, prices: pl.DataFrame) -> None:
-        """Target products (highest-priced first when truncated) with their T4 price inputs."""
+        """Target products (highest-priced first when truncated) with their T4 price inputs.
+        Products outside the vocabulary (first sold in a test week) are no target any method can
+        rank; they are counted in ``item_oov`` so that recall still counts them as missed."""
         items = (basket.with_row_index("i").select("i", "week", "store_id", pl.col("products")).explode("products")
                  .join(prices.select("product_id", "store_id", "week", *PRICE_COLUMNS),
                        left_on=["products", "store_id", "week"], right_on=["product_id", "store_id", "week"], how="left")
                  .join(self.vocab.frame(), left_on="products", right_on="product_id", how="left")
                  .sort(["i", "actual_price", "products"], descending=[False, True, False], nulls_last=True))
-        self.item_tokens = items["token"].fill_null(PAD).to_numpy().astype(np.int32)
+        n = basket.height
+        self.item_oov = np.bincount(items.filter(pl.col("token").is_null())["i"].to_numpy(), minlength=n)
+        items = items.filter(pl.col("token").is_not_null())
+        self.item_tokens = items["token"].to_numpy().astype(np.int32)
         self.item_prices = items.select(pl.col(PRICE_COLUMNS).cast(pl.Float32).fill_null(0.0)).to_numpy()
-        counts = items.group_by("i").len().sort("i")["len"].to_numpy()
+        counts = np.bincount(items["i"].to_numpy(), minlength=n).astype(np.int64)
         self.item_starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        self.item_counts = counts.astype(np.int64)
+        self.item_counts = counts
 
     def _context(self, s, basket, affinity, missions, stores) -> None:
         key = ["customer_id", "week"]
@@ -156,21 +172,29 @@ class TrainingSet:
         H = max(int(h_len.max()), 1)
         trip_rows = ragged(np.arange(len(self.trip_day), dtype=np.int64), self.hist_start[idx], h_len, H, fill=-1)
         valid = trip_rows >= 0                                                       # (B, H)
-        flat = trip_rows[valid]
-        K = cfg.max_history_items
-        hist_tokens = np.zeros((len(idx), H, K), dtype=np.int32)
-        hist_tokens[valid] = ragged(self.trip_tokens, self.trip_offsets[flat],
-                                    self.trip_offsets[flat + 1] - self.trip_offsets[flat], K)
+        # Every product of the encoder's trips, flat: (B * H) bags, empty for padded trips.
+        lengths = np.where(valid, self.trip_offsets[trip_rows + 1] - self.trip_offsets[np.maximum(trip_rows, 0)], 0)
+        bag_starts = np.cumsum(lengths.reshape(-1)) - lengths.reshape(-1)
+        flat_rows = np.repeat(np.maximum(trip_rows, 0).reshape(-1), lengths.reshape(-1))
+        within = np.arange(lengths.sum()) - np.repeat(bag_starts, lengths.reshape(-1))
+        history_items = self.trip_tokens[self.trip_offsets[flat_rows] + within]
         hist_context = np.zeros((len(idx), H, 2), dtype=np.int64)
-        hist_context[valid] = self.trip_context[flat]
+        hist_context[valid] = self.trip_context[trip_rows[valid]]
+        ctx = self.basket_context
+        products, values = history_features(self.trips, BasketContext(
+            start=ctx.start[idx], end=ctx.end[idx], day=ctx.day[idx], store=ctx.store[idx], hour=ctx.hour[idx],
+            weekend=ctx.weekend[idx]))
         extra = {"shelf": torch.from_numpy(self.shelf.dense(self.shelf_rows[idx]))} if self.shelf is not None else {}
         return extra | {
             "tokens": torch.from_numpy(tokens), "item_mask": torch.from_numpy(tokens != PAD),
-            "t4_prices": torch.from_numpy(prices), "history_tokens": torch.from_numpy(hist_tokens),
+            "t4_prices": torch.from_numpy(prices),
+            "history_items": torch.from_numpy(history_items.astype(np.int64)),
+            "history_offsets": torch.from_numpy(bag_starts.astype(np.int64)),
             "history_mask": torch.from_numpy(valid), "history_context": torch.from_numpy(hist_context),
             # Days between each history trip and the basket: the encoder's time gaps (spec §3.5).
             "history_days_before": torch.from_numpy(np.where(
                 valid, self.basket_day[idx, None] - self.trip_day[np.maximum(trip_rows, 0)], 0)),
+            "repeat_products": torch.from_numpy(products), "repeat_values": torch.from_numpy(values),
             "t1_codes": torch.from_numpy(self.t1_codes[idx].astype(np.int64)),
             "t1_numeric": torch.from_numpy(self.t1_numeric[idx]), "t1_alpha": torch.from_numpy(self.t1_alpha[idx]),
             "t3": torch.from_numpy(self.t3[idx]), "t5_codes": torch.from_numpy(self.t5_codes[idx].astype(np.int64)),

@@ -25,16 +25,18 @@ def truth_matrix(item_tokens: np.ndarray, starts: np.ndarray, counts: np.ndarray
 
 def next_basket_metrics(scores: torch.Tensor, truth: sp.csr_matrix, *, repeat: sp.csr_matrix, basket_len: np.ndarray,
                         categories: np.ndarray, prices: np.ndarray | None = None,
-                        spend: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                        spend: np.ndarray | None = None, outside: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-sample metrics of one chunk. ``repeat`` (S, V): products the customer bought before;
     ``basket_len`` (S,): size of the predicted basket for F1 (from the customer's history, never
-    the truth); ``categories`` (V,): category code of each token; ``prices`` (S, V) week prices."""
+    the truth); ``categories`` (V,): category code of each token; ``prices`` (S, V) week prices;
+    ``outside`` (S,): products of the basket outside the vocabulary (first sold in a test week):
+    no method can rank them, and recall counts them as missed."""
     scores = scores.detach()
     s = scores.shape[0]
     top = torch.topk(scores, max(KS), dim=1).indices.numpy()                        # (S, 20)
     dense = truth.toarray().astype(bool)                                            # (S, V)
     hits = dense[np.arange(s)[:, None], top]                                        # (S, 20)
-    n_true = dense.sum(1)
+    n_true = dense.sum(1) + (0 if outside is None else outside)
     out: dict[str, np.ndarray] = {}
     discounts = 1.0 / np.log2(np.arange(2, max(KS) + 2))
     for k in KS:

@@ -1,6 +1,14 @@
-"""The ceiling on synthetic data: rank products by the generator's true purchase probabilities
-(``synth.oracle``) given each test basket's planted context (customer, store, mission focus,
-price mode, size) from the ground truth."""
+"""Ceilings on synthetic data, from the generator's exact purchase probabilities (``synth.oracle``).
+
+- ``oracle``: given each test basket's planted context (customer, store, mission focus, price
+  mode, size) from the ground truth — it knows the basket's mission, so it is the ceiling of
+  the conditional (given-mission) rows.
+- ``oracle (no mission)``: the same probabilities averaged over the missions the shopper might
+  be on, given only what is known before the trip (the planted customer, the store and the
+  hour): P(type | customer, hour) from the customer's type mix and the hour profile of each
+  type, the size given the type, the customer's focus mix and price modes. The Bayes-optimal
+  ranking for an honest method: the ceiling of the headline rows.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +18,14 @@ import numpy as np
 import polars as pl
 import torch
 
+from retailsim_core.synth.baskets import HOUR_PROBS, HOURS
+from retailsim_core.synth.config import BASKET_SIZES, MISSION_FOCI, PRICE_MODES
 from retailsim_core.synth.oracle import purchase_probabilities
 from retailsim_core.synth.world import load_world
 from retailsim_core.tokens import PAD, ProductVocab
 
 
-def oracle_scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab):
-    world = load_world(truth_dir)
+def _planted_context(truth_dir: Path, samples: pl.DataFrame) -> pl.DataFrame:
     weeks = sorted(samples["week"].unique().to_list())
     baskets = pl.concat([pl.read_parquet(truth_dir / "baskets" / f"week_{w:03d}.parquet") for w in weeks
                          if (truth_dir / "baskets" / f"week_{w:03d}.parquet").exists()])
@@ -25,18 +34,63 @@ def oracle_scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab):
         on="basket_id", how="left", maintain_order="left")
     if ctx["customer_idx"].null_count():
         raise ValueError("ground truth lacks some evaluated baskets: is it the truth of these raw files?")
+    return ctx
+
+
+def _tokens_of(world, vocab: ProductVocab) -> np.ndarray:
     lookup = dict(zip(vocab.products, range(1, vocab.n_products + 1)))
-    token_of = np.array([lookup.get(code, PAD) for code in world.catalogue.product_code])     # catalogue -> token
+    return np.array([lookup.get(code, PAD) for code in world.catalogue.product_code])     # catalogue -> token
+
+
+def _scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab, probabilities):
+    """(rows, batch) -> (S, V) scores from ``probabilities(world, week, group) -> (n, P)`` applied
+    to each week's planted contexts (a handful of weeks per chunk, vectorised within)."""
+    world = load_world(truth_dir)
+    ctx = _planted_context(truth_dir, samples)
+    token_of = _tokens_of(world, vocab)
+    known = token_of > 0
 
     def score(rows: np.ndarray, batch: dict) -> torch.Tensor:
         out = np.full((len(rows), vocab.size), -np.inf)
-        part = ctx[rows].with_row_index("i")
-        for (week,), group in part.group_by("week"):   # a handful of weeks per chunk, vectorised within
-            probs = purchase_probabilities(world, int(week), group["customer_idx"].to_numpy(), group["store_idx"].to_numpy(),
-                                           group["mission_focus"].to_list(), group["price_mode"].to_list(),
-                                           group["basket_size"].to_list())
-            i = group["i"].to_numpy()
-            known = token_of > 0
-            out[np.ix_(i, token_of[known])] = probs[:, known]
+        part = ctx[rows].with_row_index("i").with_columns(row=pl.Series(rows))
+        for (week,), group in part.group_by("week"):
+            out[np.ix_(group["i"].to_numpy(), token_of[known])] = probabilities(world, int(week), group)[:, known]
         return torch.as_tensor(out)
     return score
+
+
+def oracle_scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab):
+    return _scorer(truth_dir, samples, vocab, lambda world, week, g: purchase_probabilities(
+        world, week, g["customer_idx"].to_numpy(), g["store_idx"].to_numpy(), g["mission_focus"].to_list(),
+        g["price_mode"].to_list(), g["basket_size"].to_list()))
+
+
+def mission_posterior(world, customer: np.ndarray, hour: np.ndarray) -> dict[str, np.ndarray]:
+    """What is known of a basket's mission before the trip: (B, 4) focus, (B, 3) price mode and
+    (B, 3) size probabilities given the customer and the hour."""
+    pop, beh = world.population, world.cfg.behaviour
+    hour_col = np.clip(np.searchsorted(HOURS, hour), 0, len(HOURS) - 1)
+    types = pop.type_mix[customer] * HOUR_PROBS[:, hour_col].T                      # (B, 3)
+    types /= types.sum(1, keepdims=True)
+    size = types @ np.asarray(beh.size_given_type)                                   # (B, 3)
+    own = pop.price_segment[customer]
+    mode = np.full((len(customer), len(PRICE_MODES)), 1.0 / len(PRICE_MODES))
+    has_own = own < len(PRICE_MODES)
+    mode[has_own] *= 1 - beh.own_price_mode_prob
+    mode[has_own, own[has_own]] += beh.own_price_mode_prob
+    return {"focus": pop.focus_mix[customer], "mode": mode, "size": size}
+
+
+def honest_oracle_scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab, hours: np.ndarray):
+    """``oracle (no mission)``; ``hours`` (len(samples),) the shop hour of each sample."""
+    def probabilities(world, week: int, group: pl.DataFrame) -> np.ndarray:
+        customer, store = group["customer_idx"].to_numpy(), group["store_idx"].to_numpy()
+        post = mission_posterior(world, customer, hours[group["row"].to_numpy()])
+        total = np.zeros((group.height, len(world.catalogue.product_code)))
+        for f in range(len(MISSION_FOCI)):
+            for m in range(len(PRICE_MODES)):
+                for z in range(len(BASKET_SIZES)):
+                    w = post["focus"][:, f] * post["mode"][:, m] * post["size"][:, z]
+                    total += w[:, None] * purchase_probabilities(world, week, customer, store, f, m, z)
+        return total
+    return _scorer(truth_dir, samples, vocab, probabilities)

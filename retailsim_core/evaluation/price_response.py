@@ -3,7 +3,8 @@
 - Elasticities for one named context (price-sensitive customers at small stores on weekends;
   all test contexts if too few), over the products with the most expected units; on synthetic
   data, compared with the generator's planted own-price elasticities.
-- Simulated baskets for test contexts vs the real ones: size and repeat share.
+- Simulated baskets for test contexts (no mission given) vs the real ones: mean size, the size
+  distribution (total variation distance, Kolmogorov-Smirnov statistic) and repeat share.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from scipy.stats import spearmanr
 
 from retailsim_core.lgsr import PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES
 from retailsim_core.models.world_model import WorldModel
-from retailsim_core.simulation import elasticities, expected_units, generate, jacobian_rows, price_book
+from retailsim_core.simulation import (
+    elasticities, expected_basket_size, expected_units, generate, jacobian_rows, price_book,
+)
 from retailsim_core.synth.world import load_world
 from retailsim_core.tensors import TrainingSet
 
@@ -35,15 +38,11 @@ def elasticity_context(data: TrainingSet, rows: np.ndarray) -> tuple[np.ndarray,
     return rows[:256], "all test contexts (fewer than 20 LA / SS / weekend baskets)"
 
 
-def _basket_sizes(data: TrainingSet, rows: np.ndarray) -> torch.Tensor:
-    return torch.as_tensor(np.minimum(data.item_counts[rows], 50), dtype=torch.float32)
-
-
 def price_response(model: WorldModel, data: TrainingSet, rows: np.ndarray, categories: np.ndarray,
                    truth_dir: Path | None, n_products: int = 40, n_pairs: int = 30, seed: int = 0) -> dict:
     ctx_rows, ctx_name = elasticity_context(data, rows)
     batch = data[ctx_rows]
-    size = _basket_sizes(data, ctx_rows)      # realised sizes as the panel's trip sizes (a given of the context)
+    size = expected_basket_size(model, batch)     # the size head's expectation: no basket is peeked at
     with torch.no_grad():
         units = expected_units(model, batch, size)
     products = (torch.topk(units[1:data.vocab.n_products + 1], n_products).indices + 1).numpy()
@@ -114,21 +113,30 @@ def substitution_check(model: WorldModel, batch: dict, size: torch.Tensor, vocab
 
 def simulation_check(model: WorldModel, data: TrainingSet, rows: np.ndarray, prices: pl.DataFrame,
                      stores: list[str], weeks: list[int], seed: int = 0) -> dict:
-    """Generate one basket per test context (true T6) and compare with the real baskets."""
+    """Generate one basket per test context (nothing of the basket given) and compare with the
+    real baskets: mean size, size distribution, repeat share. ``summary`` holds the figures,
+    ``sizes`` the two size histograms (index k = baskets of k products; the last bin k >= 50)."""
     batch = data[rows]
     book = price_book(prices, stores, weeks, data.vocab)
     baskets = generate(model, batch, book, seed=seed)
+    products, _ = batch["repeat_products"], batch["repeat_values"]
     repeat = np.zeros((len(rows), data.vocab.size), dtype=bool)
-    tokens = batch["history_tokens"].reshape(len(rows), -1).numpy()
-    repeat[np.repeat(np.arange(len(rows)), tokens.shape[1]), tokens.ravel()] = True
+    repeat[np.repeat(np.arange(len(rows)), products.shape[1]), products.numpy().ravel()] = True
     repeat[:, 0] = False
     gen_len = np.array([len(b) for b in baskets])
     flat_r = np.repeat(np.arange(len(rows)), gen_len)
     flat_t = np.concatenate([np.asarray(b, dtype=np.int64) for b in baskets]) if gen_len.sum() else np.zeros(0, np.int64)
+    real_len = data.item_counts[rows] + data.item_oov[rows]
     real = batch["tokens"].numpy()
-    real_items = (real >= 1) & (real <= data.vocab.n_products)
-    real_r, real_c = np.nonzero(real_items)
-    return {"baskets": len(rows), "simulated_mean_size": float(gen_len.mean()),
-            "real_mean_size": float(real_items.sum(1).mean()),
-            "simulated_repeat_share": float(repeat[flat_r, flat_t].mean()) if len(flat_t) else 0.0,
-            "real_repeat_share": float(repeat[real_r, real[real_r, real_c]].mean())}
+    real_r, real_c = np.nonzero((real >= 1) & (real <= data.vocab.n_products))
+    cap = model.cfg.max_items
+    real_hist = np.bincount(np.minimum(real_len, cap), minlength=cap + 1)
+    sim_hist = np.bincount(np.minimum(gen_len, cap), minlength=cap + 1)
+    p, q = real_hist / max(real_hist.sum(), 1), sim_hist / max(sim_hist.sum(), 1)
+    summary = {"baskets": len(rows), "simulated_mean_size": float(gen_len.mean()), "real_mean_size": float(real_len.mean()),
+               "mean_size_ratio": float(gen_len.mean() / max(real_len.mean(), 1e-12)),
+               "size_total_variation": float(0.5 * np.abs(p - q).sum()),
+               "size_ks_statistic": float(np.abs(np.cumsum(p) - np.cumsum(q)).max()),
+               "simulated_repeat_share": float(repeat[flat_r, flat_t].mean()) if len(flat_t) else 0.0,
+               "real_repeat_share": float(repeat[real_r, real[real_r, real_c]].mean()) if len(real_r) else 0.0}
+    return {"summary": summary, "sizes": {"real": real_hist.tolist(), "simulated": sim_hist.tolist()}}

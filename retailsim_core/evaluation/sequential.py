@@ -1,11 +1,19 @@
-"""SASRec (Kang & McAuley 2018; seeds/001) and BERT4Rec (Sun et al. 2019; seeds/004) baselines.
+"""SASRec (Kang & McAuley 2018) and BERT4Rec (Sun et al. 2019) baselines, basket-aware.
 
-Both read a customer's purchases as one item sequence (history trips in time order, each trip's
-products in token order), the last ``max_len`` items. SASRec: causal self-attention trained to
-predict the next item at every position; scores the next basket from the last position.
-BERT4Rec: bidirectional, trained with the cloze task (mask a share of the items); scores a
-[MASK] appended after the history. Training sequences come from training weeks only; the size
-and the number of epochs are tuned on validation R@20 (early stopping, small grid).
+A customer's purchases are one token sequence: trips in time order, each trip's products in a
+random order (reshuffled every epoch: a basket is a set, and product-id order would make most
+next-item targets "the next larger id"), and a [SEP] token after every trip (the vocabulary's
+[EOS]). The last ``max_len`` tokens are read.
+
+- SASRec: causal self-attention, full-softmax cross-entropy on the next token at every position.
+  The next basket is scored from the final [SEP]: its next token is a random product of the
+  next trip, so its distribution ranks what the next basket holds.
+- BERT4Rec: bidirectional, cloze task on products (``mask_rate``), plus windows that end in
+  "[SEP] [MASK]" with the next trip's first product as target (the paper's "mask the last
+  item" samples), which is exactly how the next basket is scored.
+
+Training sequences come from training weeks only; early stopping on validation R@20 with
+``patience`` epochs; the epochs trained and the best epoch are reported (the tuned budget).
 
 Glossary: B batch, L max_len, D d_model, V vocabulary (shared with the world model).
 """
@@ -13,7 +21,7 @@ Glossary: B batch, L max_len, D d_model, V vocabulary (shared with the world mod
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -32,17 +40,15 @@ class SequentialConfig:
     layers: int = 2
     heads: int = 2
     dropout: float = 0.2
-    max_len: int = 100
+    max_len: int = 200         # tokens read: products and [SEP]s
     mask_rate: float = 0.2     # BERT4Rec cloze share
+    last_item_share: float = 0.3   # BERT4Rec windows ending in "[SEP] [MASK]"
     lr: float = 1e-3
     batch_size: int = 64
-    max_epochs: int = 6
-    patience: int = 1
+    max_epochs: int = 30
+    patience: int = 3          # epochs without a better validation R@20
     windows_per_epoch: int | None = 4_000    # sampled training windows per epoch (None = all)
     seed: int = 0
-
-    def grid(self) -> list[SequentialConfig]:
-        return [replace(self, d_model=d) for d in (32, 64)]
 
 
 class SequentialRecommender(nn.Module):
@@ -61,75 +67,113 @@ class SequentialRecommender(nn.Module):
         with torch.no_grad():
             self.items.weight[PAD] = 0.0
 
-    def forward(self, seq: torch.Tensor) -> torch.Tensor:
-        """seq (B, L) right-padded item tokens -> (B, L, V) logits."""
+    def hidden(self, seq: torch.Tensor) -> torch.Tensor:
+        """seq (B, L) right-padded tokens -> (B, L, D) states."""
         length = seq.shape[1]
-        x = self.items(seq) + self.position(torch.arange(length))[None]
-        causal = (torch.triu(torch.ones(length, length, dtype=torch.bool), 1) if self.cfg.kind == "sasrec" else None)
-        h = self.norm(self.encoder(x, mask=causal, src_key_padding_mask=seq == PAD))
-        return h @ self.items.weight.T                                              # (B, L, V)
+        x = self.items(seq) + self.position(torch.arange(length))[None]             # (B, L, D)
+        causal = torch.triu(torch.ones(length, length, dtype=torch.bool), 1) if self.cfg.kind == "sasrec" else None
+        return self.norm(self.encoder(x, mask=causal, src_key_padding_mask=seq == PAD))
+
+    def logits(self, states: torch.Tensor) -> torch.Tensor:
+        return states @ self.items.weight.T                                         # (..., V)
 
 
-def item_sequences(data: TrainingSet, start: np.ndarray, end: np.ndarray, max_len: int) -> np.ndarray:
-    """(S, <= max_len) the last items of trips [start, end) of each row, right-padded."""
-    lo, hi = data.trip_offsets[start], data.trip_offsets[end]
-    first = np.maximum(lo, hi - max_len)
-    return ragged(data.trip_tokens, first, hi - first, max(int((hi - first).max(initial=1)), 1))
+def _flat_sequences(data: TrainingSet, start: np.ndarray, end: np.ndarray, rng: np.random.Generator):
+    """Flat tokens of trips [start, end) of each row (each trip's products in a random order, then
+    [SEP] = ``vocab.eos``), with each row's first token and token count."""
+    n = end - start
+    trip = np.repeat(start, n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
+    n_items = data.trip_offsets[trip + 1] - data.trip_offsets[trip]
+    length = n_items + 1                                                             # products + [SEP]
+    tokens = np.full(length.sum(), data.vocab.eos, dtype=np.int64)
+    pos = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length)
+    within = np.arange(n_items.sum()) - np.repeat(np.cumsum(n_items) - n_items, n_items)
+    items = data.trip_tokens[np.repeat(data.trip_offsets[trip], n_items) + within]
+    order = np.argsort(np.repeat(np.arange(len(trip)), n_items) + rng.random(n_items.sum()), kind="stable")
+    tokens[pos < np.repeat(n_items, length)] = items[order]                          # shuffled within each trip
+    per_row = np.bincount(np.repeat(np.arange(len(start)), n), weights=length, minlength=len(start)).astype(np.int64)
+    return tokens, np.cumsum(per_row) - per_row, per_row
 
 
-def training_windows(data: TrainingSet, last_day: int, max_len: int) -> np.ndarray:
-    """Each customer's trips up to ``last_day`` as items, cut into windows of max_len + 1."""
+def customer_sequences(data: TrainingSet, start: np.ndarray, end: np.ndarray, max_len: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """(S, <= max_len) the last tokens of trips [start, end) of each row, right-padded."""
+    tokens, row_start, per_row = _flat_sequences(data, start, end, rng)
+    keep = np.minimum(per_row, max_len)
+    return ragged(tokens, row_start + per_row - keep, keep, max(int(keep.max(initial=1)), 1))
+
+
+def training_windows(data: TrainingSet, last_day: int, max_len: int, rng: np.random.Generator) -> np.ndarray:
+    """Each customer's tokens up to ``last_day`` (trips in time order, products shuffled), cut
+    from the end into windows of max_len + 1 (input + next-token target)."""
     first, end = pool_bounds(data, last_day + 1)
-    lo, hi = data.trip_offsets[first], data.trip_offsets[end]
-    n = np.ceil((hi - lo) / max_len).astype(np.int64)                               # windows per customer
-    w_end = np.repeat(hi, n) - max_len * (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
-    w_start = np.maximum(np.repeat(lo, n), w_end - max_len - 1)
+    tokens, row_start, lengths = _flat_sequences(data, first, end, rng)
+    n = np.ceil(lengths / max_len).astype(np.int64)
+    w_end = np.repeat(lengths, n) - max_len * (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
+    w_start = np.maximum(0, w_end - max_len - 1)
     keep = w_end - w_start >= 2
-    return ragged(data.trip_tokens, w_start[keep], (w_end - w_start)[keep], max_len + 1)
+    offset = np.repeat(row_start, n)[keep]
+    return ragged(tokens, offset + w_start[keep], (w_end - w_start)[keep], max_len + 1)
+
+
+def _bert_inputs(batch: torch.Tensor, cfg: SequentialConfig, vocab, rng: np.random.Generator):
+    """Cloze corruption, and for ``last_item_share`` of the windows a cut right after a [SEP] + 1
+    product, that product masked (the inference layout "[SEP] [MASK]")."""
+    is_item = (batch != PAD) & (batch != vocab.eos)
+    chosen = torch.from_numpy(rng.random(batch.shape) < cfg.mask_rate) & is_item
+    inputs, targets = batch.masked_fill(chosen, vocab.mask), batch.masked_fill(~chosen, PAD)
+    after_sep = torch.zeros_like(is_item)
+    after_sep[:, 1:] = (batch[:, :-1] == vocab.eos) & is_item[:, 1:]
+    last = torch.from_numpy(rng.random(len(batch)) < cfg.last_item_share) & after_sep.any(1)
+    for r in torch.nonzero(last)[:, 0].tolist():   # one cut per chosen window (a few per batch)
+        cols = torch.nonzero(after_sep[r])[:, 0]
+        c = int(cols[int(rng.integers(len(cols)))])
+        inputs[r, c + 1:], targets[r] = PAD, PAD
+        inputs[r, c], targets[r, c] = vocab.mask, batch[r, c]
+    return inputs, targets
 
 
 def _train_epoch(model, windows, vocab, cfg, opt, rng) -> float:
     model.train()
-    total = 0.0
-    order = rng.permutation(len(windows))
-    if cfg.windows_per_epoch is not None:
-        order = order[:cfg.windows_per_epoch]
+    total, steps = 0.0, 0
+    order = rng.permutation(len(windows))[: cfg.windows_per_epoch]
     for i in range(0, len(order), cfg.batch_size):
         batch = torch.from_numpy(windows[order[i:i + cfg.batch_size]].astype(np.int64))
         if cfg.kind == "sasrec":
             inputs, targets = batch[:, :-1], batch[:, 1:]
         else:
-            chosen = (torch.from_numpy(rng.random(batch.shape)) < cfg.mask_rate) & (batch != PAD)
-            inputs, targets = batch.masked_fill(chosen, vocab.mask), batch.masked_fill(~chosen, PAD)
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=PAD)
+            inputs, targets = _bert_inputs(batch, cfg, vocab, rng)
+        states = model.hidden(inputs)
+        where = targets != PAD
+        loss = F.cross_entropy(model.logits(states[where]), targets[where])          # only scored positions
         opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        total += loss.item()
-    return total / max(1, int(np.ceil(len(order) / cfg.batch_size)))
+        total, steps = total + loss.item(), steps + 1
+    return total / max(steps, 1)
 
 
 @torch.no_grad()
-def sequential_scores(model: SequentialRecommender, data: TrainingSet, rows: np.ndarray) -> torch.Tensor:
-    """(S, V) next-item scores after each sample's history (full history, last max_len items)."""
+def sequential_scores(model: SequentialRecommender, data: TrainingSet, rows: np.ndarray, seed: int = 0) -> torch.Tensor:
+    """(S, V) scores of the next basket after each sample's whole history (last max_len tokens)."""
     model.train(False)
     cfg, vocab = model.cfg, data.vocab
     take = cfg.max_len if cfg.kind == "sasrec" else cfg.max_len - 1
-    seq = torch.from_numpy(item_sequences(data, data.full_hist_start[rows], data.hist_end[rows], take).astype(np.int64))
+    seq = customer_sequences(data, data.full_hist_start[rows], data.hist_end[rows], take, np.random.default_rng(seed))
+    seq = torch.from_numpy(seq)
     lengths = (seq != PAD).sum(1)
+    seq = torch.cat([seq, torch.zeros(len(seq), 1, dtype=torch.long)], dim=1)
     if cfg.kind == "bert4rec":
-        seq = torch.cat([seq, torch.zeros(len(seq), 1, dtype=torch.long)], dim=1)
         seq[torch.arange(len(seq)), lengths] = vocab.mask
         pos = lengths
     else:
-        seq[lengths == 0, 0] = vocab.mask                                             # no history: a neutral token
+        seq[lengths == 0, 0] = vocab.eos                                              # no history: a lone [SEP]
         pos = (lengths - 1).clamp(min=0)
     out = []
     for i in range(0, len(seq), 512):
-        logits = model(seq[i:i + 512])
-        out.append(logits[torch.arange(len(logits)), pos[i:i + 512]])
+        states = model.hidden(seq[i:i + 512])
+        out.append(model.logits(states[torch.arange(len(states)), pos[i:i + 512]]))
     scores = torch.cat(out).double()
     scores[:, PAD] = -torch.inf
     scores[:, vocab.size - 2:] = -torch.inf
@@ -137,28 +181,27 @@ def sequential_scores(model: SequentialRecommender, data: TrainingSet, rows: np.
 
 
 def fit_sequential(data: TrainingSet, train_last_day: int, valid_rows: np.ndarray, valid_score: Callable,
-                   cfg: SequentialConfig, log: Callable[[str], None] = lambda _: None) -> tuple[SequentialRecommender, dict]:
-    """Train each grid point with early stopping on ``valid_score(scores, rows) -> R@20``; keep the best."""
-    windows = training_windows(data, train_last_day, cfg.max_len)
-    best_model, best = None, {"valid_R@20": -1.0}
-    for point in cfg.grid():
-        torch.manual_seed(point.seed)
-        rng = np.random.default_rng(point.seed)
-        model = SequentialRecommender(point, data.vocab.size)
-        opt = torch.optim.AdamW(model.parameters(), lr=point.lr, weight_decay=0.01)
-        top, bad, state = -1.0, 0, None
-        for epoch in range(1, point.max_epochs + 1):
-            loss = _train_epoch(model, windows, data.vocab, point, opt, rng)
-            r20 = valid_score(sequential_scores(model, data, valid_rows), valid_rows)
-            log(f"{point.kind} d={point.d_model} epoch {epoch}: loss {loss:.3f} valid R@20 {r20:.4f}")
-            if r20 > top:
-                top, bad, state = r20, 0, {k: v.clone() for k, v in model.state_dict().items()}
-                chosen = {"valid_R@20": r20, "d_model": point.d_model, "epochs": epoch}
-            else:
-                bad += 1
-                if bad >= point.patience:
-                    break
-        model.load_state_dict(state)
-        if top > best["valid_R@20"]:
-            best_model, best = model, chosen
-    return best_model, best
+                   cfg: SequentialConfig, log: Callable[[str], None] = lambda _: None
+                   ) -> tuple[SequentialRecommender, dict]:
+    """Train with early stopping on ``valid_score(scores, rows) -> R@20``; keep the best epoch."""
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    model = SequentialRecommender(cfg, data.vocab.size)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
+    best, bad, state, curve = -1.0, 0, None, []
+    for epoch in range(1, cfg.max_epochs + 1):
+        windows = training_windows(data, train_last_day, cfg.max_len, rng)          # reshuffled products
+        loss = _train_epoch(model, windows, data.vocab, cfg, opt, rng)
+        r20 = valid_score(sequential_scores(model, data, valid_rows, cfg.seed), valid_rows)
+        curve.append(round(r20, 4))
+        log(f"{cfg.kind} epoch {epoch}: loss {loss:.3f} valid R@20 {r20:.4f}")
+        if r20 > best:
+            best, bad, best_epoch = r20, 0, epoch
+            state = {k: v.clone() for k, v in model.state_dict().items()}
+        else:
+            bad += 1
+            if bad >= cfg.patience:
+                break
+    model.load_state_dict(state)
+    return model, {"valid_R@20": best, "best_epoch": best_epoch, "epochs": len(curve), "valid_curve": curve,
+                   "windows": len(windows), **asdict(cfg)}

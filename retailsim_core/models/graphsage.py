@@ -20,7 +20,6 @@ pairs.
 
 from __future__ import annotations
 
-import contextlib
 
 import os
 from dataclasses import dataclass
@@ -32,6 +31,8 @@ import dgl.function as fn  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+from retailsim_core.determinism import deterministic_kernels  # noqa: E402
 
 RELATIONS = ("copurchase", "substitution", "hierarchy")
 
@@ -149,20 +150,6 @@ def link_prediction_loss(model: ProductGraphSAGE, z: torch.Tensor, edges, cfg: G
         losses.append(F.binary_cross_entropy_with_logits(pos, torch.ones_like(pos))
                       + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg)))
     return torch.stack(losses).mean()
-
-
-@contextlib.contextmanager
-def deterministic_kernels():
-    """PyTorch's deterministic implementations for the block. Why: with two or more threads some
-    CPU scatter/accumulate kernels sum in a thread-dependent order, and over 60 full-batch epochs
-    the last-bit differences grew into different embeddings on every run (measured: losses split
-    at epoch 4, every row of the table differed); with this the bytes repeat at no measured cost."""
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(before)
 
 
 def train(g: list[dgl.DGLGraph], ids: NodeIds, edges, sizes: tuple[int, int, int], cfg: GraphSAGEConfig,

@@ -2,17 +2,22 @@
 
 Glossary of dimensions:
     B  batch, L  basket length incl. [EOS] (the decoder sees L + 1 with the context token),
-    H  history trips, K  products per history trip, D  d_model, G  GraphSAGE width,
-    V  vocabulary (PAD, N products, MASK, EOS), F  repeat features (``REPEAT_FEATURES``),
-    C  candidate products of a sampled softmax, S shelf features (``shelf.py``), R shelf features
-    the price response reads (``RESPONSE_SHELF_FEATURES``).
+    H  history trips the encoder reads, U  distinct products of a basket's whole history,
+    F  history features (``history_features.HISTORY_FEATURES``), D  d_model,
+    G  product embedding width, V  vocabulary (PAD, N products, MASK, EOS), M  scored slots,
+    S  shelf features (``shelf.py``), R  shelf features the price response reads.
 
 Data flow: history trips -> ``TripEncoder`` (trip = mean product row + trip context + time gap,
 then Mamba blocks, chronological) -> encoder states (B, H, D) and a history vector (B, D);
 T1+T3+T5+T6 + history vector -> ``ContextFusion`` -> context token; T2+T4 -> ``ProductFusion``;
 ``BasketDecoder`` = bidirectional self-attention over the basket + cross-attention to the encoder
-states (decisions D34, D35). Heads: products (generative logits tied to the product table +
-the repeat path + the price response), and from position 0 basket size, price sensitivity, mission type and focus.
+states (decisions D34, D35). A slot's distribution over products is the repeat/explore mixture
+of ``heads.py`` (D51); from position 0, the auxiliary heads (mission, price sensitivity, size
+class) and the basket-size head (1..max_items products) that simulation samples from.
+
+What a prediction sees (D52): the customer's trips before the basket's week, the trip's store,
+date and hour, shelf prices, and the basket's mission only where ``given_mission`` says so.
+A basket's price-sensitivity and size codes are labels of its contents: never inputs.
 """
 
 from __future__ import annotations
@@ -23,31 +28,17 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from retailsim_core.models.heads import PriceResponse, RepeatHead, mixture_log_probs
 from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
-from retailsim_core.shelf import SHELF_FEATURES
 from retailsim_core.tensors import BASKET_TYPES, MISSIONS, PRICE_SENSITIVITY_CODES, SIZES
 from retailsim_core.tokens import PAD
 
-# Auxiliary heads: name -> (column of the T6 codes, number of classes). Codes are 1-based, 0 missing;
-# LGSR's "XX" (unknown, always the last code) is no class: those rows carry no auxiliary loss.
+# Auxiliary heads: name -> (column of the T6 codes, number of classes). Codes are 1-based, 0
+# missing; LGSR's "XX" (unknown, always the last code) is no class: those rows carry no loss.
 AUX_HEADS = {"mission_type": (0, len(BASKET_TYPES) - 1), "mission_focus": (1, len(MISSIONS) - 1),
              "price_sensitivity": (2, len(PRICE_SENSITIVITY_CODES) - 1), "basket_size": (3, len(SIZES))}
-# Repeat-path features of (customer, product) from the history; all zero for never-bought products.
-# The per-focus counts let the gate, which sees the mission, weigh the trips of the same mission.
-FOCUS_COUNTS = tuple(f"log_count_{m.lower()}" for m in MISSIONS[:4])
-REPEAT_FEATURES = ("log_count", "share_of_trips", "decay_14d", "decay_56d", "decay_182d", "recency", "bought",
-                   *FOCUS_COUNTS)
-_DECAY_DAYS = (14.0, 56.0, 182.0)
-RESPONSE_SHELF_FEATURES = ("log_relative_price", "discount_depth", "available")
-_RESPONSE_COLUMNS = [SHELF_FEATURES.index(name) for name in RESPONSE_SHELF_FEATURES]
-# Response features = RESPONSE_SHELF_FEATURES + substitutes' depth; the context weights read the even
-# columns (log relative price, available), the product weights the odd ones (depth, substitutes'
-# depth): strided views, no copies in the scoring hot path.
-_CONTEXT_RESPONSE_COLUMNS = slice(0, None, 2)
-_PRODUCT_RESPONSE_COLUMNS = slice(1, None, 2)
-assert RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS] == ("log_relative_price", "available")
-assert RESPONSE_SHELF_FEATURES[_PRODUCT_RESPONSE_COLUMNS] == ("discount_depth",)
+MISSION_COLUMNS = (0, 1)        # T6 columns a "given mission" reveals: mission type and focus
 
 
 @dataclass(frozen=True)
@@ -63,9 +54,10 @@ class WorldModelConfig:
     product_dim: int = 256         # G, GraphSAGE width (T2)
     max_items: int = 50            # basket products; + [EOS] + context token = positions
     freeze_product_embeddings: bool = False
-    repeat_path: bool = True       # copy scores over the customer's own history (D36)
+    repeat_path: bool = True       # the repeat distribution over the customer's history (D51)
+    repeat_hidden: int = 64        # width of the repeat head's product encoding
+    repeat_rank: int = 16          # rank of the slot-state x product interaction in the repeat head
     shelf_prices: bool = True      # candidate-side shelf prices in the product scores (D39)
-    n_negatives: int = 512         # sampled-softmax negatives in training; full softmax at evaluation
     scan: str = "auto"             # Mamba scan: auto | reference | fast | cuda
 
     @classmethod
@@ -75,7 +67,8 @@ class WorldModelConfig:
         if name == "small":   # the CPU demo: trains on the default data in minutes
             return cls(d_model=64, encoder_layers=2, d_state=16, decoder_layers=2, n_heads=4, d_ffn=256)
         if name == "tiny":    # tests
-            return cls(d_model=32, encoder_layers=1, d_state=8, decoder_layers=1, n_heads=2, d_ffn=64, n_negatives=16)
+            return cls(d_model=32, encoder_layers=1, d_state=8, decoder_layers=1, n_heads=2, d_ffn=64,
+                       repeat_hidden=16, repeat_rank=4)
         raise ValueError(f"unknown model preset {name!r} (paper | small | tiny)")
 
     def to_dict(self) -> dict:
@@ -85,90 +78,24 @@ class WorldModelConfig:
 @dataclass
 class ModelOutput:
     hidden: torch.Tensor                      # (B, L + 1, D) decoder states, position 0 = context token
-    repeat_features: RepeatFeatures | None    # (B, U, F) over each row's history products
-    shelf: torch.Tensor | None                # (B, V, R + 1) candidate price features (``PriceResponse``)
+    repeat: tuple | None                      # RepeatHead encodings of the history products
+    repeat_products: torch.Tensor | None      # (B, U) their tokens, [PAD] in unused slots
+    shelf: torch.Tensor | None                # (B, V, R + 1) candidate price features
+    has_history: torch.Tensor | None = None   # (B,) the customer has at least one earlier trip
     aux_logits: dict[str, torch.Tensor] = field(default_factory=dict)   # name -> (B, classes)
-
-
-@dataclass
-class RepeatFeatures:
-    """Repeat-path features of the products in each customer's history, stored per basket row over
-    its U distinct history products (padded with [PAD]): every other product's features are zero,
-    so scoring never touches a (B, V, F) block."""
-
-    products: torch.Tensor     # (B, U) token ids, [PAD] in unused slots
-    values: torch.Tensor       # (B, U, F), zero in unused slots
-
-    def logits(self, rows: torch.Tensor, gate: torch.Tensor, vocab_size: int) -> torch.Tensor:
-        """(M, V) scores sum_f gate[m, f] * features[rows[m], v, f] (zero off the history)."""
-        per_slot = torch.einsum("mf,muf->mu", gate, self.values[rows])                # (M, U)
-        return gate.new_zeros(len(rows), vocab_size).scatter_add(1, self.products[rows], per_slot)
-
-    def at(self, rows: torch.Tensor, candidates: torch.Tensor, vocab_size: int) -> torch.Tensor:
-        """(M, C, F) features of ``candidates`` (C,) for the basket rows ``rows`` (M,)."""
-        b, u = self.products.shape
-        values = torch.cat([self.values, self.values.new_zeros(b, 1, self.values.shape[2])], dim=1)  # slot u: zeros
-        slot = torch.full((b, vocab_size), u, dtype=torch.long, device=values.device)
-        slot.scatter_(1, self.products, torch.arange(u, device=values.device).expand(b, -1))
-        slot[:, PAD] = u
-        return values[rows[:, None], slot[rows[:, None], candidates[None, :]]]
-
-    def dense(self, vocab_size: int) -> torch.Tensor:
-        """(B, V, F), for inspection and tests."""
-        b, _, f = self.values.shape
-        out = self.values.new_zeros(b, vocab_size, f)
-        out.scatter_(1, self.products[..., None].expand(-1, -1, f), self.values)
-        out[:, PAD] = 0.0
-        return out
-
-
-def repeat_features(history_tokens: torch.Tensor, history_mask: torch.Tensor, days_before: torch.Tensor,
-                    history_focus: torch.Tensor | None = None) -> RepeatFeatures:
-    """(B, H, K) history tokens -> per-product purchase statistics of the distinct products of
-    each row, computed over the real history entries only (one unique over (row, product) keys
-    and scatter-adds, no loops; most of the (B, H, K) block is padding). A product counts once
-    per trip. ``history_focus`` (B, H): each trip's mission-focus code (1-based), for the
-    per-focus counts."""
-    b, device = history_tokens.shape[0], history_tokens.device
-    real = (history_tokens != PAD) & history_mask[..., None]                         # (B, H, K)
-    row, trip, _ = real.nonzero(as_tuple=True)                                        # (P,) in row order
-    tokens = history_tokens[real].long()
-    span = int(tokens.max()) + 1 if len(tokens) else 1
-    keys, inverse = torch.unique(row * span + tokens, sorted=True, return_inverse=True)   # (Q,) distinct (row, product)
-    key_row, product = keys // span, keys % span
-    per_row = torch.bincount(key_row, minlength=b)                                    # (B,)
-    slot = torch.arange(len(keys), device=device) - (torch.cumsum(per_row, 0) - per_row)[key_row]
-    days = days_before.float().clamp(min=0)[row, trip]                                # (P,)
-    if history_focus is None:
-        history_focus = torch.zeros_like(history_mask, dtype=torch.long)
-    focus = history_focus[row, trip]
-    weights = torch.stack([torch.ones_like(days), *[torch.exp(-days / tau) for tau in _DECAY_DAYS],
-                           *[(focus == code).float() for code in range(1, len(FOCUS_COUNTS) + 1)]], dim=-1)  # (P, W)
-    sums = weights.new_zeros(len(keys), weights.shape[1]).scatter_add_(0, inverse[:, None].expand_as(weights), weights)
-    last = days.new_full((len(keys),), 1e4).scatter_reduce_(0, inverse, days, reduce="amin")
-    count = sums[:, 0]
-    trips = history_mask.sum(1).clamp(min=1).float()[key_row]
-    n_decay = len(_DECAY_DAYS)
-    feats = torch.stack([torch.log1p(count), count / trips, *sums[:, 1:1 + n_decay].unbind(-1),
-                         torch.exp(-last / 30.0), torch.ones_like(count),
-                         *torch.log1p(sums[:, 1 + n_decay:]).unbind(-1)], dim=-1)   # (Q, F)
-    u = max(int(per_row.max()), 1) if b else 1
-    values = feats.new_zeros(b, u, feats.shape[1])
-    values[key_row, slot] = feats
-    products = torch.zeros(b, u, dtype=torch.long, device=device)
-    products[key_row, slot] = product
-    return RepeatFeatures(products, values)                                           # (B, U), (B, U, F)
+    size_logits: torch.Tensor | None = None   # (B, max_items): P(basket holds k + 1 products)
 
 
 class TripEncoder(nn.Module):
-    """History trips -> Mamba states (spec §3.5, §5.3). A trip is the mean GraphSAGE row of its
-    products, its mission codes and the (log) days before the basket. (B, H, K) -> (B, H, D), (B, D)."""
+    """History trips -> Mamba states (spec §3.5, §5.3). A trip is the mean embedding of all its
+    products, its mission codes and the (log) days before the basket. -> (B, H, D), (B, D)."""
 
     def __init__(self, cfg: WorldModelConfig):
         super().__init__()
         d = cfg.d_model
         self.items = nn.Linear(cfg.product_dim, d)
-        self.trip_type, self.trip_focus = nn.Embedding(5, d, padding_idx=0), nn.Embedding(6, d, padding_idx=0)
+        self.trip_type = nn.Embedding(5, d, padding_idx=0)
+        self.trip_focus = nn.Embedding(6, d, padding_idx=0)
         self.gap = nn.Linear(2, d)
         mamba = MambaConfig(d_model=d, d_state=cfg.d_state, d_conv=cfg.d_conv)
         self.blocks = nn.ModuleList(MambaBlock(mamba) for _ in range(cfg.encoder_layers))
@@ -177,18 +104,19 @@ class TripEncoder(nn.Module):
         self.scan = cfg.scan
 
     def forward(self, product_table: torch.Tensor, batch: dict[str, torch.Tensor]):
-        tokens, mask = batch["history_tokens"], batch["history_mask"]              # (B, H, K), (B, H)
-        b, h, k = tokens.shape
+        mask = batch["history_mask"]                                                 # (B, H)
+        b, h = mask.shape
         # The mean over a trip's products commutes with the linear map, so the (V, G) table is
-        # projected once and embedding_bag averages D-wide rows: no (B*H, G) block, no (B*H) x G x D
-        # product. An empty trip gives the bias alone, as items(0) would.
+        # projected once and embedding_bag averages D-wide rows over the flat item list (every
+        # product of every trip; an empty bag gives the bias alone, as items(0) would).
         projected = product_table @ self.items.weight.T                              # (V, D)
-        bags = F.embedding_bag(tokens.reshape(b * h, k).long(), projected, mode="mean", padding_idx=PAD)
+        bags = F.embedding_bag(batch["history_items"], projected, batch["history_offsets"], mode="mean",
+                               padding_idx=PAD)                                      # (B * H, D)
         days = batch["history_days_before"].float().clamp(min=0)[..., None]          # (B, H, 1)
         ctx = batch["history_context"]
-        x = ((bags + self.items.bias).reshape(b, h, -1) + self.trip_type(ctx[..., 0]) + self.trip_focus(ctx[..., 1])
-             + self.gap(torch.cat([torch.log1p(days), days / 365.0], dim=-1)))    # (B, H, D)
-        x = x * mask[..., None]
+        x = ((bags + self.items.bias).reshape(b, h, -1) + self.trip_type(ctx[..., 0])
+             + self.trip_focus(ctx[..., 1]) + self.gap(torch.cat([torch.log1p(days), days / 365.0], -1)))
+        x = x * mask[..., None]                                                      # (B, H, D)
         for block in self.blocks:
             x = block(x, mask, scan=self.scan)
         states = self.norm(x) * mask[..., None]                                      # (B, H, D)
@@ -205,9 +133,10 @@ class BasketDecoder(nn.Module):
 
     def __init__(self, cfg: WorldModelConfig):
         super().__init__()
-        layer = lambda: nn.TransformerDecoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ffn, cfg.dropout,  # noqa: E731
-                                                   activation="gelu", batch_first=True, norm_first=True)
-        self.layers = nn.ModuleList(layer() for _ in range(cfg.decoder_layers))
+        self.layers = nn.ModuleList(
+            nn.TransformerDecoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ffn, cfg.dropout, activation="gelu",
+                                       batch_first=True, norm_first=True)
+            for _ in range(cfg.decoder_layers))
         self.memory_token = nn.Parameter(torch.zeros(1, 1, cfg.d_model))
         self.norm = nn.LayerNorm(cfg.d_model)
 
@@ -220,71 +149,13 @@ class BasketDecoder(nn.Module):
         return self.norm(seq)                                                        # (B, L + 1, D)
 
 
-class PriceResponse(nn.Module):
-    """Candidate-side price scores (decisions D39, D45). Features f of candidate c: its shelf log
-    relative price, discount depth and available flag, and the mean discount depth of c's
-    substitutes (product-graph edges). The step-shaped promo flag is left out: its derivative is
-    0, so a response learned on it would be invisible to autograd elasticities. Score:
-
-        sum_s f[c, s] * w_s(h)  +  exp(k(h)) * sum_p f[c, p] * a[c, p]
-        s in (log relative price, available),  p in (depth, substitutes' depth)
-
-    w(h): how this context reacts to the price level and to availability; a[c]: the product's own
-    response to its promotions and to its substitutes' (its elasticities), scaled per context by
-    exp(k(h)) (price-sensitive trips react more). Promotions act only through a[c]: a context-wide
-    promotion weight would absorb the average response and leave a[c] the small deviations, so
-    every product would get about the same elasticity. a is sign-constrained (softplus): a product's own
-    promotion never lowers its score (law of demand) and a substitute's never raises it (what a
-    substitute is); only the magnitudes are learned, so sparse, noisy promotion weeks cannot flip
-    a sign. The regular price level gets no per-product weight: it barely moves within a product,
-    so such a weight would only fit noise. With a softmax alone every cross-price effect is
-    proportional to market share (IIA); the substitute feature lets a substitute's promotion take
-    share from c. w and k start at zero, a_own at softplus(0) = 0.69 (a mild promotion lift), a_sub
-    near zero."""
-
-    def __init__(self, d_model: int, vocab_size: int, substitutes: torch.Tensor):
-        super().__init__()
-        self.register_buffer("substitute_edges", substitutes.long().reshape(2, -1))   # (2, E) src -> dst
-        degree = torch.zeros(vocab_size).index_add_(0, self.substitute_edges[1], torch.ones(self.substitute_edges.shape[1]))
-        self.register_buffer("inverse_degree", 1.0 / degree.clamp(min=1.0), persistent=False)   # (V,)
-        # index_select (~3x a list index) with an index tensor built once, not per batch
-        self.register_buffer("response_columns", torch.tensor(_RESPONSE_COLUMNS), persistent=False)
-        self.context_weights = nn.Linear(d_model, len(RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS]))
-        self.scale = nn.Linear(d_model, 1)
-        for layer in (self.context_weights, self.scale):
-            nn.init.zeros_(layer.weight)
-            nn.init.zeros_(layer.bias)
-        # Raw values; softplus(0) = 0.69, softplus(-4) = 0.018 (near zero with a usable gradient under Adam).
-        self.raw_product_weights = nn.Parameter(torch.tensor([0.0, -4.0]).repeat(vocab_size, 1))   # (V, 2)
-        self.register_buffer("product_signs", torch.tensor([1.0, -1.0]), persistent=False)
-
-    @property
-    def product_weights(self) -> torch.Tensor:
-        """(V, 2) a[c]: >= 0 on the own depth, <= 0 on the substitutes' depth."""
-        return F.softplus(self.raw_product_weights) * self.product_signs
-
-    def features(self, shelf: torch.Tensor) -> torch.Tensor:
-        """(B, V, S) shelf -> (B, V, R + 1) response features: R shelf columns + substitutes' depth."""
-        src, dst = self.substitute_edges
-        depth = shelf[..., SHELF_FEATURES.index("discount_depth")]                  # (B, V)
-        sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) * self.inverse_degree
-        return torch.cat([shelf.index_select(-1, self.response_columns), sub[..., None]], dim=-1)
-
-    def forward(self, h: torch.Tensor, feats: torch.Tensor, rows: torch.Tensor,
-                candidates: torch.Tensor | None) -> torch.Tensor:
-        """h (M, D) states of positions in basket rows ``rows`` (M,); feats (B, V, R + 1) -> (M, C)
-        score offsets over ``candidates`` (C,) or the vocabulary."""
-        context, product = feats[..., _CONTEXT_RESPONSE_COLUMNS], feats[..., _PRODUCT_RESPONSE_COLUMNS]
-        if candidates is None:  # (M, V) gathers of single columns, never an (M, V, R + 1) block
-            own = (product * self.product_weights).sum(-1)                           # (B, V)
-            out = torch.exp(self.scale(h)) * own[rows]                               # (M, V)
-            for s, w in enumerate(self.context_weights(h).unbind(-1)):              # over the 2 features
-                out = out.addcmul(w[:, None], context[..., s][rows])
-            return out
-        own = self.product_weights[candidates]                                       # (C, 2)
-        at = (rows[:, None], candidates[None, :])                                    # (M, C) cells
-        general = torch.einsum("ms,mcs->mc", self.context_weights(h), context[at])
-        return general + torch.exp(self.scale(h)) * torch.einsum("cp,mcp->mc", own, product[at])
+def visible_t6(t6: torch.Tensor, given_mission: torch.Tensor | None) -> torch.Tensor:
+    """T6 as the model may see it: mission type and focus where ``given_mission`` (B,) is True,
+    everything else 0 (unknown). Price sensitivity and size are never visible."""
+    keep = torch.zeros_like(t6, dtype=torch.bool)
+    if given_mission is not None:
+        keep[:, list(MISSION_COLUMNS)] = given_mission[:, None]
+    return t6.masked_fill(~keep, 0)
 
 
 class WorldModel(nn.Module):
@@ -301,73 +172,87 @@ class WorldModel(nn.Module):
         self.item_out = nn.Linear(cfg.product_dim, cfg.d_model)      # output embeddings tied to the product table
         self.item_bias = nn.Parameter(torch.zeros(self.vocab_size))
         self.query = nn.Linear(cfg.d_model, cfg.d_model)
-        self.price_response = PriceResponse(cfg.d_model, self.vocab_size,
-                                            substitutes if substitutes is not None else torch.zeros(2, 0, dtype=torch.long))
-        self.repeat_gate = nn.Linear(cfg.d_model, len(REPEAT_FEATURES))
-        nn.init.zeros_(self.repeat_gate.weight)      # start from the generative path; learn how much to copy
-        nn.init.zeros_(self.repeat_gate.bias)
+        if substitutes is None:
+            substitutes = torch.zeros(2, 0, dtype=torch.long)
+        self.price_response = PriceResponse(cfg.d_model, self.vocab_size, substitutes)
+        self.repeat_head = RepeatHead(cfg.d_model, cfg.product_dim, cfg.repeat_hidden, cfg.repeat_rank)
+        self.repeat_share = nn.Linear(cfg.d_model, 1)             # logit of pi, the share of repeats
         self.aux = nn.ModuleDict({name: nn.Linear(cfg.d_model, n) for name, (_, n) in AUX_HEADS.items()})
+        self.size_head = nn.Linear(cfg.d_model, cfg.max_items)
 
     @property
     def product_table(self) -> torch.Tensor:
         return self.products.products.weight                                        # (V, G)
 
+    @property
+    def mask_token(self) -> int:
+        return self.vocab_size - 2
+
     def forward(self, batch: dict[str, torch.Tensor], tokens: torch.Tensor, hidden: torch.Tensor | None = None,
-                hide_t6: torch.Tensor | None = None) -> ModelOutput:
+                given_mission: torch.Tensor | None = None) -> ModelOutput:
         """``tokens`` (B, L) decoder inputs (corrupted by the caller); ``hidden`` (B, L) the positions
-        to predict (their prices are zeroed); ``hide_t6`` (B,) rows whose T6 codes are withheld."""
-        if hide_t6 is not None:
-            batch = {**batch, "t6": batch["t6"].masked_fill(hide_t6[:, None], 0)}
+        to predict (their prices are zeroed); ``given_mission`` (B,) rows whose true mission type
+        and focus the model is told (default: none, the honest next-basket setting)."""
+        batch = {**batch, "t6": visible_t6(batch["t6"], given_mission)}
         states, summary = self.encoder(self.product_table, batch)                   # (B, H, D), (B, D)
         context = self.context(batch, summary)                                       # (B, D)
         seq = self.products(tokens, batch["t4_prices"], context, hidden)             # (B, L + 1, D)
         pad = torch.cat([torch.zeros_like(tokens[:, :1], dtype=torch.bool), tokens == PAD], dim=1)
-        out = self.decoder(seq, pad, states, batch["history_mask"])
-        feats = (repeat_features(batch["history_tokens"], batch["history_mask"], batch["history_days_before"],
-                                 batch["history_context"][..., 1]) if self.cfg.repeat_path else None)
+        out = self.decoder(seq, pad, states, batch["history_mask"])                  # (B, L + 1, D)
+        repeat = products = None
+        if self.cfg.repeat_path:
+            products = batch["repeat_products"]                                      # (B, U)
+            raw = self.repeat_head.raw_features(batch["repeat_values"], products, batch["t6"],
+                                                self.price_response.substitute_edges, self.vocab_size)
+            repeat = self.repeat_head.encode(raw, products, self.product_table)
         shelf = batch.get("shelf") if self.cfg.shelf_prices else None
         shelf = self.price_response.features(shelf) if shelf is not None else None   # (B, V, R + 1)
-        return ModelOutput(hidden=out, repeat_features=feats, shelf=shelf,
-                           aux_logits={name: head(out[:, 0]) for name, head in self.aux.items()})
+        return ModelOutput(hidden=out, repeat=repeat, repeat_products=products, shelf=shelf,
+                           has_history=batch["history_mask"].any(1),
+                           aux_logits={name: head(out[:, 0]) for name, head in self.aux.items()},
+                           size_logits=self.size_head(out[:, 0]))
 
-    def next_basket(self, batch: dict[str, torch.Tensor], hide_t6: torch.Tensor | None = None
-                    ) -> tuple[ModelOutput, torch.Tensor]:
-        """The next-basket query (decision D34): the context token and one [MASK] slot whose price is
-        hidden. Returns the decoder output and (B, V) product scores of that slot, [EOS] excluded."""
+    def query_inputs(self, batch: dict[str, torch.Tensor]) -> tuple[dict, torch.Tensor]:
+        """The next-basket query (D34): one [MASK] slot after the context token, its price hidden."""
         b = len(batch["t6"])
-        query = torch.full((b, 1), self.vocab_size - 2, dtype=torch.long, device=batch["t6"].device)
+        query = torch.full((b, 1), self.mask_token, dtype=torch.long, device=batch["t6"].device)
         prices = batch["t4_prices"].new_zeros(b, 1, batch["t4_prices"].shape[-1])
-        out = self({**batch, "t4_prices": prices}, query, hidden=torch.ones_like(query, dtype=torch.bool), hide_t6=hide_t6)
-        logits = self.product_logits(out, torch.arange(b), torch.zeros(b, dtype=torch.long))
-        logits[:, self.vocab_size - 1] = -torch.inf
-        return out, logits
+        return {**batch, "t4_prices": prices}, query
 
-    def output_embeddings(self, candidates: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(C, D) output vectors and (C,) biases of ``candidates`` (default: the whole vocabulary)."""
-        table, bias = self.product_table, self.item_bias
-        if candidates is not None:
-            table, bias = table[candidates], bias[candidates]
-        return self.item_out(table), bias
+    def next_basket(self, batch: dict[str, torch.Tensor], given_mission: torch.Tensor | None = None
+                    ) -> tuple[ModelOutput, torch.Tensor]:
+        """Decoder output and (B, V) log-probabilities of the next-basket query slot: the ranking
+        of what the basket holds, from what is known before the trip."""
+        inputs, query = self.query_inputs(batch)
+        out = self(inputs, query, hidden=torch.ones_like(query, dtype=torch.bool), given_mission=given_mission)
+        b = len(query)
+        return out, self.slot_log_probs(out, torch.arange(b), torch.zeros(b, dtype=torch.long))
 
-    def product_logits(self, out: ModelOutput, rows: torch.Tensor, cols: torch.Tensor,
-                       candidates: torch.Tensor | None = None) -> torch.Tensor:
-        """Scores of the positions (rows, cols) (basket coordinates; +1 for the context token)
-        over ``candidates`` (C,) or the vocabulary: generative dot product + repeat path. (M, C)"""
-        states = out.hidden[rows, cols + 1]                                          # (M, D)
-        emb, bias = self.output_embeddings(candidates)
-        logits = self.query(states) @ emb.T / self.cfg.d_model ** 0.5 + bias         # (M, C)
-        if out.repeat_features is not None:
-            gate = self.repeat_gate(states)                                          # (M, F)
-            if candidates is None:
-                logits = logits + out.repeat_features.logits(rows, gate, self.vocab_size)
-            else:
-                logits = logits + torch.einsum("mf,mcf->mc", gate, out.repeat_features.at(rows, candidates, self.vocab_size))
-        if out.shelf is not None:
-            logits = logits + self.price_response(states, out.shelf, rows, candidates)
-        if candidates is None:  # [PAD] and [MASK] are never predictions
-            logits[:, PAD] = -torch.inf
-            logits[:, self.vocab_size - 2] = -torch.inf
-        return logits
+    def excluded(self, n: int, shown: torch.Tensor | None = None, device=None) -> torch.Tensor:
+        """(n, V) bool: [PAD], [MASK] and [EOS] are never a slot's product, nor ``shown`` ones."""
+        out = torch.zeros(n, self.vocab_size, dtype=torch.bool, device=device)
+        out[:, [PAD, self.vocab_size - 2, self.vocab_size - 1]] = True
+        return out if shown is None else out | shown
+
+    def slot_log_probs(self, out: ModelOutput, rows: torch.Tensor, cols: torch.Tensor,
+                       shown: torch.Tensor | None = None) -> torch.Tensor:
+        """(M, V) log p(product) of the slots (rows, cols) (basket coordinates; +1 for the context
+        token); ``shown`` (M, V) products that cannot fill them. Excluded entries are ``NEG``."""
+        h = out.hidden[rows, cols + 1]                                               # (M, D)
+        emb = self.item_out(self.product_table)                                      # (V, D)
+        explore = self.query(h) @ emb.T / self.cfg.d_model ** 0.5 + self.item_bias  # (M, V)
+        price = self.price_response(h, out.shelf, rows) if out.shelf is not None else None
+        if price is not None:
+            explore = explore + price
+        excluded = self.excluded(len(rows), shown, h.device)
+        if out.repeat is None:
+            return mixture_log_probs(explore, None, None, None, excluded)
+        products = out.repeat_products[rows]                                         # (M, U)
+        repeat = self.repeat_head(out.repeat, rows, h)                               # (M, U)
+        if price is not None:
+            repeat = repeat + price.gather(1, products)
+        share = self.repeat_share(h)[:, 0].masked_fill(~out.has_history[rows], -30.0)
+        return mixture_log_probs(explore, repeat, products, share, excluded)
 
 
 def parameter_count(model: nn.Module) -> int:

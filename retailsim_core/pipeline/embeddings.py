@@ -1,7 +1,11 @@
 """``graphsage_embeddings``: train on the product graph, write safetensors + a Parquet id map.
 
-Products the graph does not hold (first sold after the training weeks) get the mean embedding
-of their sub-commodity's graph products (spec §4.7.5 case 3), else the mean of all products.
+The id map is the model's vocabulary: every product sold before the test weeks (weeks <=
+``valid_end``), i.e. what a model deployed at the start of the test period could know exists.
+A product first sold in a test week is in no method's vocabulary; evaluation counts it in the
+basket as a product nobody can recommend. Products the graph does not hold (first sold after
+the training weeks) get the mean embedding of their sub-commodity's graph products (spec §4.7.5
+case 3), else the mean of all products.
 """
 
 from __future__ import annotations
@@ -105,9 +109,11 @@ def _with_novel_products(products: pl.DataFrame, vectors: torch.Tensor, all_prod
     return table[torch.tensor(pick.to_numpy(), dtype=torch.long)].contiguous(), id_map.cast(dict(ID_MAP_SCHEMA))
 
 
-def all_products(warehouse: Warehouse) -> pl.DataFrame:
-    return (warehouse.scan(RAW_TABLE, schema=RAW_TRANSACTIONS_SCHEMA).select("product_id", "prod_code_10")
-            .unique("product_id", keep="first").collect())
+def all_products(warehouse: Warehouse, max_week: int | None = None) -> pl.DataFrame:
+    """product_id, prod_code_10 of every product sold in weeks <= ``max_week`` (default: all)."""
+    weeks = [w for w in warehouse.weeks(RAW_TABLE) if max_week is None or w <= max_week]
+    return (warehouse.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA).select("product_id", "prod_code_10")
+            .unique("product_id", keep="first").sort("product_id").collect())
 
 
 def write_embeddings(warehouse: Warehouse, emb: Embeddings, cfg: GraphSAGEConfig) -> None:

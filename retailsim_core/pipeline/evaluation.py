@@ -1,62 +1,56 @@
-"""``evaluation_report``: the world model against every baseline on the same test samples.
+"""``evaluation_report``: the world model against every baseline on the same test baskets.
 
-Validation weeks tune the baselines (TIFU-KNN grid, SASRec/BERT4Rec size and epochs); test weeks
-are scored once. Outputs in the table folder: ``metrics.json`` ({task: {slice: {method:
-{metric: value}}}}), ``metrics.parquet`` (the same, long), ``calibration.parquet``,
-``tuning.json`` and the self-contained ``report.html``.
+Validation weeks tune the baselines (TIFU-KNN and UP-CF@r grids, the co-purchase weight,
+SASRec/BERT4Rec epochs); test weeks are scored once. Outputs in the table folder:
+``metrics.json`` ({task: {slice: {method: {metric: value}}}}), ``intervals.json`` (95% customer
+bootstrap intervals, and of each method's difference from the world model), ``metrics.parquet``
+(long), ``calibration.parquet``, ``tuning.json`` and the self-contained ``report.html``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections.abc import Callable
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+import scipy.sparse as sp
 import torch
 
 from retailsim_core.evaluation import baselines as bl
-from retailsim_core.evaluation.metrics import next_basket_metrics, truth_matrix
-from retailsim_core.evaluation.oracle import oracle_scorer
+from retailsim_core.evaluation.metrics import masked_item_summary, next_basket_metrics, truth_matrix
+from retailsim_core.evaluation.oracle import honest_oracle_scorer, oracle_scorer
 from retailsim_core.evaluation.price_response import price_response, simulation_check
 from retailsim_core.evaluation.report_html import render_report
-from retailsim_core.evaluation.run import EvalConfig, aux_calibration, nested_metrics, score_rows, slices, subsample, world_model_scorer
+from retailsim_core.evaluation.run import (
+    METHOD_INPUTS, EvalConfig, aux_calibration, intervals, masked_ranks, nested_metrics, score_rows, slices,
+    subsample, world_model_masked_scorer, world_model_scorer,
+)
 from retailsim_core.evaluation.sequential import fit_sequential, sequential_scores
 from retailsim_core.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE
 from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, load_model, load_model_inputs
 from retailsim_core.split import TemporalSplit
-from retailsim_core.tensors import TensorConfig
+from retailsim_core.tensors import TensorConfig, TrainingSet
+from retailsim_core.tokens import PAD
+from retailsim_core.training.corruption import evaluation_mask
+from retailsim_core.training.validation import shuffled
 from retailsim_core.warehouse import Warehouse
 
 REPORT_TABLE = "evaluation_report"
 
 
-def _context(data, samples: pl.DataFrame, store, trips, categories, prices, rows: np.ndarray) -> dict:
-    """What the metrics need besides scores: products bought before, the predicted basket size of
-    ``rows`` (the customer's mean trip size; the median trip for new customers), prices, spend."""
-    sizes = np.diff(data.trip_offsets).astype(np.float64)
-    w = bl.history_weights(*bl.sample_history(data, rows))
-    n = np.asarray(w.sum(1)).ravel()
-    basket_len = np.zeros(len(samples), dtype=np.int64)
-    basket_len[rows] = np.where(n > 0, np.rint((w @ sizes) / np.maximum(n, 1)), np.median(sizes))
-    spend = samples.join(store.trips.select("basket_id", "spend"), on="basket_id", how="left",
-                         maintain_order="left")["spend"].fill_null(0.0).to_numpy()
-    return {"repeat_of": lambda r: (bl.personal_counts(data, r, trips) > 0).astype(np.float32),
-            "basket_len": basket_len, "categories": categories, "spend": spend,
-            "prices_of": lambda r: np.broadcast_to(prices, (len(r), len(prices)))}
-
-
 def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None, cfg: EvalConfig = EvalConfig(),
              log: Callable[[str], None] = lambda _: None) -> dict:
+    """Tune the baselines on validation weeks, score every method on the test baskets, write the
+    report. ``truth_dir``: the generator's planted truth (adds the oracle), or None."""
     start = time.perf_counter()
     torch.manual_seed(cfg.seed)
-    folder = warehouse.table_dir(CHECKPOINT_TABLE)
-    model, vocab, config = load_model(folder)
+    model, vocab, config = load_model(warehouse.table_dir(CHECKPOINT_TABLE))
     inputs = load_model_inputs(warehouse)
     if inputs.vocab != vocab:
         raise ValueError("the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain")
@@ -66,73 +60,160 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
     valid_rows = subsample(np.flatnonzero(split_col == "validation"), cfg.max_valid_samples, cfg.seed)
     test_rows = subsample(np.flatnonzero(split_col == "test"), cfg.max_test_samples, cfg.seed + 1)
     trips = bl.trip_matrix(data)
-    days = data.trip_day
-    test_start_day = _first_day(inputs.store.trips, split.valid_end + 1)
-    valid_start_day = _first_day(inputs.store.trips, split.train_end + 1)
-    pop_test = np.asarray(trips[days < test_start_day].sum(0)).ravel()
-    _, id_map = load_embeddings(warehouse)
-    cat_codes = vocab.frame().join(id_map.select("product_id", "prod_code_10"), on="product_id", how="left")
-    categories = np.zeros(vocab.size, dtype=np.int64)
-    categories[cat_codes["token"].to_numpy()] = cat_codes["prod_code_10"].cast(pl.Categorical).to_physical().to_numpy() + 1
-    prices = _mean_prices(inputs, vocab.size)
-    ctx = _context(data, samples, inputs.store, trips, categories, prices, np.r_[valid_rows, test_rows])
+    valid_day = _first_day(inputs.store.trips, split.train_end + 1)
+    test_day = _first_day(inputs.store.trips, split.valid_end + 1)
+    pop = {"valid": _popularity(data, trips, valid_day), "test": _popularity(data, trips, test_day)}
+    categories = _categories(warehouse, vocab)
+    ctx = _context(data, samples, inputs.store, trips, categories, _mean_prices(inputs, vocab.size))
 
     def valid_r20(scores, rows):
-        truth = truth_matrix(data.item_tokens, data.item_starts[rows], np.minimum(data.item_counts[rows], 50), vocab.size)
+        truth = truth_matrix(data.item_tokens, data.item_starts[rows], data.item_counts[rows], vocab.size)
         m = next_basket_metrics(torch.as_tensor(scores), truth, repeat=ctx["repeat_of"](rows),
-                                basket_len=ctx["basket_len"][rows], categories=categories)
+                                basket_len=ctx["basket_len"][rows], categories=categories, outside=data.item_oov[rows])
         return float(m["R@20"].mean())
 
-    # Tuning on validation weeks only.
-    pool_valid = bl.tifu_pool(data, trips, valid_start_day)
-    def tifu_scores(c, rows, pool):
-        vectors, customers = pool
-        return bl.tifu_knn(bl.tifu_vectors(data, rows, trips, c), vectors(c), c, bl.sample_customers(data, rows), customers)
-
-    tifu_grid = [(valid_r20(tifu_scores(c, valid_rows, pool_valid), valid_rows), i, c) for i, c in enumerate(cfg.tifu.grid())]
-    tifu_best = max(tifu_grid, key=lambda t: (t[0], -t[1]))[2]
-    log(f"TIFU-KNN tuned on validation: {tifu_best}")
-    train_last_day = valid_start_day - 1
-    sasrec, sas_info = fit_sequential(data, train_last_day, valid_rows, valid_r20, cfg.sequential, log)
-    bert, bert_info = fit_sequential(data, train_last_day, valid_rows, valid_r20,
-                                     dataclasses.replace(cfg.sequential, kind="bert4rec"), log)
-    pool_test = bl.tifu_pool(data, trips, test_start_day)
+    tuned = tune_baselines(data, trips, valid_rows, valid_day, test_day, pop, valid_r20, cfg, log)
     scorers = {
-        "world_model": world_model_scorer(model, "true"),
-        "world_model_sampled_t6": world_model_scorer(model, "sampled", data.t1_names, cfg.seed),
-        "G-TopFreq": lambda rows, b: bl.g_topfreq(pop_test, len(rows)),
+        "world_model": world_model_scorer(model),
+        "world_model | given mission": world_model_scorer(model, given_mission=True),
+        "G-TopFreq": lambda rows, b: bl.g_topfreq(pop["test"], len(rows)),
         "P-TopFreq": lambda rows, b: bl.p_topfreq(bl.personal_counts(data, rows, trips)),
-        "GP-TopFreq": lambda rows, b: bl.gp_topfreq(bl.personal_counts(data, rows, trips), pop_test),
-        "TIFU-KNN": lambda rows, b: tifu_scores(tifu_best, rows, pool_test),
-        "SASRec": lambda rows, b: sequential_scores(sasrec, data, rows),
-        "BERT4Rec": lambda rows, b: sequential_scores(bert, data, rows),
+        "GP-TopFreq": lambda rows, b: bl.gp_topfreq(bl.personal_counts(data, rows, trips), pop["test"]),
+        "Store-P-TopFreq": lambda rows, b: bl.store_p_topfreq(data, rows, trips, pop["test"]),
+        "Mission-P-TopFreq": lambda rows, b: bl.mission_p_topfreq(data, rows, trips, pop["test"]),
+        **tuned["scorers"],
     }
-    truth = Path(truth_dir) if truth_dir is not None and (Path(truth_dir) / "config.json").exists() else None
-    if truth is not None:
-        scorers["oracle"] = oracle_scorer(truth, samples, vocab)
-    results = score_rows(data, test_rows, scorers, model, ctx, cfg, log)
-    slice_rows = slices(samples, data, results.rows)
+    oracle_note = None
+    if truth_dir is not None and (Path(truth_dir) / "config.json").exists():
+        try:
+            scorers["oracle"] = oracle_scorer(Path(truth_dir), samples, vocab)
+            scorers["oracle (no mission)"] = honest_oracle_scorer(Path(truth_dir), samples, vocab,
+                                                                   data.basket_context.hour)
+        except ValueError as err:   # a truth folder of other raw files: no oracle, said in the report
+            oracle_note = f"oracle skipped: {err}"
+            log(oracle_note)
+    masked = {"world_model": world_model_masked_scorer(model),
+              "P-TopFreq + co-purchase": tuned["copurchase"]}
+    results = score_rows(data, test_rows, scorers, masked, ctx, cfg, log)
+    slice_rows = slices(samples, data, results.rows, cfg.week_slices)
     metrics = nested_metrics(results, slice_rows)
+    customers = samples["customer_id"].cast(pl.Categorical).to_physical().to_numpy()
+    bounds = intervals(results, slice_rows, customers[results.rows], cfg)
     calibration = aux_calibration(model, data, results.rows)
-    response = price_response(model, data, results.rows, categories, truth)
-    sim_rows = results.rows[:: max(len(results.rows) // 256, 1)][:256]
+    response = price_response(model, data, results.rows, categories, truth_dir if "oracle" in scorers else None)
+    sim_rows = results.rows[:: max(len(results.rows) // 512, 1)][:512]
     sim_samples = samples[sim_rows]
     sim_prices = (warehouse.scan(PRICE_FEATURES_TABLE, sorted(set(sim_samples["week"].to_list())))
                   .filter(pl.col("store_id").is_in(sim_samples["store_id"].unique().implode())).collect())
     simulation = simulation_check(model, data, sim_rows, sim_prices, sim_samples["store_id"].to_list(),
                                   sim_samples["week"].to_list(), seed=cfg.seed)
-    log(f"elasticities for {response['context']}; simulation check {simulation}")
-    tuning = {"TIFU-KNN": tifu_best.__dict__, "SASRec": sas_info, "BERT4Rec": bert_info,
-              "test_samples": len(test_rows), "validation_samples": len(valid_rows),
-              "checkpoint": config["summary"], "simulation": simulation,
+    log(f"elasticities for {response['context']}; simulation check {simulation['summary']}")
+    tuning = {**tuned["info"], "test_samples": len(test_rows), "validation_samples": len(valid_rows),
+              "checkpoint": config["summary"], "simulation": simulation["summary"],
+              "simulated_sizes": simulation["sizes"], "method_inputs": METHOD_INPUTS, "oracle_note": oracle_note,
               "elasticity_context": response["context"], "elasticity_contexts": response["contexts"],
               "planted_elasticity_correlation": response.get("planted_correlation"),
               "planted_elasticity_spearman": response.get("planted_spearman"),
               "own_elasticity_negative_share": response.get("own_negative_share"),
-              "substitution": response.get("substitution"),
-              "seconds": round(time.perf_counter() - start, 1)}
-    write_report(warehouse.table_dir(REPORT_TABLE), metrics, calibration, tuning, response)
-    return {"metrics": metrics, "tuning": tuning, "calibration": calibration, "price_response": response}
+              "substitution": response.get("substitution"), "seconds": round(time.perf_counter() - start, 1)}
+    write_report(warehouse.table_dir(REPORT_TABLE), metrics, bounds, calibration, tuning, response)
+    return {"metrics": metrics, "intervals": bounds, "tuning": tuning, "calibration": calibration,
+            "price_response": response}
+
+
+def tune_baselines(data: TrainingSet, trips, valid_rows: np.ndarray, valid_day: int, test_day: int, pop: dict,
+                   valid_r20: Callable, cfg: EvalConfig, log: Callable[[str], None]) -> dict:
+    """Every tunable baseline chosen on validation weeks (neighbour pools as of the validation
+    start), then set up on the test period (pools as of the test start)."""
+    pools = {"valid": (bl.tifu_pool(data, trips, valid_day), bl.upcf_pool(data, trips, valid_day)),
+             "test": (bl.tifu_pool(data, trips, test_day), bl.upcf_pool(data, trips, test_day))}
+
+    def tifu(c, rows, period):
+        vectors, customers = pools[period][0]
+        return bl.tifu_knn(bl.tifu_vectors(data, rows, trips, c), vectors(c), c, bl.sample_customers(data, rows),
+                           customers)
+
+    def upcf(c, rows, period):
+        recent, sets, customers = pools[period][1]
+        start, end, n = bl.sample_history(data, rows)
+        return bl.upcf(bl.recent_popularity(start, end, n, trips, c.recency), bl.history_weights(start, end, n) @ trips,
+                       recent(c), sets, c, bl.sample_customers(data, rows), customers, pop[period])
+
+    grid = lambda f, points: max(((valid_r20(f(c, valid_rows, "valid"), valid_rows), -i, c)  # noqa: E731
+                                  for i, c in enumerate(points)), key=lambda t: t[:2])
+    tifu_r20, _, tifu_best = grid(tifu, cfg.tifu.grid())
+    upcf_r20, _, upcf_best = grid(upcf, cfg.upcf.grid())
+    log(f"tuned on validation: TIFU-KNN {tifu_best} (R@20 {tifu_r20:.4f}); UP-CF@r {upcf_best} (R@20 {upcf_r20:.4f})")
+    train_last_day = valid_day - 1
+    sasrec, sas_info = fit_sequential(data, train_last_day, valid_rows, valid_r20, cfg.sequential, log)
+    bert, bert_info = fit_sequential(data, train_last_day, valid_rows, valid_r20,
+                                     replace(cfg.sequential, kind="bert4rec"), log)
+    copurchase = bl.copurchase_matrix(trips[data.trip_day < valid_day])
+    weight, co_hits = tune_copurchase(data, trips, copurchase, valid_rows, cfg)
+    log(f"co-purchase weight {weight} (validation masked Hit@10 {co_hits:.4f})")
+    return {"scorers": {"TIFU-KNN": lambda rows, b: tifu(tifu_best, rows, "test"),
+                        "UP-CF@r": lambda rows, b: upcf(upcf_best, rows, "test"),
+                        "SASRec": lambda rows, b: sequential_scores(sasrec, data, rows, cfg.seed),
+                        "BERT4Rec": lambda rows, b: sequential_scores(bert, data, rows, cfg.seed)},
+            "copurchase": copurchase_scorer(data, trips, copurchase, weight),
+            "info": {"TIFU-KNN": {**asdict(tifu_best), "valid_R@20": tifu_r20},
+                     "UP-CF@r": {**asdict(upcf_best), "valid_R@20": upcf_r20},
+                     "SASRec": sas_info, "BERT4Rec": bert_info,
+                     "P-TopFreq + co-purchase": {"weight": weight, "valid_Hit@10": co_hits}}}
+
+
+def copurchase_scorer(data: TrainingSet, trips, copurchase, weight: float):
+    """Masked-item scores from personal frequency and co-purchase with the shown products."""
+    def score(rows, batch, m_in, m_tg) -> torch.Tensor:
+        r, _ = np.nonzero(m_tg != PAD)
+        shown = np.where((m_tg == PAD) & (m_in >= 1) & (m_in <= data.vocab.n_products), m_in, PAD)
+        rr, cc = np.nonzero(shown[r] != PAD)
+        shown_m = sp.csr_matrix((np.ones(len(rr)), (rr, shown[r][rr, cc])), shape=(len(r), data.vocab.size))
+        return bl.copurchase_scores(bl.personal_counts(data, rows[r], trips), shown_m, copurchase, weight)
+    return score
+
+
+def tune_copurchase(data: TrainingSet, trips, copurchase, rows: np.ndarray, cfg: EvalConfig) -> tuple[float, float]:
+    """The co-purchase weight with the best validation masked-item Hit@10 (the test's masking)."""
+    hits = {w: [] for w in cfg.copurchase_weights}
+    for i in range(0, len(rows), cfg.chunk):
+        chunk = rows[i:i + cfg.chunk]
+        batch = shuffled(data[chunk], data.vocab, cfg.seed + i)
+        m_in, m_tg = evaluation_mask(batch["tokens"].numpy(), data.vocab, cfg.mask_rate, cfg.seed + i)
+        r, c = np.nonzero(m_tg != PAD)
+        for w in cfg.copurchase_weights:
+            ranks = masked_ranks(copurchase_scorer(data, trips, copurchase, w)(chunk, batch, m_in, m_tg), r, c, m_in, m_tg)
+            hits[w].append(ranks)
+    scores = {w: masked_item_summary(np.concatenate(v))["Hit@10"] for w, v in hits.items()}
+    best = max(scores, key=lambda w: (scores[w], -w))
+    return best, scores[best]
+
+
+def _context(data: TrainingSet, samples: pl.DataFrame, store, trips, categories, prices) -> dict:
+    """What the metrics need besides scores: products bought before, the predicted basket size of
+    a sample (the customer's mean trip size; the median trip for new customers), prices, spend."""
+    sizes = np.diff(data.trip_offsets).astype(np.float64)
+    rows = np.arange(len(samples))
+    w = bl.history_weights(*bl.sample_history(data, rows))
+    n = np.asarray(w.sum(1)).ravel()
+    basket_len = np.where(n > 0, np.rint((w @ sizes) / np.maximum(n, 1)), np.median(sizes)).astype(np.int64)
+    spend = samples.join(store.trips.select("basket_id", "spend"), on="basket_id", how="left",
+                         maintain_order="left")["spend"].fill_null(0.0).to_numpy()
+    return {"repeat_of": lambda r: (bl.personal_counts(data, r, trips) > 0).astype(np.float32),
+            "basket_len": basket_len, "categories": categories, "spend": spend,
+            "prices_of": lambda r: np.broadcast_to(prices, (len(r), len(prices)))}
+
+
+def _popularity(data: TrainingSet, trips, before_day: int) -> np.ndarray:
+    return np.asarray(trips[data.trip_day < before_day].sum(0)).ravel()
+
+
+def _categories(warehouse: Warehouse, vocab) -> np.ndarray:
+    _, id_map = load_embeddings(warehouse)
+    codes = vocab.frame().join(id_map.select("product_id", "prod_code_10"), on="product_id", how="left")
+    out = np.zeros(vocab.size, dtype=np.int64)
+    out[codes["token"].to_numpy()] = codes["prod_code_10"].cast(pl.Categorical).to_physical().to_numpy() + 1
+    return out
 
 
 def _first_day(trips: pl.DataFrame, week: int) -> int:
@@ -157,10 +238,12 @@ def long_metrics(metrics: dict) -> pl.DataFrame:
                                       "metric": pl.String, "value": pl.Float64})
 
 
-def write_report(folder: Path, metrics: dict, calibration: pl.DataFrame, tuning: dict, response: dict) -> None:
+def write_report(folder: Path, metrics: dict, bounds: dict, calibration: pl.DataFrame, tuning: dict,
+                 response: dict) -> None:
     atomic_write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", folder / "metrics.json")
+    atomic_write_text(json.dumps(bounds, indent=2, sort_keys=True) + "\n", folder / "intervals.json")
     atomic_write_parquet(long_metrics(metrics), folder / "metrics.parquet")
     atomic_write_parquet(calibration, folder / "calibration.parquet")
     atomic_write_text(json.dumps(tuning, indent=2, sort_keys=True, default=str) + "\n", folder / "tuning.json")
     atomic_write_parquet(response["elasticities"], folder / "elasticities.parquet")
-    atomic_write_text(render_report(metrics, calibration, tuning, response), folder / "report.html")
+    atomic_write_text(render_report(metrics, calibration, tuning, response, bounds), folder / "report.html")

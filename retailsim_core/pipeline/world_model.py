@@ -100,6 +100,16 @@ def substitute_edges(edges: pl.DataFrame, vocab: ProductVocab) -> torch.Tensor:
     return torch.as_tensor(np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1))
 
 
+def fit_feature_scaling(model: WorldModel, data: TrainingSet, seed: int, n: int = 1_000) -> None:
+    """Standardise the repeat head's history features with a seeded sample of training baskets."""
+    rows = np.sort(np.random.default_rng([seed, 5]).choice(len(data), min(n, len(data)), replace=False))
+    batch = data[rows]
+    products = batch["repeat_products"]
+    raw = model.repeat_head.raw_features(batch["repeat_values"], products, torch.zeros_like(batch["t6"]),
+                                         model.price_response.substitute_edges, model.vocab_size)
+    model.repeat_head.fit_scaling(raw, products)
+
+
 def build_model(cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int, seed: int,
                 substitutes: torch.Tensor | None = None) -> WorldModel:
     torch.manual_seed(seed)
@@ -122,6 +132,7 @@ def train_world_model(warehouse: Warehouse, split: TemporalSplit, model_cfg: Wor
         f"in {time.perf_counter() - start:.1f}s; vocabulary {inputs.vocab.n_products:,} products")
     model = build_model(model_cfg, inputs.product_table, train_data.t1_numeric.shape[1], train_cfg.seed,
                         inputs.substitutes)
+    fit_feature_scaling(model, train_data, train_cfg.seed)
     popularity = popularity_scores(train_data, np.arange(len(train_data)))
     folder = warehouse.table_dir(CHECKPOINT_TABLE)
     fingerprint = hashlib.sha256(json.dumps([model_cfg.to_dict(), train_cfg.to_dict(), tensor_cfg.__dict__,

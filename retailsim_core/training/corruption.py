@@ -4,9 +4,10 @@ Two corruptions of a padded (B, L) token matrix, both returning (inputs, targets
 [PAD] wherever no loss is taken:
 - BERT4Rec masking (``tokens.mask_items``): a share of the products is chosen and predicted
   from the rest of the basket;
-- suffix masking: the basket is cut at a random position c (an item or the [EOS]); position c
-  becomes [MASK] and everything after it [PAD]. That is exactly one step of generation (spec
-  §4.3.2: fill the next slot until [EOS]), and c = 0 is the next-basket query.
+- suffix masking: the basket is cut at a random item position c; position c becomes [MASK] and
+  everything after it [PAD]. That is exactly one step of generation (spec §4.3.2: fill the next
+  slot given the ones before; how many slots a basket has comes from the size head, D53), and
+  c = 0 is the next-basket query.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def shuffle_items(tokens: np.ndarray, prices: np.ndarray, vocab: ProductVocab,
 
 
 def suffix_mask(tokens: np.ndarray, vocab: ProductVocab, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    length = (tokens != PAD).sum(1)                                                  # items + [EOS]
-    cut = np.floor(rng.random(len(tokens)) * length).astype(np.int64)                # uniform in 0..n_items
+    n_items = np.maximum(((tokens != PAD) & (tokens != vocab.eos)).sum(1), 1)
+    cut = np.floor(rng.random(len(tokens)) * n_items).astype(np.int64)               # uniform in 0..n_items - 1
     cols = np.arange(tokens.shape[1])[None, :]
     inputs = np.where(cols < cut[:, None], tokens, PAD)
     inputs[np.arange(len(tokens)), cut] = vocab.mask

@@ -2,7 +2,8 @@
 basket's products (baskets in a seeded random order, as in training), rank the whole vocabulary at
 each masked position, score Hit@10, NDCG@10 and MRR — for the model and, on exactly the same
 positions, for popularity (training-week purchase counts). Next basket: R@20 and NDCG@10 of the
-single-[MASK] query against the whole basket — the early-stopping metric (decision D37).
+single-[MASK] query against the whole basket, with no mission given (what is known before the
+trip) — the early-stopping metric (decisions D37, D52).
 
 Products shown unmasked in the basket are excluded from every ranking (baskets list distinct
 products), for the model and the baseline alike.
@@ -57,11 +58,10 @@ def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, po
         inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
         r, c = torch.nonzero(targets != PAD, as_tuple=True)
         true = targets[r, c].long()
-        out = model(batch, inputs, hidden=targets != PAD, hide_t6=torch.ones(len(batch_rows), dtype=torch.bool))
-        logits = model.product_logits(out, r, c)
-        logits[:, data.vocab.eos] = -torch.inf                                       # a masked slot holds a product
+        out = model(batch, inputs, hidden=targets != PAD)
         shown = shown_products(inputs, targets, data.vocab.size)[r]                   # (M, V), once for both rankings
-        model_ranks.append(ranks_of(logits.masked_fill(shown, -torch.inf), true))
+        logits = model.slot_log_probs(out, r, c, shown)
+        model_ranks.append(ranks_of(logits.masked_fill(model.excluded(len(r), shown), -torch.inf), true))
         if pop is not None:
             pop_ranks.append(ranks_of(pop[None, :].masked_fill(shown, -torch.inf), true))
         out_rows.append(torch.as_tensor(batch_rows)[r])
@@ -77,7 +77,8 @@ def shuffled(batch: dict, vocab, seed: int) -> dict:
 
 @torch.no_grad()
 def next_basket_metrics_of(model: WorldModel, data: TrainingSet, rows: np.ndarray, k: int = 20) -> dict[str, float]:
-    """Validation next-basket R@20 and NDCG@10 from the single-[MASK] query (true T6)."""
+    """Validation next-basket R@20 and NDCG@10 from the single-[MASK] query, no mission given.
+    The truth is the whole basket, products outside the vocabulary included (never hits)."""
     model.train(False)
     recall, ndcg = [], []
     discounts = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64))
@@ -89,7 +90,7 @@ def next_basket_metrics_of(model: WorldModel, data: TrainingSet, rows: np.ndarra
         truth.scatter_(1, tokens.long(), True)
         truth[:, [PAD, data.vocab.eos]] = False
         hits = truth.gather(1, scores.topk(k, dim=1).indices).double()                # (n, k)
-        n_true = truth.sum(1).clamp(min=1)
+        n_true = (truth.sum(1) + torch.from_numpy(data.item_oov[batch_rows])).clamp(min=1)
         recall.append(hits.sum(1) / n_true)
         ideal = torch.cumsum(discounts[:10], 0)[(n_true.clamp(max=10) - 1)]
         ndcg.append((hits[:, :10] * discounts[:10]).sum(1) / ideal)

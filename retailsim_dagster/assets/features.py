@@ -89,11 +89,13 @@ def store_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
           deps=["product_graph", "pseudo_brands", RAW_TABLE], backfill_policy=dg.BackfillPolicy.single_run(),
           description="256-d edge-type-aware GraphSAGE product embeddings, trained by link prediction "
                       "(spec §3.4); safetensors + Parquet id map.")
-def graphsage_embeddings(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+def graphsage_embeddings(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
+                         pipeline_config: PipelineConfigResource) -> dg.MaterializeResult:
     wh = warehouse.warehouse
     brands = pl.read_parquet(wh.table_dir(BRANDS_TABLE) / "part-0.parquet")
     cfg = GraphSAGEConfig()
-    emb = train_embeddings(load_graph(wh), brands, all_products(wh), cfg, log=context.log.info)
+    products = all_products(wh, max_week=pipeline_config.split.valid_end)
+    emb = train_embeddings(load_graph(wh), brands, products, cfg, log=context.log.info)
     write_embeddings(wh, emb, cfg)
     probes = brands.filter(pl.col("competitive_intensity") > 0)["product_id"].head(5).to_list()
     curve = pl.DataFrame({"epoch": range(1, len(emb.losses) + 1), "loss": emb.losses}).gather_every(max(len(emb.losses) // 12, 1))

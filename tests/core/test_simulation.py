@@ -35,15 +35,35 @@ def test_generation_is_seeded_and_well_formed(world):
     for basket in a:
         assert 1 <= len(basket) <= 50 and len(set(basket)) == len(basket)
         assert all(1 <= t <= vocab.n_products for t in basket)                     # never PAD, MASK or EOS
-    capped = generate(model, batch, book, seed=7, max_items=3)
-    assert max(len(b) for b in capped) <= 3
+    sizes = torch.tensor([1, 3, 2] * 4)
+    fixed = generate(model, batch, book, seed=7, sizes=sizes)
+    assert [len(b) for b in fixed] == sizes.tolist()                               # a given size is kept exactly
+
+
+def test_sizes_are_drawn_from_the_size_head(world, monkeypatch):
+    """D53: a basket's size comes from the size head's distribution, not from an [EOS] draw."""
+    model, vocab, batch, book, _ = world
+    from retailsim_core import simulation
+    n = len(batch["t6"])
+    probs = torch.zeros(n, model.cfg.max_items, dtype=torch.float64)
+    probs[: n // 2, 3] = 1.0                                                        # first half: 4 products
+    probs[n // 2:, 0] = 1.0                                                         # second half: 1 product
+    monkeypatch.setattr(simulation, "size_distribution", lambda *a, **k: probs)
+    assert [len(b) for b in generate(model, batch, book, seed=3)] == [4] * (n // 2) + [1] * (n - n // 2)
 
 
 def test_counterfactual_prices_change_the_simulation(world):
     model, vocab, batch, book, _ = world
     base = generate(model, batch, book, seed=1)
-    dearer = generate(model, batch, book, seed=1, log_multiplier=torch.full((vocab.size,), 1.0))
-    assert base != dearer
+    sale = generate(model, batch, book, seed=1, log_multiplier=torch.full((vocab.size,), float(np.log(0.3))))
+    assert base != sale                                     # a 70% sale on everything: product-level responses
+    from retailsim_core.simulation import first_slot_distribution
+    cut = torch.zeros(vocab.size)
+    cut[5] = float(np.log(0.5))
+    with torch.no_grad():
+        before, after = first_slot_distribution(model, batch), first_slot_distribution(model, batch, cut)
+    available = batch["shelf"][:, 5, 3] > 0
+    assert (after[available, 5] > before[available, 5]).all()                # a product's own price cut helps it
 
 
 def test_autograd_elasticities_match_finite_differences(world):
@@ -119,16 +139,11 @@ def test_pricing_environment_passes_gymnasiums_checker(world):
     assert reward == pytest.approx(0.0, abs=1e-9) and not terminated and not truncated
 
 
-def test_missions_are_sampled_from_the_customers_snapshot(world):
-    from retailsim_core.customers import MISSION_TYPES
-    from retailsim_core.simulation import sample_missions
-    model, vocab, batch, book, inputs = world
-    test = inputs.samples.filter(pl.col("split") == "test").head(12)
-    names = inputs.training_set(test).t1_names
-    t6 = sample_missions(batch, names, np.random.default_rng(0))
-    assert torch.equal(t6, sample_missions(batch, names, np.random.default_rng(0)))
-    assert ((t6[:, 0] >= 1) & (t6[:, 0] <= 3)).all() and (t6[:, 2:] == 0).all()
-    probs = batch["t1_numeric"][:, [names.index(n) for n in MISSION_TYPES]]
-    drawn = probs.gather(1, (t6[:, :1] - 1).long())[:, 0]
-    assert ((drawn > 0) | (probs.sum(1) == 0)).all()                                  # only missions the customer had
-    assert len(generate(model, {**batch, "t6": t6}, book, seed=0)) == len(t6)
+def test_a_given_mission_changes_the_simulation_and_none_is_the_default(world):
+    model, vocab, batch, book, _ = world
+    given = torch.ones(len(batch["t6"]), dtype=torch.bool)
+    honest = generate(model, batch, book, seed=0, sizes=torch.full((len(given),), 3))
+    told = generate(model, batch, book, seed=0, sizes=torch.full((len(given),), 3), given_mission=given)
+    assert honest == generate(model, {**batch, "t6": batch["t6"].flip(0)}, book, seed=0,
+                              sizes=torch.full((len(given),), 3))                # labels are never read
+    assert honest != told

@@ -19,8 +19,8 @@ from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, train_world_mo
 from retailsim_core.split import TemporalSplit
 from retailsim_core.training.loop import TrainConfig
 
-METHODS = {"world_model", "world_model_sampled_t6", "G-TopFreq", "P-TopFreq", "GP-TopFreq", "TIFU-KNN", "SASRec",
-           "BERT4Rec", "oracle"}
+METHODS = {"world_model", "world_model | given mission", "G-TopFreq", "P-TopFreq", "GP-TopFreq", "Store-P-TopFreq",
+           "Mission-P-TopFreq", "TIFU-KNN", "UP-CF@r", "SASRec", "BERT4Rec", "oracle", "oracle (no mission)"}
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,8 @@ def report(tiny_warehouse):
     wh = tiny_warehouse["warehouse"]
     if not (wh.table_dir(CHECKPOINT_TABLE) / "model.safetensors").exists():
         train_world_model(wh, tiny_warehouse["split"], WorldModelConfig.preset("tiny"), TrainConfig.preset("tiny"))
-    cfg = EvalConfig(max_test_samples=300, max_valid_samples=150, chunk=128,
-                     sequential=SequentialConfig(max_epochs=1, max_len=40))
+    cfg = EvalConfig(max_test_samples=300, max_valid_samples=150, chunk=128, bootstrap=200,
+                     week_slices=((12, 13), (14, 14)), sequential=SequentialConfig(max_epochs=2, max_len=40))
     return evaluate(wh, tiny_warehouse["split"], tiny_warehouse["truth"], cfg), wh
 
 
@@ -42,6 +42,17 @@ def test_metrics_json_has_every_method_task_and_slice(report):
     for m in ("R@20", "NDCG@10", "P@10", "MRR", "R@5", "F1", "top3_hit", "category_coverage"):
         assert 0 <= metrics["next_basket"]["all"]["world_model"][m] <= 1
     assert {"Hit@10", "NDCG@10", "MRR"} <= set(metrics["masked_item"]["all"]["BERT4Rec"])
+    # masked items: the co-purchase baseline sees the shown products; conditional rows have no masked task
+    assert "P-TopFreq + co-purchase" in metrics["masked_item"]["all"]
+    assert "world_model | given mission" not in metrics["masked_item"]["all"]
+    assert {"test_12_13", "test_14_14"} <= set(metrics["next_basket"])
+    bounds = json.loads((folder / "intervals.json").read_text())
+    for s in ("all", "test_12_13"):
+        for m in METHODS:
+            lo, hi = bounds["next_basket"][s][m]["R@20"]
+            assert lo <= metrics["next_basket"][s][m]["R@20"] <= hi
+        lo, hi = bounds["next_basket"][s]["world_model"]["diff_R@20"]
+        assert lo == hi == 0.0                                                         # a method minus itself
     assert {"cold_start", "all"} <= set(metrics["next_basket"]) and any(s.startswith("bucket_") for s in metrics["next_basket"])
     long = pl.read_parquet(folder / "metrics.parquet")
     assert long.filter((pl.col("method") == "world_model") & (pl.col("metric") == "R@20") & (pl.col("slice") == "all")
@@ -49,12 +60,16 @@ def test_metrics_json_has_every_method_task_and_slice(report):
     page = (folder / "report.html").read_text()
     assert "<svg" in page and "Verdict" in page and "calibration" in page and "<script" not in page
     assert "Price elasticities" in page and "Simulated baskets" in page
+    assert "What each method sees" in page and "95%" in page
     assert (folder / "elasticities.parquet").exists() and report[0]["price_response"]["own"].height > 0
     response = report[0]["price_response"]
     assert -1 <= response["planted_spearman"] <= 1 and 0 <= response["own_negative_share"] <= 1
     assert "substitute_pairs" in response["substitution"] and "Spearman" in page
     tuning = json.loads((folder / "tuning.json").read_text())
     assert tuning["planted_elasticity_spearman"] == pytest.approx(response["planted_spearman"])
+    assert tuning["SASRec"]["patience"] >= 3 and tuning["SASRec"]["epochs"] >= 1 and "valid_curve" in tuning["BERT4Rec"]
+    sizes = tuning["simulated_sizes"]
+    assert sum(sizes["real"]) == sum(sizes["simulated"]) == tuning["simulation"]["baskets"]
 
 
 def test_planted_agreement_on_a_literal_table():
@@ -70,7 +85,8 @@ def test_planted_agreement_on_a_literal_table():
 
 def test_oracle_is_the_ceiling_and_popularity_the_floor(report):
     nb = report[0]["metrics"]["next_basket"]["all"]
-    assert nb["oracle"]["R@20"] >= max(v["R@20"] for k, v in nb.items() if k != "oracle") - 0.02
+    assert nb["oracle"]["R@20"] >= max(v["R@20"] for k, v in nb.items() if not k.startswith("oracle")) - 0.02
+    assert nb["oracle"]["R@20"] >= nb["oracle (no mission)"]["R@20"] - 0.02          # knowing the mission helps
     assert nb["P-TopFreq"]["R@20"] > nb["G-TopFreq"]["R@20"]                        # repeat-dominated baskets
 
 

@@ -46,7 +46,14 @@ def test_batch_shapes_and_special_tokens(training_set):
     after = np.arange(L)[None, :] > n_items.numpy()[:, None]
     assert (b["tokens"].numpy()[after] == PAD).all()                                  # nothing after EOS
     assert (b["t4_prices"].numpy()[~b["item_mask"].numpy() | (b["tokens"].numpy() == ts.vocab.eos)] == 0).all()
-    assert b["history_tokens"].shape[:2] == b["history_mask"].shape and b["history_tokens"].shape[2] == 30
+    # the encoder's trips as (B * H) bags over one flat item list: every product of every trip
+    assert b["history_offsets"].shape == (b["history_mask"].numel(),)
+    lengths = np.diff(np.r_[b["history_offsets"].numpy(), len(b["history_items"])]).reshape(b["history_mask"].shape)
+    assert (lengths[~b["history_mask"].numpy()] == 0).all()
+    trip_lengths = np.diff(ts.trip_offsets)
+    rows = ts.hist_start[idx][:, None] + np.arange(lengths.shape[1])[None, :]
+    assert (lengths[b["history_mask"].numpy()] == trip_lengths[rows[b["history_mask"].numpy()]]).all()
+    assert b["repeat_values"].shape[:2] == b["repeat_products"].shape
     assert b["t1_codes"].shape == (B, 2) and b["t3"].shape == (B, 7) and b["t6"].shape == (B, 4)
     assert b["t5_numeric"].shape == (B, 4) and b["t1_numeric"].shape[0] == B
 
@@ -57,6 +64,15 @@ def test_histories_are_strictly_before_the_basket(training_set):
     days = b["history_days_before"].numpy()[b["history_mask"].numpy()]
     assert (days > 0).all()
     assert b["history_mask"].sum(1).max() <= 20                                      # capped at max_history_trips
+    # ... but the history features read every earlier trip (not capped): a product bought only
+    # in a trip older than the encoder's 20 is still among the basket's history products
+    from retailsim_core.history_features import HISTORY_FEATURES
+    n_col = HISTORY_FEATURES.index("log_history_trips")
+    values, products = b["repeat_values"].numpy(), b["repeat_products"].numpy()
+    trips_seen = np.expm1(values[np.arange(len(values)), 0, n_col]).round()
+    has = (products != PAD).any(1)
+    assert (trips_seen[has] == (ts.hist_end - ts.full_hist_start)[has]).all()
+    assert (trips_seen[has] > 20).any()
     cold = samples["history_trips"].to_numpy() == 0
     assert not b["history_mask"].numpy()[cold].any()                                  # cold start: empty history
     assert (b["t1_alpha"].numpy()[samples["history_trips"].to_numpy() < 5] == pytest.approx(0.8))

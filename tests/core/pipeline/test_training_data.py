@@ -9,7 +9,7 @@ from retailsim_core.pipeline.ingest import ingest_weeks
 from retailsim_core.pipeline.samples import METADATA_TABLE, SAMPLES_TABLE, build_trip_store, training_data_weeks
 from retailsim_core.split import TemporalSplit
 from retailsim_core.tokens import PAD, ProductVocab, mask_items, pad_baskets
-from retailsim_core.trips import TripStore
+from retailsim_core.trips import TripStore, trips_of
 from retailsim_core.warehouse import Warehouse
 
 SPLIT = TemporalSplit(train_end=8, valid_end=11)   # the 14 tiny weeks span all three splits
@@ -115,3 +115,22 @@ def test_masking_proportions():
     assert set(batch.positions[:, 0]) <= set(range(4000))
     rate20 = mask_items(tokens, vocab, 0.20, np.random.default_rng(42))
     assert binomtest(int((rate20.targets != PAD).sum()), n, 0.20).pvalue > 0.001
+
+
+def test_trips_are_in_time_order_not_basket_id_order():
+    """Basket ids are not chronological in LGSR: the store orders a customer's trips by date and
+    hour, so the encoder's order, the last trip and recency are true to time."""
+    import datetime as dt
+
+    from retailsim_core.trips import TRIPS_SCHEMA
+
+    def trip(basket, day, hour):
+        return {"customer_id": "C1", "week": 1, "basket_id": basket, "shop_date": dt.date(2006, 4, day),
+                "shop_hour": hour, "products": ["P1"]}
+    frame = pl.DataFrame([trip(30, 10, 9), trip(10, 12, 18), trip(20, 12, 8), trip(5, 14, 12)])
+    frame = frame.with_columns(*[pl.lit(None).cast(t).alias(c) for c, t in TRIPS_SCHEMA.items()
+                                 if c not in frame.columns]).select(TRIPS_SCHEMA.names()).cast(dict(TRIPS_SCHEMA))
+    store = TripStore.build(frame)
+    assert store.trips["basket_id"].to_list() == [30, 20, 10, 5]
+    raw = frame.explode("products").rename({"products": "product_id"}).with_columns(spend=pl.lit(1.0))
+    assert trips_of(raw.lazy()).collect()["basket_id"].to_list() == [30, 20, 10, 5]

@@ -1,0 +1,132 @@
+"""Per (customer, product) purchase statistics of a basket's history, for the repeat path.
+
+For a basket of week W, every statistic reads the customer's trips before W only (the trip
+store slice ``[full_hist_start, hist_end)``, never capped: a customer's whole history, every
+product of every trip). The statistics are those that make personal frequency, TIFU-KNN and
+ReCANet strong, computed once per batch, vectorised over (sample, trip, product) entries:
+counts and shares, decays in days and in trips, recency against the customer's own
+inter-purchase interval for the product, counts at the basket's store, on trips of the same
+weekday type and hour, in the latest trips, and counts among trips of each mission type and
+focus (the conditional mode reads the one of the given mission).
+
+Glossary: B baskets, U distinct history products of a basket (padded with [PAD]), F features,
+E history entries (sample, trip, product) of a batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from retailsim_core.tokens import PAD
+
+_DECAY_DAYS = (14.0, 56.0, 182.0)
+_DECAY_TRIPS = (0.9, 0.97)
+N_FOCI, N_TYPES = 4, 3          # mission focus codes 1..4, mission type codes 1..3 (trip_context)
+HISTORY_FEATURES = (
+    "log_count", "share_of_trips", *[f"decay_{int(d)}d" for d in _DECAY_DAYS],
+    *[f"trip_decay_{r}" for r in _DECAY_TRIPS], "log_days_since_last", "interval_ratio",
+    "log_mean_interval", "log_days_since_first", "log_count_at_store", "share_at_store",
+    "log_count_same_weekpart", "log_count_same_hour", "in_last_trip", "in_last_3_trips",
+    "share_of_last_10_trips", *[f"log_count_focus_{i}" for i in range(1, N_FOCI + 1)],
+    *[f"log_count_type_{i}" for i in range(1, N_TYPES + 1)], "log_history_trips",
+    "log_days_since_last_trip",
+)
+FOCUS_COLUMNS = [HISTORY_FEATURES.index(f"log_count_focus_{i}") for i in range(1, N_FOCI + 1)]
+TYPE_COLUMNS = [HISTORY_FEATURES.index(f"log_count_type_{i}") for i in range(1, N_TYPES + 1)]
+_NEVER_DAYS = 1e4               # "days since" of something that never happened
+
+
+@dataclass(frozen=True)
+class TripArrays:
+    """The trip store as flat arrays (row order of ``TripStore.trips``)."""
+
+    tokens: np.ndarray      # (I,) product tokens of every trip (each product once per trip), [PAD] unknown
+    offsets: np.ndarray     # (T + 1,) trip t's tokens are tokens[offsets[t]:offsets[t + 1]]
+    day: np.ndarray         # (T,) days since epoch
+    store: np.ndarray       # (T,) store code
+    hour: np.ndarray        # (T,) shop hour
+    weekend: np.ndarray     # (T,) bool, Saturday or Sunday
+    mission: np.ndarray     # (T, 2) mission type and focus codes (1-based, 0 unknown)
+
+
+@dataclass(frozen=True)
+class BasketContext:
+    """What is known of each basket when it is predicted: its customer's history bounds and the
+    trip's store, date and hour (never its products, size or labels)."""
+
+    start: np.ndarray       # (B,) first history trip (the customer's first trip)
+    end: np.ndarray         # (B,) one past the last trip before the basket's week
+    day: np.ndarray         # (B,)
+    store: np.ndarray       # (B,)
+    hour: np.ndarray        # (B,)
+    weekend: np.ndarray     # (B,) bool
+
+
+def _entries(trips: TripArrays, ctx: BasketContext):
+    """(E,) sample row, trips-ago rank and trip row of every history product entry."""
+    n = ctx.end - ctx.start
+    row = np.repeat(np.arange(len(n)), n)
+    within = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
+    trip = np.repeat(ctx.start, n) + within
+    ago = np.repeat(n, n) - 1 - within                                           # 0 = latest trip
+    lengths = trips.offsets[trip + 1] - trips.offsets[trip]
+    expand = np.repeat(np.arange(len(trip)), lengths)
+    item = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    tokens = trips.tokens[np.repeat(trips.offsets[trip], lengths) + item]
+    keep = tokens != PAD
+    return row[expand][keep], ago[expand][keep], trip[expand][keep], tokens[keep], (row, trip)
+
+
+def history_features(trips: TripArrays, ctx: BasketContext) -> tuple[np.ndarray, np.ndarray]:
+    """(B, U) product tokens ([PAD]-padded) and (B, U, F) float32 features of every distinct
+    product in each basket's history (``HISTORY_FEATURES`` order)."""
+    b = len(ctx.start)
+    row, ago, trip, token, (trip_row, trip_id) = _entries(trips, ctx)
+    span = int(token.max()) + 1 if len(token) else 1
+    keys, inverse = np.unique(row.astype(np.int64) * span + token, return_inverse=True)
+    q = len(keys)
+    key_row, product = keys // span, keys % span
+
+    def total(weights) -> np.ndarray:
+        return np.bincount(inverse, weights=weights, minlength=q)
+
+    age = (ctx.day[row] - trips.day[trip]).astype(np.float64)                    # days before
+    n_trips = np.maximum(ctx.end - ctx.start, 0)
+    count = total(None)
+    last = np.full(q, _NEVER_DAYS)
+    np.minimum.at(last, inverse, age)
+    first = np.zeros(q)
+    np.maximum.at(first, inverse, age)
+    repeated = count > 1
+    mean_interval = np.where(repeated, (first - last) / np.maximum(count - 1, 1), 0.0)
+    # Trips at the basket's store, per sample, for the store share.
+    at_store_trip = trips.store[trip_id] == ctx.store[trip_row]
+    store_trips = np.bincount(trip_row, weights=at_store_trip, minlength=b)
+    at_store = total(trips.store[trip] == ctx.store[row])
+    mission = trips.mission[trip]
+    latest_day = np.where(n_trips > 0, trips.day[np.maximum(ctx.end - 1, 0)], ctx.day - _NEVER_DAYS)
+    columns = [
+        np.log1p(count), count / np.maximum(n_trips[key_row], 1),
+        *[total(np.exp(-age / tau)) for tau in _DECAY_DAYS],
+        *[total(r ** ago.astype(np.float64)) for r in _DECAY_TRIPS],
+        np.log1p(last), np.where(repeated, np.log1p(last) - np.log1p(mean_interval), 0.0),
+        np.log1p(mean_interval), np.log1p(first),
+        np.log1p(at_store), at_store / np.maximum(store_trips[key_row], 1),
+        np.log1p(total(trips.weekend[trip] == ctx.weekend[row])),
+        np.log1p(total(np.abs(trips.hour[trip].astype(np.int64) - ctx.hour[row]) <= 2)),
+        total(ago == 0), total(ago < 3), total(ago < 10) / np.minimum(np.maximum(n_trips[key_row], 1), 10),
+        *[np.log1p(total(mission[:, 1] == code)) for code in range(1, N_FOCI + 1)],
+        *[np.log1p(total(mission[:, 0] == code)) for code in range(1, N_TYPES + 1)],
+        np.log1p(n_trips)[key_row], np.log1p(ctx.day - latest_day)[key_row],
+    ]
+    feats = np.stack(columns, axis=1).astype(np.float32)                          # (Q, F)
+    per_row = np.bincount(key_row, minlength=b)
+    slot = np.arange(q) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+    u = max(int(per_row.max(initial=0)), 1)
+    products = np.full((b, u), PAD, dtype=np.int64)
+    products[key_row, slot] = product
+    values = np.zeros((b, u, len(HISTORY_FEATURES)), dtype=np.float32)
+    values[key_row, slot] = feats
+    return products, values

@@ -1,0 +1,193 @@
+"""Product heads of the world model: where a basket slot's distribution over products comes from.
+
+A slot's distribution is a mixture of two proper distributions (decision D51):
+
+    p(c | h) = pi(h) * p_repeat(c | h) + (1 - pi(h)) * p_explore(c | h)
+
+- ``p_explore``: a full softmax over the whole vocabulary (decoder state . tied product
+  embedding + a per-product bias + the price response). Trained on every target with no
+  sampling, it stays a marginal in which popular products are popular: a customer with no
+  history gets a context-aware popularity ranking.
+- ``p_repeat``: a softmax over the customer's own history products only, scored by
+  ``RepeatHead`` from per-(customer, product) history statistics (``history_features.py``),
+  the product's embedding and the slot's state, plus the price response.
+- ``pi(h)``: the share of repeats, from the slot's state; 0 for a customer with no history.
+
+Glossary: B baskets, U history products of a basket, F history features, M scored slots,
+V vocabulary, D d_model, G product embedding width, R shelf features the price response reads.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from retailsim_core.history_features import FOCUS_COLUMNS, HISTORY_FEATURES, TYPE_COLUMNS
+from retailsim_core.shelf import SHELF_FEATURES
+from retailsim_core.tokens import PAD
+
+RESPONSE_SHELF_FEATURES = ("log_relative_price", "discount_depth", "available")
+_RESPONSE_COLUMNS = [SHELF_FEATURES.index(name) for name in RESPONSE_SHELF_FEATURES]
+# Response features = RESPONSE_SHELF_FEATURES + substitutes' depth; the context weights read the
+# even columns (log relative price, available), the product weights the odd ones (depth,
+# substitutes' depth): strided views, no copies in the scoring hot path.
+_CONTEXT_RESPONSE_COLUMNS = slice(0, None, 2)
+_PRODUCT_RESPONSE_COLUMNS = slice(1, None, 2)
+assert RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS] == ("log_relative_price", "available")
+assert RESPONSE_SHELF_FEATURES[_PRODUCT_RESPONSE_COLUMNS] == ("discount_depth",)
+# Appended to F: the history counts of the given mission's trips (conditional mode), and of the
+# product's substitutes (product-graph edges): a shopper who buys either of two substitutes
+# buys the pair's "slot", and which member depends on this week's prices.
+MISSION_FEATURES = ("log_count_given_type", "log_count_given_focus")
+SUBSTITUTE_FEATURES = ("log_substitute_count",)
+_COUNT = HISTORY_FEATURES.index("log_count")
+NEG = -1e4    # "impossible" in log space: finite, so no NaN gradients through logaddexp
+
+
+class PriceResponse(nn.Module):
+    """Candidate-side price scores (decisions D39, D45). Features f of candidate c: its shelf log
+    relative price, discount depth and available flag, and the mean discount depth of c's
+    substitutes (product-graph edges). The step-shaped promo flag is left out: its derivative is
+    0, so a response learned on it would be invisible to autograd elasticities. Score:
+
+        sum_s f[c, s] * w_s(h)  +  exp(k(h)) * sum_p f[c, p] * a[c, p]
+        s in (log relative price, available),  p in (depth, substitutes' depth)
+
+    w(h): how this context reacts to the price level and to availability; a[c]: the product's own
+    response to its promotions and to its substitutes' (its elasticities), scaled per context by
+    exp(k(h)). a is sign-constrained (softplus): a product's own promotion never lowers its score
+    and a substitute's never raises it; only magnitudes are learned (D45). w and k start at zero,
+    a_own at softplus(0) = 0.69, a_sub near zero."""
+
+    def __init__(self, d_model: int, vocab_size: int, substitutes: torch.Tensor):
+        super().__init__()
+        self.register_buffer("substitute_edges", substitutes.long().reshape(2, -1))   # (2, E) src -> dst
+        ones = torch.ones(self.substitute_edges.shape[1])
+        degree = torch.zeros(vocab_size).index_add_(0, self.substitute_edges[1], ones)
+        self.register_buffer("inverse_degree", 1.0 / degree.clamp(min=1.0), persistent=False)   # (V,)
+        self.register_buffer("response_columns", torch.tensor(_RESPONSE_COLUMNS), persistent=False)
+        self.context_weights = nn.Linear(d_model, len(RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS]))
+        self.scale = nn.Linear(d_model, 1)
+        for layer in (self.context_weights, self.scale):
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+        # softplus(0) = 0.69, softplus(-4) = 0.018 (near zero with a usable gradient under Adam)
+        self.raw_product_weights = nn.Parameter(torch.tensor([0.0, -4.0]).repeat(vocab_size, 1))   # (V, 2)
+        self.register_buffer("product_signs", torch.tensor([1.0, -1.0]), persistent=False)
+
+    @property
+    def product_weights(self) -> torch.Tensor:
+        """(V, 2) a[c]: >= 0 on the own depth, <= 0 on the substitutes' depth."""
+        return F.softplus(self.raw_product_weights) * self.product_signs
+
+    def features(self, shelf: torch.Tensor) -> torch.Tensor:
+        """(B, V, S) shelf -> (B, V, R + 1) response features: R shelf columns + substitutes' depth."""
+        src, dst = self.substitute_edges
+        depth = shelf[..., SHELF_FEATURES.index("discount_depth")]                  # (B, V)
+        sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) * self.inverse_degree
+        return torch.cat([shelf.index_select(-1, self.response_columns), sub[..., None]], dim=-1)
+
+    def forward(self, h: torch.Tensor, feats: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """h (M, D) states of slots in basket rows ``rows`` (M,); feats (B, V, R + 1) -> (M, V)."""
+        context = feats[..., _CONTEXT_RESPONSE_COLUMNS]
+        product = feats[..., _PRODUCT_RESPONSE_COLUMNS]
+        own = (product * self.product_weights).sum(-1)                               # (B, V)
+        out = torch.exp(self.scale(h)) * own[rows]                                   # (M, V)
+        for s, w in enumerate(self.context_weights(h).unbind(-1)):                  # 2 features
+            out = out.addcmul(w[:, None], context[..., s][rows])
+        return out
+
+
+def mission_features(values: torch.Tensor, t6: torch.Tensor) -> torch.Tensor:
+    """(B, U, 2): the history counts among trips of the basket's given mission type and focus
+    (0 where the mission is not given: T6 code 0), from the per-type/focus columns."""
+    by_type = F.pad(values[..., TYPE_COLUMNS], (1, 0))                               # (B, U, 4), 0 = none
+    by_focus = F.pad(values[..., FOCUS_COLUMNS], (1, 0))                             # (B, U, 5)
+    mission_type = t6[:, 0].clamp(max=by_type.shape[-1] - 1)                         # XX -> no class
+    focus = t6[:, 1].clamp(max=by_focus.shape[-1] - 1)
+    pick = lambda table, code: table.gather(-1, code[:, None, None].expand(-1, table.shape[1], 1))  # noqa: E731
+    return torch.cat([pick(by_type, mission_type), pick(by_focus, focus)], dim=-1)
+
+
+def substitute_counts(values: torch.Tensor, products: torch.Tensor, edges: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """(B, U, 1) log(1 + history count of each product's substitutes), from the log counts of the
+    row's history products and the (2, E) substitution edges (src -> dst)."""
+    counts = torch.expm1(values[..., _COUNT]) * (products != PAD)                    # (B, U)
+    dense = counts.new_zeros(len(products), vocab_size).scatter_add(1, products, counts)   # (B, V)
+    src, dst = edges
+    subs = torch.zeros_like(dense).index_add(1, dst, dense[:, src])                 # (B, V)
+    return torch.log1p(subs.gather(1, products))[..., None]
+
+
+class RepeatHead(nn.Module):
+    """Scores of each basket's history products (ReCANet-style, decision D51). A product's
+    encoding mixes its standardised history statistics (plus those of the given mission) and
+    its embedding; a slot's score is a base score plus a low-rank interaction with the slot's
+    state (the store, time, mission and the other items of the basket shape which repeats)."""
+
+    def __init__(self, d_model: int, product_dim: int, hidden: int, rank: int):
+        super().__init__()
+        n = len(HISTORY_FEATURES) + len(MISSION_FEATURES) + len(SUBSTITUTE_FEATURES)
+        self.register_buffer("feature_shift", torch.zeros(n))
+        self.register_buffer("feature_scale", torch.ones(n))
+        self.features = nn.Linear(n, hidden)
+        self.product = nn.Linear(product_dim, hidden, bias=False)
+        self.mix = nn.Sequential(nn.GELU(), nn.Linear(hidden, hidden), nn.GELU())
+        self.base = nn.Linear(hidden, 1)
+        self.key = nn.Linear(hidden, rank)
+        self.query = nn.Linear(d_model, rank)
+
+    @staticmethod
+    def raw_features(values: torch.Tensor, products: torch.Tensor, t6: torch.Tensor,
+                     substitutes: torch.Tensor, vocab_size: int) -> torch.Tensor:
+        """(B, U, F + 3): the history features, those of the given mission, the substitutes' count."""
+        return torch.cat([values, mission_features(values, t6),
+                          substitute_counts(values, products, substitutes, vocab_size)], dim=-1)
+
+    @torch.no_grad()
+    def fit_scaling(self, raw: torch.Tensor, products: torch.Tensor) -> None:
+        """Standardise with the mean and sd of real entries of a sample of training batches
+        (``raw`` from ``raw_features`` with no mission given; the given-mission columns take the
+        statistics of the first type and focus columns)."""
+        real = raw[products != PAD]                                                  # (N, F + 3)
+        n = len(HISTORY_FEATURES)
+        real[:, n:n + 2] = real[:, [TYPE_COLUMNS[0], FOCUS_COLUMNS[0]]]
+        self.feature_shift.copy_(real.mean(0))
+        self.feature_scale.copy_(real.std(0).clamp(min=1e-3))
+
+    def encode(self, raw: torch.Tensor, products: torch.Tensor, product_table: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, U) base scores and (B, U, rank) keys of each history product; ``raw`` (B, U, F + 3)."""
+        x = (self.features((raw - self.feature_shift) / self.feature_scale)
+             + self.product(product_table[products]))
+        z = self.mix(x)                                                              # (B, U, hidden)
+        return self.base(z)[..., 0], self.key(z)
+
+    def forward(self, encoded: tuple[torch.Tensor, torch.Tensor], rows: torch.Tensor,
+                h: torch.Tensor) -> torch.Tensor:
+        """(M, U) scores of the history products of basket rows ``rows`` for slot states h (M, D)."""
+        base, keys = encoded
+        return base[rows] + torch.einsum("mr,mur->mu", self.query(h), keys[rows])
+
+
+def mixture_log_probs(explore: torch.Tensor, repeat: torch.Tensor | None, repeat_products: torch.Tensor | None,
+                      share_logit: torch.Tensor | None, excluded: torch.Tensor) -> torch.Tensor:
+    """(M, V) log p(c) = log(pi p_repeat(c) + (1 - pi) p_explore(c)).
+
+    explore (M, V) logits; repeat (M, U) logits of ``repeat_products`` (M, U) ([PAD] slots unused);
+    share_logit (M,) logit of pi; excluded (M, V) bool: products that cannot fill the slot (the
+    specials, products already shown in the basket). A slot whose customer has no allowed
+    history product has pi = 0. Impossible entries get ``NEG`` (finite: no NaN gradients)."""
+    log_explore = F.log_softmax(explore.masked_fill(excluded, NEG), dim=-1)
+    if repeat is None:
+        return log_explore.masked_fill(excluded, NEG)
+    invalid = (repeat_products == PAD) | excluded.gather(1, repeat_products)        # (M, U)
+    has = ~invalid.all(1)                                                            # (M,)
+    log_repeat = F.log_softmax(repeat.masked_fill(invalid, NEG), dim=-1)
+    log_pi = torch.where(has, F.logsigmoid(share_logit), torch.full_like(share_logit, NEG))
+    log_rest = torch.where(has, F.logsigmoid(-share_logit), torch.zeros_like(share_logit))
+    out = log_rest[:, None] + log_explore                                            # (M, V)
+    at = out.gather(1, repeat_products)                                              # (M, U)
+    mixed = torch.where(invalid, at, torch.logaddexp(at, log_pi[:, None] + log_repeat))
+    return out.scatter(1, repeat_products, mixed).masked_fill(excluded, NEG)
