@@ -99,6 +99,36 @@ class PriceResponse(nn.Module):
         return out
 
 
+class CopurchaseResponse(nn.Module):
+    """A slot's affinity to the products already shown in its basket: the mean log-lift of the
+    product graph's co-purchase edges from each shown product to the candidate (0 where none),
+    weighted per slot by w(h). With nothing shown (a next-basket query) it adds nothing. The
+    graph comes from training weeks only (spec §2.3.3); the decoder could learn complements from
+    the shown tokens too, but minutes of CPU training do not get there (D54)."""
+
+    def __init__(self, d_model: int, vocab_size: int, edges: torch.Tensor, lift: torch.Tensor):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.register_buffer("edges", edges.long().reshape(2, -1))                    # (2, E) src -> dst
+        self.register_buffer("log_lift", torch.log(lift.float().clamp(min=1.0)))      # (E,)
+        self.weight = nn.Linear(d_model, 1)
+        nn.init.zeros_(self.weight.weight)
+        nn.init.zeros_(self.weight.bias)
+
+    def matrix(self) -> torch.Tensor:
+        """(V, V) sparse: row d, column s = log-lift of the edge s -> d (rebuilt per call, about a
+        millisecond, so it can never go stale after ``load_state_dict``)."""
+        src, dst = self.edges
+        return torch.sparse_coo_tensor(torch.stack([dst, src]), self.log_lift,
+                                       (self.vocab_size, self.vocab_size)).coalesce()
+
+    def forward(self, h: torch.Tensor, shown: torch.Tensor) -> torch.Tensor:
+        """h (M, D), shown (M, V) bool -> (M, V) score offsets."""
+        counts = shown.sum(1, keepdim=True).clamp(min=1).float()                    # (M, 1)
+        mean = torch.sparse.mm(self.matrix(), shown.T.float()).T / counts           # (M, V)
+        return self.weight(h) * mean
+
+
 def mission_features(values: torch.Tensor, t6: torch.Tensor) -> torch.Tensor:
     """(B, U, 2): the history counts among trips of the basket's given mission type and focus
     (0 where the mission is not given: T6 code 0), from the per-type/focus columns."""

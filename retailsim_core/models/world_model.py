@@ -28,7 +28,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from retailsim_core.models.heads import PriceResponse, RepeatHead, mixture_log_probs
+from retailsim_core.models.heads import CopurchaseResponse, PriceResponse, RepeatHead, mixture_log_probs
 from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
 from retailsim_core.tensors import BASKET_TYPES, MISSIONS, PRICE_SENSITIVITY_CODES, SIZES
@@ -160,7 +160,8 @@ def visible_t6(t6: torch.Tensor, given_mission: torch.Tensor | None) -> torch.Te
 
 class WorldModel(nn.Module):
     def __init__(self, cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int,
-                 substitutes: torch.Tensor | None = None):
+                 substitutes: torch.Tensor | None = None,
+                 copurchase: tuple[torch.Tensor, torch.Tensor] | None = None):
         super().__init__()
         self.cfg, self.vocab_size = cfg, product_table.shape[0]
         inputs = InputConfig(d_model=cfg.d_model, product_dim=cfg.product_dim, max_len=cfg.max_items + 2,
@@ -175,6 +176,9 @@ class WorldModel(nn.Module):
         if substitutes is None:
             substitutes = torch.zeros(2, 0, dtype=torch.long)
         self.price_response = PriceResponse(cfg.d_model, self.vocab_size, substitutes)
+        if copurchase is None:
+            copurchase = (torch.zeros(2, 0, dtype=torch.long), torch.zeros(0))
+        self.copurchase = CopurchaseResponse(cfg.d_model, self.vocab_size, *copurchase)
         self.repeat_head = RepeatHead(cfg.d_model, cfg.product_dim, cfg.repeat_hidden, cfg.repeat_rank)
         self.repeat_share = nn.Linear(cfg.d_model, 1)             # logit of pi, the share of repeats
         self.aux = nn.ModuleDict({name: nn.Linear(cfg.d_model, n) for name, (_, n) in AUX_HEADS.items()})
@@ -244,6 +248,10 @@ class WorldModel(nn.Module):
         price = self.price_response(h, out.shelf, rows) if out.shelf is not None else None
         if price is not None:
             explore = explore + price
+        if shown is not None and shown.any():
+            offset = self.copurchase(h, shown)                                       # (M, V)
+            price = offset if price is None else price + offset
+            explore = explore + offset
         excluded = self.excluded(len(rows), shown, h.device)
         if out.repeat is None:
             return mixture_log_probs(explore, None, None, None, excluded)

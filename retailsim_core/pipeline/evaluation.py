@@ -45,12 +45,14 @@ REPORT_TABLE = "evaluation_report"
 
 
 def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None, cfg: EvalConfig = EvalConfig(),
-             log: Callable[[str], None] = lambda _: None) -> dict:
+             log: Callable[[str], None] = lambda _: None, checkpoint: Path | None = None,
+             folder: Path | None = None) -> dict:
     """Tune the baselines on validation weeks, score every method on the test baskets, write the
-    report. ``truth_dir``: the generator's planted truth (adds the oracle), or None."""
+    report (default folders: the warehouse's ``trained_checkpoint`` and ``evaluation_report``).
+    ``truth_dir``: the generator's planted truth (adds the oracles), or None."""
     start = time.perf_counter()
     torch.manual_seed(cfg.seed)
-    model, vocab, config = load_model(warehouse.table_dir(CHECKPOINT_TABLE))
+    model, vocab, config = load_model(checkpoint or warehouse.table_dir(CHECKPOINT_TABLE))
     inputs = load_model_inputs(warehouse)
     if inputs.vocab != vocab:
         raise ValueError("the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain")
@@ -116,7 +118,7 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
               "planted_elasticity_spearman": response.get("planted_spearman"),
               "own_elasticity_negative_share": response.get("own_negative_share"),
               "substitution": response.get("substitution"), "seconds": round(time.perf_counter() - start, 1)}
-    write_report(warehouse.table_dir(REPORT_TABLE), metrics, bounds, calibration, tuning, response)
+    write_report(folder or warehouse.table_dir(REPORT_TABLE), metrics, bounds, calibration, tuning, response)
     return {"metrics": metrics, "intervals": bounds, "tuning": tuning, "calibration": calibration,
             "price_response": response}
 

@@ -55,6 +55,7 @@ class ModelInputs:
     tables: dict[str, pl.DataFrame]
     shelf: ShelfPrices
     substitutes: torch.Tensor          # (2, E) substitution edges of the product graph, as tokens
+    copurchase: tuple[torch.Tensor, torch.Tensor]   # (2, E) co-purchase edges as tokens, (E,) lifts
 
     def training_set(self, samples: pl.DataFrame, cfg: TensorConfig = TensorConfig()) -> TrainingSet:
         t = self.tables
@@ -86,8 +87,9 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
     tables = {AFFINITY_TABLE: warehouse.scan(AFFINITY_TABLE, weeks).filter(key_weeks).collect(),
               MISSIONS_TABLE: warehouse.scan(MISSIONS_TABLE, weeks).filter(key_weeks).collect(),
               PRICE_FEATURES_TABLE: prices, STORE_FEATURES_TABLE: warehouse.scan(STORE_FEATURES_TABLE, weeks).collect()}
+    edges = load_graph(warehouse).edges
     return ModelInputs(vocab, graphsage_rows(vocab, vectors, id_map), store, samples, tables, shelf,
-                       substitute_edges(load_graph(warehouse).edges, vocab))
+                       substitute_edges(edges, vocab), copurchase_edges(edges, vocab))
 
 
 def substitute_edges(edges: pl.DataFrame, vocab: ProductVocab) -> torch.Tensor:
@@ -98,6 +100,18 @@ def substitute_edges(edges: pl.DataFrame, vocab: ProductVocab) -> torch.Tensor:
     pairs = (both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
              .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner").sort("s", "d"))
     return torch.as_tensor(np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1))
+
+
+def copurchase_edges(edges: pl.DataFrame, vocab: ProductVocab) -> tuple[torch.Tensor, torch.Tensor]:
+    """(2, E) token pairs (src, dst) of the product graph's co-purchase edges, both directions,
+    and (E,) their lifts."""
+    cop = edges.filter(pl.col("edge_type") == "copurchase").select("src", "dst", "lift")
+    both = pl.concat([cop, cop.select(src="dst", dst="src", lift="lift")]).unique(["src", "dst"], keep="first")
+    tok = vocab.frame()
+    pairs = (both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
+             .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner").sort("s", "d"))
+    index = np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1)
+    return torch.as_tensor(index), torch.as_tensor(pairs["lift"].to_numpy().astype(np.float32))
 
 
 def fit_feature_scaling(model: WorldModel, data: TrainingSet, seed: int, n: int = 1_000) -> None:
@@ -111,16 +125,19 @@ def fit_feature_scaling(model: WorldModel, data: TrainingSet, seed: int, n: int 
 
 
 def build_model(cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int, seed: int,
-                substitutes: torch.Tensor | None = None) -> WorldModel:
+                substitutes: torch.Tensor | None = None,
+                copurchase: tuple[torch.Tensor, torch.Tensor] | None = None) -> WorldModel:
     torch.manual_seed(seed)
-    return WorldModel(cfg, product_table, n_t1_numeric, substitutes)
+    return WorldModel(cfg, product_table, n_t1_numeric, substitutes, copurchase)
 
 
 def train_world_model(warehouse: Warehouse, split: TemporalSplit, model_cfg: WorldModelConfig, train_cfg: TrainConfig,
                       tensor_cfg: TensorConfig = TensorConfig(max_history_trips=50),
-                      log: Callable[[str], None] = lambda _: None, model_out: bool = False) -> dict:
+                      log: Callable[[str], None] = lambda _: None, model_out: bool = False,
+                      folder: Path | None = None) -> dict:
     """Train on training weeks, early-stop on validation weeks, write the checkpoint folder (rank 0
-    only under torchrun). ``model_out`` adds the trained model to the summary."""
+    only under torchrun; default the warehouse's ``trained_checkpoint``). ``model_out`` adds the
+    trained model to the summary."""
     start = time.perf_counter()
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     inputs = load_model_inputs(warehouse, range(1, split.valid_end + 1))
@@ -131,10 +148,10 @@ def train_world_model(warehouse: Warehouse, split: TemporalSplit, model_cfg: Wor
     log(f"tensors: {len(train_data):,} training / {len(valid_data):,} validation samples "
         f"in {time.perf_counter() - start:.1f}s; vocabulary {inputs.vocab.n_products:,} products")
     model = build_model(model_cfg, inputs.product_table, train_data.t1_numeric.shape[1], train_cfg.seed,
-                        inputs.substitutes)
+                        inputs.substitutes, inputs.copurchase)
     fit_feature_scaling(model, train_data, train_cfg.seed)
     popularity = popularity_scores(train_data, np.arange(len(train_data)))
-    folder = warehouse.table_dir(CHECKPOINT_TABLE)
+    folder = folder or warehouse.table_dir(CHECKPOINT_TABLE)
     fingerprint = hashlib.sha256(json.dumps([model_cfg.to_dict(), train_cfg.to_dict(), tensor_cfg.__dict__,
                                              inputs.vocab.n_products, train_samples["basket_id"].hash().sum(),
                                              len(valid_data)], default=str).encode()).hexdigest()
@@ -168,7 +185,8 @@ def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
     weights = ckpt.load_tensors(folder / "model.safetensors")
     cfg = WorldModelConfig(**config["model"])
     model = WorldModel(cfg, torch.zeros_like(weights["products.products.weight"]), config["n_t1_numeric"],
-                       torch.zeros_like(weights["price_response.substitute_edges"]))
+                       torch.zeros_like(weights["price_response.substitute_edges"]),
+                       (torch.zeros_like(weights["copurchase.edges"]), torch.zeros_like(weights["copurchase.log_lift"])))
     model.load_state_dict(weights)
     model.train(False)
     vocab = ProductVocab(tuple(pl.read_parquet(folder / "vocabulary.parquet").sort("token")["product_id"].to_list()))

@@ -356,3 +356,40 @@ def test_substitute_edges_travel_with_the_weights(tiny, tmp_path):
         ckpt.save_tensors(tmp_path / "m.safetensors", m.state_dict())
         loaded = ckpt.load_tensors(tmp_path / "m.safetensors")
         assert torch.equal(loaded["price_response.substitute_edges"], edges)
+
+
+def test_copurchase_response_is_the_mean_log_lift_from_the_shown_products():
+    from retailsim_core.models.heads import CopurchaseResponse
+    # edges 1 -> 3 (lift e), 2 -> 3 (lift e^3), 1 -> 4 (lift e^2); 5 vocabulary tokens
+    cop = CopurchaseResponse(d_model=2, vocab_size=5, edges=torch.tensor([[1, 2, 1], [3, 3, 4]]),
+                             lift=torch.tensor([math.e, math.e ** 3, math.e ** 2]))
+    with torch.no_grad():
+        cop.weight.bias[:] = 2.0
+    shown = torch.tensor([[False, True, True, False, False], [False] * 5])
+    got = cop(torch.zeros(2, 2), shown)
+    # row 0: shown {1, 2}: token 3 gets (1 + 3) / 2, token 4 gets 2 / 2; times the weight 2
+    torch.testing.assert_close(got[0], torch.tensor([0.0, 0.0, 0.0, 4.0, 2.0]))
+    assert got[1].abs().sum() == 0                                                   # nothing shown, no offset
+
+
+def test_copurchase_edges_travel_with_the_weights(tiny, tmp_path):
+    from retailsim_core.pipeline.world_model import load_model
+    from retailsim_core.training import checkpoint as ckpt
+    inputs, data, _ = tiny
+    assert inputs.copurchase[0].shape[1] == len(inputs.copurchase[1]) > 0
+    m = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, copurchase=inputs.copurchase)
+    loaded = ckpt.load_tensors(_save(m, tmp_path))
+    assert torch.equal(loaded["copurchase.edges"], inputs.copurchase[0])
+    again, _, _ = load_model(tmp_path)
+    assert torch.equal(again.copurchase.matrix().to_dense(), m.copurchase.matrix().to_dense())
+
+
+def _save(model, folder):
+    """A checkpoint folder as ``write_checkpoint`` writes it (config, vocabulary, weights)."""
+    from retailsim_core.pipeline.world_model import write_checkpoint
+    from retailsim_core.tensors import TensorConfig
+    from retailsim_core.tokens import ProductVocab
+    from retailsim_core.training.loop import TrainConfig
+    vocab = ProductVocab(tuple(f"P{i:05d}" for i in range(model.vocab_size - 3)))
+    write_checkpoint(folder, model, vocab, TensorConfig(), TrainConfig.preset("tiny"), {}, [])
+    return folder / "model.safetensors"

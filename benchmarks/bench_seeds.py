@@ -1,0 +1,81 @@
+"""Benchmark: the evaluation over several training seeds, mean +- sd (issue #17 item 6).
+
+For each seed the world model is trained (``small`` preset) and every method is evaluated on the
+same test baskets (evaluation seed fixed, so deterministic baselines do not move and the spread
+is the training seeds'); SASRec and BERT4Rec are retrained with the same seed. A win is claimed
+only where the world model's mean margin over a baseline exceeds twice the sd of the per-seed
+margins. Checkpoints and reports go to ``<warehouse>/seed_runs/<seed>/``, leaving the assets alone.
+
+    python benchmarks/bench_seeds.py --warehouse data/warehouse --seeds 0 1 2 [--truth data/ground_truth]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from retailsim_core.evaluation.run import EvalConfig
+from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.pipeline.evaluation import evaluate
+from retailsim_core.pipeline.world_model import train_world_model
+from retailsim_core.split import default_split
+from retailsim_core.training.loop import TrainConfig
+from retailsim_core.warehouse import Warehouse
+
+METRICS = (("next_basket", "R@20"), ("next_basket", "NDCG@10"), ("masked_item", "Hit@10"))
+
+
+def margins(runs: list[dict], slice_name: str) -> list[dict]:
+    """Per (task, metric, rival): mean and sd of the world model's per-seed margin."""
+    out = []
+    for task, metric in METRICS:
+        model = "world_model"
+        rivals = sorted(runs[0][task][slice_name])
+        for rival in rivals:
+            if rival == model or rival.startswith("oracle") or "given mission" in rival or rival == "Mission-P-TopFreq":
+                continue
+            diff = np.array([r[task][slice_name][model][metric] - r[task][slice_name][rival][metric] for r in runs])
+            sd = float(diff.std(ddof=1)) if len(diff) > 1 else float("nan")
+            out.append({"task": task, "metric": metric, "rival": rival, "margin_mean": float(diff.mean()),
+                        "margin_sd": sd, "win": bool(diff.mean() > 2 * sd) if len(diff) > 1 else None})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--warehouse", default="data/warehouse")
+    ap.add_argument("--truth", default=None)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--test-samples", type=int, default=6_000)
+    ap.add_argument("--slice", default="all")
+    args = ap.parse_args()
+    wh, split = Warehouse(Path(args.warehouse)), default_split()
+    runs = []
+    for seed in args.seeds:
+        folder = Path(args.warehouse) / "seed_runs" / str(seed)
+        report = folder / "metrics.json"
+        if not report.exists():
+            train_world_model(wh, split, WorldModelConfig.preset("small"), TrainConfig.preset("small", seed=seed),
+                              log=print, folder=folder / "checkpoint")
+            cfg = EvalConfig(max_test_samples=args.test_samples, seed=0)
+            cfg = dataclasses.replace(cfg, sequential=dataclasses.replace(cfg.sequential, seed=seed))
+            evaluate(wh, split, Path(args.truth) if args.truth else None, cfg, log=print,
+                     checkpoint=folder / "checkpoint", folder=folder)
+        runs.append(json.loads(report.read_text()))
+    for task, metric in METRICS:
+        print(f"\n{task} {metric} ({args.slice}), mean +- sd over seeds {args.seeds}")
+        for method in sorted(runs[0][task][args.slice]):
+            v = np.array([r[task][args.slice][method][metric] for r in runs if method in r[task][args.slice]])
+            print(f"  {method:30s} {v.mean():.4f} +- {v.std(ddof=1) if len(v) > 1 else 0:.4f}")
+    print("\nworld_model margins (win = mean > 2 sd of the per-seed margins)")
+    for m in margins(runs, args.slice):
+        print(f"  {m['task']:12s} {m['metric']:8s} vs {m['rival']:26s} {m['margin_mean']:+.4f} +- {m['margin_sd']:.4f}"
+              f"  {'WIN' if m['win'] else 'no win'}")
+
+
+if __name__ == "__main__":
+    main()
