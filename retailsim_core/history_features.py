@@ -29,7 +29,8 @@ HISTORY_FEATURES = (
     *[f"trip_decay_{r}" for r in _DECAY_TRIPS], "log_days_since_last", "interval_ratio",
     "log_mean_interval", "log_days_since_first", "log_count_at_store", "share_at_store",
     "log_count_same_weekpart", "log_count_same_hour", "in_last_trip", "in_last_3_trips",
-    "share_of_last_10_trips", *[f"log_count_focus_{i}" for i in range(1, N_FOCI + 1)],
+    "share_of_last_10_trips", "in_last_trip_at_store", "store_trip_decay",
+    *[f"log_count_focus_{i}" for i in range(1, N_FOCI + 1)],
     *[f"log_count_type_{i}" for i in range(1, N_TYPES + 1)], "log_history_trips",
     "log_days_since_last_trip",
 )
@@ -65,25 +66,38 @@ class BasketContext:
 
 
 def _entries(trips: TripArrays, ctx: BasketContext):
-    """(E,) sample row, trips-ago rank and trip row of every history product entry."""
+    """(E,) sample row, trips-ago rank, trip row, token and store-trips-ago rank (-1 for a trip at
+    another store) of every history product entry; and the (row, trip) pairs."""
     n = ctx.end - ctx.start
     row = np.repeat(np.arange(len(n)), n)
     within = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
     trip = np.repeat(ctx.start, n) + within
     ago = np.repeat(n, n) - 1 - within                                           # 0 = latest trip
+    here = trips.store[trip] == ctx.store[row]
+    # among the row's trips at the basket's store, 0 = the latest: later store trips of the row
+    later = np.bincount(row, weights=here, minlength=len(n))[row] - _cumsum_within(here, n)
+    store_ago = np.where(here, later, -1)
     lengths = trips.offsets[trip + 1] - trips.offsets[trip]
     expand = np.repeat(np.arange(len(trip)), lengths)
     item = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     tokens = trips.tokens[np.repeat(trips.offsets[trip], lengths) + item]
     keep = tokens != PAD
-    return row[expand][keep], ago[expand][keep], trip[expand][keep], tokens[keep], (row, trip)
+    return (row[expand][keep], ago[expand][keep], trip[expand][keep], tokens[keep],
+            store_ago[expand][keep], (row, trip))
+
+
+def _cumsum_within(flags: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Inclusive running count of ``flags`` within each row's run of ``n`` entries."""
+    total = np.cumsum(flags.astype(np.int64))
+    before = np.repeat(total[np.cumsum(n) - n - 1] * (np.cumsum(n) - n > 0), n) if len(flags) else total
+    return total - before
 
 
 def history_features(trips: TripArrays, ctx: BasketContext) -> tuple[np.ndarray, np.ndarray]:
     """(B, U) product tokens ([PAD]-padded) and (B, U, F) float32 features of every distinct
     product in each basket's history (``HISTORY_FEATURES`` order)."""
     b = len(ctx.start)
-    row, ago, trip, token, (trip_row, trip_id) = _entries(trips, ctx)
+    row, ago, trip, token, store_ago, (trip_row, trip_id) = _entries(trips, ctx)
     span = int(token.max()) + 1 if len(token) else 1
     keys, inverse = np.unique(row.astype(np.int64) * span + token, return_inverse=True)
     q = len(keys)
@@ -117,6 +131,7 @@ def history_features(trips: TripArrays, ctx: BasketContext) -> tuple[np.ndarray,
         np.log1p(total(trips.weekend[trip] == ctx.weekend[row])),
         np.log1p(total(np.abs(trips.hour[trip].astype(np.int64) - ctx.hour[row]) <= 2)),
         total(ago == 0), total(ago < 3), total(ago < 10) / np.minimum(np.maximum(n_trips[key_row], 1), 10),
+        total(store_ago == 0), total(np.where(store_ago >= 0, 0.8 ** np.maximum(store_ago, 0), 0.0)),
         *[np.log1p(total(mission[:, 1] == code)) for code in range(1, N_FOCI + 1)],
         *[np.log1p(total(mission[:, 0] == code)) for code in range(1, N_TYPES + 1)],
         np.log1p(n_trips)[key_row], np.log1p(ctx.day - latest_day)[key_row],

@@ -41,6 +41,7 @@ def test_literal_history_by_hand():
     assert f["log_count_same_weekpart"] == np.float32(math.log1p(2))
     assert f["log_count_same_hour"] == np.float32(math.log1p(2))                  # 18h and 17h, not 9h
     assert f["in_last_trip"] == 1.0 and f["in_last_3_trips"] == 3.0
+    assert f["in_last_trip_at_store"] == 1.0 and f["store_trip_decay"] == np.float32(1 + 0.8)   # days 16, 0
     assert f["log_count_focus_1"] == np.float32(math.log1p(2)) and f["log_count_focus_2"] == np.float32(math.log1p(1))
     assert f["log_count_type_3"] == np.float32(math.log1p(1))
     assert f["log_history_trips"] == np.float32(math.log1p(3))
@@ -73,6 +74,8 @@ def _reference(trips: TripArrays, ctx: BasketContext, row: int) -> dict[int, np.
                 np.log1p(sum(trips.weekend[tr] == ctx.weekend[row] for tr in bought)),
                 np.log1p(sum(abs(int(trips.hour[tr]) - int(ctx.hour[row])) <= 2 for tr in bought)),
                 float((ago == 0).sum()), float((ago < 3).sum()), (ago < 10).sum() / min(n, 10),
+                float(bool(at_store) and at_store[-1] in bought),
+                sum(0.8 ** (len(at_store) - 1 - at_store.index(tr)) for tr in bought if tr in at_store),
                 *[np.log1p(sum(trips.mission[tr, 1] == k for tr in bought)) for k in range(1, 5)],
                 *[np.log1p(sum(trips.mission[tr, 0] == k for tr in bought)) for k in range(1, 4)],
                 np.log1p(n), np.log1p(ctx.day[row] - last_day)]

@@ -146,7 +146,8 @@ def test_evaluation_report_opens_in_a_real_browser(browser, tmp_path):
     response = {"context": "test context", "contexts": 30, "own": own,
                 "elasticities": pl.DataFrame({"product_id": ["P1"], "other_id": ["P2"], "elasticity": [0.1], "kind": ["top_cross"]})}
     tuning = {"test_samples": 100, "validation_samples": 50, "planted_elasticity_correlation": 0.9,
-              "simulation": {"simulated_mean_size": 5.0, "real_mean_size": 5.2}}
+              "simulation": {"simulated_mean_size": 5.0, "real_mean_size": 5.2,
+                             "mean_size_ratio": 5.0 / 5.2}}
     page = tmp_path / "report.html"
     page.write_text(render_report(metrics, calibration, tuning, response))
     browser.get(page.as_uri())

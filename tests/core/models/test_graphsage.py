@@ -103,3 +103,21 @@ def test_embeddings_round_trip_and_novel_products(trained, default_pipeline):
     row = novel.filter(pl.col("source") == "sub_commodity_mean").row(0, named=True)
     peers = id_map.filter((pl.col("prod_code_10") == row["prod_code_10"]) & (pl.col("source") == "graph"))["row"]
     assert torch.allclose(vectors[row["row"]], vectors[torch.tensor(peers.to_numpy())].mean(0), atol=1e-6)
+
+
+def test_the_vocabulary_holds_no_product_first_sold_in_a_test_week(tiny_warehouse):
+    """Defect 5 of issue #17: products first sold after the validation weeks are in no method's
+    vocabulary (and get no embedding row): a model deployed at the test start cannot know them."""
+    import polars as pl
+
+    from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
+    from retailsim_core.pipeline.embeddings import all_products
+    from retailsim_core.pipeline.ingest import RAW_TABLE
+
+    wh, valid_end = tiny_warehouse["warehouse"], tiny_warehouse["split"].valid_end
+    first = (wh.scan(RAW_TABLE, schema=RAW_TRANSACTIONS_SCHEMA).group_by("product_id")
+             .agg(pl.col("week").min()).collect())
+    late = set(first.filter(pl.col("week") > valid_end)["product_id"])
+    known = set(all_products(wh, max_week=valid_end)["product_id"])
+    assert late and not (late & known)
+    assert known == set(first.filter(pl.col("week") <= valid_end)["product_id"])

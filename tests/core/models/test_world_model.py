@@ -393,3 +393,38 @@ def _save(model, folder):
     vocab = ProductVocab(tuple(f"P{i:05d}" for i in range(model.vocab_size - 3)))
     write_checkpoint(folder, model, vocab, TensorConfig(), TrainConfig.preset("tiny"), {}, [])
     return folder / "model.safetensors"
+
+
+def test_a_customer_without_history_gets_the_popular_products_first(tiny):
+    """Defect 3 of issue #17: with uniform sampled negatives and no log-Q correction the most
+    popular products got the lowest generative biases, so a customer with no history saw them
+    last. The explore distribution is a full softmax: after a few steps of next-basket queries,
+    its ranking for an empty history follows popularity."""
+    from scipy.stats import spearmanr
+
+    from retailsim_core.training.corruption import basket_queries
+    from retailsim_core.training.validation import popularity_scores
+    inputs, data, _ = tiny
+    model = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-2)
+    rng = np.random.default_rng(0)
+    rows = np.arange(len(data))
+    for step in range(40):
+        batch = data[np.sort(rng.choice(rows, 64, replace=False))]
+        tokens = batch["tokens"].numpy()
+        x, y, (qr, qt) = basket_queries(tokens, tokens.copy(), np.zeros_like(tokens), data.vocab, 1.0, rng)
+        x, y = torch.from_numpy(x), torch.from_numpy(y)
+        out = model(batch, x, hidden=x == data.vocab.mask)
+        loss = world_model_loss(model, out, batch, x, y, torch.zeros(len(x), dtype=torch.bool),
+                                LossWeights.focal_only(), torch.Generator().manual_seed(step), torch.nn.Identity(),
+                                basket_targets=(torch.from_numpy(qr), torch.from_numpy(qt)))
+        opt.zero_grad()
+        loss.total.backward()
+        opt.step()
+    cold = [int(r) for r in np.flatnonzero(data.hist_end == data.full_hist_start)[:16]]
+    with torch.no_grad():
+        log_p = model.train(False).next_basket(data[cold])[1].mean(0)[1:data.vocab.n_products + 1]
+    pop = popularity_scores(data, rows)[1:data.vocab.n_products + 1]
+    assert spearmanr(log_p.numpy(), pop).statistic > 0.5
+    top_pop, top_model = set(np.argsort(-pop)[:20]), set(torch.topk(log_p, 20).indices.tolist())
+    assert len(top_pop & top_model) >= 10

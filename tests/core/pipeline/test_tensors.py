@@ -12,6 +12,7 @@ from retailsim_core.pipeline.samples import SAMPLES_TABLE, build_trip_store, tra
 from retailsim_core.split import TemporalSplit
 from retailsim_core.tensors import LengthBucketSampler, TensorConfig, TrainingSet
 from retailsim_core.tokens import PAD, ProductVocab, mask_items
+from retailsim_core.trips import TripStore
 from retailsim_core.warehouse import Warehouse
 
 WEEKS = range(1, 15)
@@ -132,3 +133,28 @@ def test_gap_since_last_visit(training_set):
     assert np.allclose(b["t3"].numpy()[has, 6], last_gap)
     assert (b["t3"].numpy()[~has, 6] == -1).all()
     assert b["t4_prices"].shape[2] == 9
+
+
+def test_a_baskets_history_inputs_ignore_its_own_week_and_later(training_set):
+    """Leakage: the encoder bags, the history features and the time gaps of a week-W basket are
+    the same whether or not the trip store holds week W and later (W = 9: validation)."""
+    ts, samples, store, tables = training_set
+    week = 9
+    rows = np.flatnonzero((samples["week"].to_numpy() == week) & (samples["history_trips"].to_numpy() > 0))[:40]
+    early = TripStore.build(store.trips.filter(pl.col("week") < week).vstack(
+        store.trips.filter(pl.col("basket_id").is_in(samples[rows]["basket_id"].implode()))))
+    cut = TrainingSet(samples[rows], early, ts.vocab, tables[AFFINITY_TABLE], tables[MISSIONS_TABLE],
+                      tables[PRICE_FEATURES_TABLE], tables[STORE_FEATURES_TABLE], TensorConfig(max_history_trips=20))
+    full, part = ts[rows], cut[np.arange(len(rows))]
+    for key in ("history_items", "history_offsets", "history_mask", "history_days_before", "history_context",
+                "repeat_products", "repeat_values", "t3"):
+        np.testing.assert_array_equal(full[key].numpy(), part[key].numpy(), err_msg=key)
+
+
+def test_products_outside_the_vocabulary_are_counted_not_dropped(training_set):
+    ts, samples, store, tables = training_set
+    known = ProductVocab(tuple(sorted(set(ts.vocab.products) - set(ts.vocab.products[:20]))))   # 20 unknown
+    cut = TrainingSet(samples, store, known, tables[AFFINITY_TABLE], tables[MISSIONS_TABLE],
+                      tables[PRICE_FEATURES_TABLE], tables[STORE_FEATURES_TABLE], TensorConfig(max_history_trips=20))
+    assert (cut.item_counts + cut.item_oov == ts.item_counts).all()                   # every product accounted for
+    assert cut.item_oov.sum() > 0 and ((cut.item_tokens >= 1) & (cut.item_tokens <= known.n_products)).all()
