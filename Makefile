@@ -5,7 +5,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-export DAGSTER_HOME := $(CURDIR)/data/dagster_home
+# An exported DAGSTER_HOME wins (another instance, another checkout); else the project's own.
+DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
+export DAGSTER_HOME
 export DGLBACKEND := pytorch
 export PYTHONUNBUFFERED := 1
 PRESET ?= default
@@ -18,6 +20,7 @@ help:
 	@echo "make data   generate the synthetic dataset (PRESET=tiny|default|large) if data/raw is empty"
 	@echo "make ui     serve the Dagster UI on http://127.0.0.1:3000"
 	@echo "make bench  run the benchmarks in benchmarks/"
+	@echo "make recover  mark runs whose process died as failed and free their pool slots"
 
 # torch first, from its CPU build, so nothing later makes pip resolve a CUDA build.
 $(STAMP): pyproject.toml constraints.txt
@@ -36,6 +39,7 @@ data: install
 	$(VENV)/bin/retailsim-generate --preset $(PRESET) --if-absent
 
 demo: install data $(DAGSTER_HOME)/dagster.yaml
+	$(PY) -m retailsim_dagster.recovery
 	$(VENV)/bin/dagster asset materialize -m retailsim_dagster.definitions \
 	  --select '*' --partition-range $(FIRST_WEEK)...$(LAST_WEEK)
 
@@ -51,7 +55,10 @@ bench: install
 	$(PY) benchmarks/bench_graphsage.py --warehouse data/warehouse
 	$(PY) benchmarks/bench_dataloader.py --warehouse data/warehouse
 
+recover: install $(DAGSTER_HOME)/dagster.yaml
+	$(PY) -m retailsim_dagster.recovery
+
 clean-data:
 	rm -rf data/raw data/ground_truth data/warehouse
 
-.PHONY: help install data demo test ui bench clean-data
+.PHONY: help install data demo test ui bench recover clean-data

@@ -19,6 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from retailsim_core.calendar import monday_of, shop_week_of, week_file_stem
+from retailsim_core.raw_files import WEEK_FILE
 from retailsim_core.lgsr import (
     BASKET_LEVEL_COLUMNS, CODE_SETS, FULL_HEADER, HEADERS, ID_PATTERNS, NULLABLE_COLUMNS,
     QUARANTINE_SCHEMA, RAW_COLUMN_NAMES, RAW_TRANSACTIONS_SCHEMA, SAMPLE_HEADER,
@@ -52,12 +53,41 @@ class IngestResult:
 
 
 def find_week_file(raw_dir: Path, week: int) -> Path | None:
-    """``transactions_YYYYWW.csv`` or ``.csv.gz`` in ``raw_dir``; None if neither exists."""
+    """The week's file in ``raw_dir``, ``transactions_YYYYWW.csv`` or ``.csv.gz`` in any letter
+    case (exports from case-insensitive file systems); None if there is none.
+
+    A link is followed only when its target lies inside ``raw_dir``: a link that leaves the raw
+    folder is refused, so a misplaced link never feeds another file into the warehouse."""
     stem = week_file_stem(week)
-    found = [p for p in (raw_dir / f"{stem}.csv", raw_dir / f"{stem}.csv.gz") if p.exists()]
+    wanted = {f"{stem}.csv", f"{stem}.csv.gz"}
+    found = sorted(p for p in raw_dir.iterdir() if p.name.lower() in wanted)
     if len(found) > 1:
-        raise LGSRFileError(f"both {found[0]} and {found[1]} exist for week {week}; keep one")
-    return found[0] if found else None
+        raise LGSRFileError(f"{found[0]} and {found[1]} are both week {week}'s file; keep one")
+    if not found:
+        return None
+    path, root = found[0], raw_dir.resolve()
+    if path.is_symlink() and root not in path.resolve().parents:
+        raise LGSRFileError(f"{path} is a link to a file outside the raw folder {root}; links are "
+                            "followed only inside it (copy the file in, or point RETAILSIM_RAW_DIR "
+                            "at the folder that holds it)")
+    return path
+
+
+class RawFolderError(LGSRFileError):
+    """The raw folder as a whole is unusable (absent, not a folder, no week file)."""
+
+
+def check_raw_folder(raw_dir: Path) -> None:
+    """Fail before any work when the raw folder cannot be the source of a run."""
+    raw_dir = Path(raw_dir)
+    if not raw_dir.is_dir():
+        problem = "is not a folder" if raw_dir.exists() else "does not exist"
+        raise RawFolderError(f"raw folder {raw_dir} (RETAILSIM_RAW_DIR or the raw_source "
+                             f"resource's raw_dir) {problem}")
+    if not any(WEEK_FILE.match(p.name) for p in raw_dir.iterdir()):
+        raise RawFolderError(f"raw folder {raw_dir} (RETAILSIM_RAW_DIR or the raw_source "
+                             "resource's raw_dir) holds no LGSR week file "
+                             "transactions_YYYYWW.csv[.gz]")
 
 
 def expected_file_name(week: int) -> str:
@@ -82,9 +112,12 @@ def _read_header(path: Path) -> list[str]:
 def _read_csv_text(path: Path) -> pl.DataFrame:
     """Every cell as text. Strict UTF-8 first (polars memory-maps the file); a file with invalid
     bytes is re-read with them replaced by U+FFFD, which no rule accepts, so those rows end in
-    quarantine (every column has a pattern, code set or type check) instead of failing the file."""
+    quarantine (every column has a pattern, code set or type check) instead of failing the file.
+
+    ``record_number`` counts CSV records with the header as record 1, so it equals the line
+    number until a quoted field spans lines; after that it is the record's ordinal, not a line."""
     read = lambda encoding: pl.read_csv(path, infer_schema=False, encoding=encoding,  # noqa: E731
-                                        row_index_name="line_number", row_index_offset=2)
+                                        row_index_name="record_number", row_index_offset=2)
     try:
         try:
             return read("utf8")
@@ -101,6 +134,12 @@ def detect_header(path: Path, columns: list[str]) -> str:
         if set(columns) == set(header) and len(columns) == len(header):
             return variant
     closest = SAMPLE_HEADER if {"seg_1", "seg_2"} & set(columns) else FULL_HEADER
+    if len(set(columns) & set(closest)) * 2 < len(closest):
+        # Not an LGSR file at all: say so without echoing a line of someone else's file.
+        raise LGSRFileError(f"{path}: malformed LGSR header: its first line has "
+                            f"{len(set(columns) & set(closest))} of the {len(closest)} LGSR "
+                            "columns (not an LGSR file, or a delimiter other than a comma); its "
+                            "content is not shown")
     missing = [c for c in closest if c not in columns]
     extra = [c for c in columns if c not in closest]
     dup = sorted({c for c in columns if columns.count(c) > 1})
@@ -163,12 +202,16 @@ def _rules(week: int) -> list[tuple[pl.Expr, str]]:
         (pl.col("_hour").is_null(), "unparseable:SHOP_HOUR"),
         (pl.col("_quantity").is_null(), "unparseable:QUANTITY"),
         (pl.col("_spend").is_null() | ~pl.col("_spend").is_finite(), "unparseable:SPEND"),
+    ]
+    # Rules on parsed values: a value that did not parse already failed above, so its null
+    # condition must not add a second, spurious reason (e.g. spend_negative for SPEND "abc").
+    rules += [(cond.fill_null(False), reason) for cond, reason in [
         (pl.col("_quantity") <= 0, "quantity_not_positive"),
         (pl.col("_spend") < 0, "spend_negative"),
         (~pl.col("_hour").is_between(0, 23), "hour_out_of_range"),
         (~pl.col("_date").is_between(monday, monday + dt.timedelta(days=6)), "date_outside_week"),
         (pl.col("_weekday") != (pl.col("_date").dt.weekday() % 7 + 1), "weekday_mismatch"),
-    ]
+    ]]
     for col, pattern in ID_PATTERNS.items():
         ok = pl.col(col).str.contains(pattern)
         rules.append((~(ok | _empty(col)) if col in NULLABLE_COLUMNS else ~ok, f"unknown_code:{col}"))
@@ -263,7 +306,7 @@ def validate_week(text: pl.DataFrame, week: int, source_file: str) -> tuple[pl.D
         reason=reason.str.replace(BASKET_INCONSISTENT, _basket_detail(), literal=True),
     ).select(
         pl.lit(week, pl.Int16).alias("week"), pl.lit(source_file).alias("source_file"),
-        pl.col("line_number").cast(pl.Int64), "reason", *FULL_HEADER,
+        pl.col("record_number").cast(pl.Int64), "reason", *FULL_HEADER,
     ).cast(dict(QUARANTINE_SCHEMA))
     return kept, quarantine
 

@@ -7,27 +7,60 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 
+TEMP_NAME = re.compile(r"^\..*\.pid(\d+)\.[^.]*\.tmp$")
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
-    """Run ``write(tmp)`` on a temporary sibling of ``path``, fsync it, then rename it over ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this machine (one we may not signal counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def temp_name_pid(name: str) -> int | None:
+    """The writer's process id in a temporary file's name (None for other names)."""
+    m = TEMP_NAME.match(name)
+    return int(m.group(1)) if m else None
+
+
+def write_temp(folder: Path, name: str, write: Callable[[Path], None]) -> Path:
+    """Run ``write(tmp)`` on a fresh hidden temporary file in ``folder`` and fsync it.
+
+    The name carries the writer's pid, so a later writer can tell a dead process's leftover
+    from a live writer's file in progress."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.pid{os.getpid()}.", suffix=".tmp", dir=folder)
     os.close(fd)
     try:
         write(Path(tmp))
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; published files are world-readable
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
+    """Run ``write(tmp)`` on a temporary sibling of ``path``, fsync it, rename it over ``path``."""
+    path = Path(path)
+    tmp = write_temp(path.parent, path.name, write)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
         raise
     return path
 

@@ -109,6 +109,6 @@ RAW_TRANSACTIONS_SCHEMA = pl.Schema({
 
 #: Quarantined rows keep the file's text verbatim (full-header names), plus why and where.
 QUARANTINE_SCHEMA = pl.Schema(
-    {"week": pl.Int16, "source_file": pl.String, "line_number": pl.Int64, "reason": pl.String}
+    {"week": pl.Int16, "source_file": pl.String, "record_number": pl.Int64, "reason": pl.String}
     | {c: pl.String for c in FULL_HEADER}
 )

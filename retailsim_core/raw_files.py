@@ -8,7 +8,8 @@ from pathlib import Path
 
 from retailsim_core.calendar import week_of_shop_week
 
-WEEK_FILE = re.compile(r"^transactions_(\d{6})\.csv(\.gz)?$")
+# Any letter case: exports from case-insensitive file systems (decision D55).
+WEEK_FILE = re.compile(r"^transactions_(\d{6})\.csv(\.gz)?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, order=True)
@@ -20,8 +21,10 @@ class WeekFile:
 
 def list_week_files(raw_dir: Path) -> list[WeekFile]:
     """LGSR week files in ``raw_dir`` (names outside the 117-week calendar are ignored)."""
+    if not Path(raw_dir).is_dir():
+        return []
     out = []
-    for path in Path(raw_dir).glob("transactions_*"):
+    for path in Path(raw_dir).iterdir():
         m = WEEK_FILE.match(path.name)
         if not m:
             continue

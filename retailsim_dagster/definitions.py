@@ -4,6 +4,7 @@ import dagster as dg
 
 from retailsim_dagster.assets import checks, features, ingest, model, pipeline, training_data
 from retailsim_dagster.automation import new_week_file_sensor, weekly_job, weekly_refresh_schedule
+from retailsim_dagster.recovery import dead_run_sweeper
 from retailsim_dagster.resources import default_resources
 
 defs = dg.Definitions(
@@ -11,7 +12,7 @@ defs = dg.Definitions(
     asset_checks=dg.load_asset_checks_from_modules([ingest, checks, features, model]),
     jobs=[weekly_job],
     schedules=[weekly_refresh_schedule],
-    sensors=[new_week_file_sensor, model.model_retraining_sensor],
+    sensors=[new_week_file_sensor, model.model_retraining_sensor, dead_run_sweeper],
     resources=default_resources(),
     # Local scale-out: steps in separate processes, two at a time on this 2-core machine.
     executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),

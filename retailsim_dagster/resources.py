@@ -38,6 +38,12 @@ class RawSourceResource(dg.ConfigurableResource):
     # The synthetic generator's planted truth (enables the oracle in evaluation_report); empty for
     # real LGSR files.
     truth_dir: str = ""
+    # A week ingested from a file whose file has since vanished fails the run unless this is
+    # true; then the partition is replaced by an empty, missing-file one.
+    replace_vanished_weeks: bool = False
+    # The largest share of a week's rows that may be quarantined before the quarantine_share
+    # check fails (a wrong export or a wrong week file, not a few bad rows).
+    max_quarantine_share: float = 0.05
 
     @property
     def path(self) -> Path:

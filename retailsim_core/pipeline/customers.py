@@ -39,8 +39,8 @@ def snapshot_weeks(warehouse: Warehouse, weeks: Iterable[int],
     rows = []
     for i, week in enumerate(weeks, 1):
         affinity, missions = affinity_snapshot(state, week), mission_snapshot(state, week)
-        warehouse.write_partition(AFFINITY_TABLE, week, affinity, AFFINITY_SCHEMA)
-        warehouse.write_partition(MISSIONS_TABLE, week, missions, MISSION_SCHEMA)
+        warehouse.write_set(week, {AFFINITY_TABLE: (affinity, AFFINITY_SCHEMA),
+                                   MISSIONS_TABLE: (missions, MISSION_SCHEMA)})
         rows.append({"week": week, "customers": affinity.height,
                      "mean_loyalty": affinity["loyalty_score"].mean(),
                      "mean_switching_rate": affinity["switching_rate"].mean(),

@@ -10,6 +10,7 @@ case 3), else the mean of all products.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -22,12 +23,12 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from retailsim_core.brands import TIERS
-from retailsim_core.io import atomic_write_bytes, atomic_write_parquet, atomic_write_text
+from retailsim_core.io import atomic_write_bytes, atomic_write_text
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.models.graphsage import RELATIONS, GraphSAGEConfig, NodeIds, model_graph, train
 from retailsim_core.pipeline.graph import ProductGraph
 from retailsim_core.pipeline.ingest import RAW_TABLE
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.warehouse import CorruptPartitionError, Warehouse
 
 EMBEDDINGS_TABLE = "graphsage_embeddings"
 ID_MAP_SCHEMA = pl.Schema({"row": pl.Int32, "product_id": pl.String, "prod_code_10": pl.String, "source": pl.String})
@@ -117,19 +118,33 @@ def all_products(warehouse: Warehouse, max_week: int | None = None) -> pl.DataFr
 
 
 def write_embeddings(warehouse: Warehouse, emb: Embeddings, cfg: GraphSAGEConfig) -> None:
+    """Vectors (safetensors) beside the id map; the id map's manifest holds the vectors' checksum,
+    so the pair is published by the manifest's one rename."""
     folder = warehouse.table_dir(EMBEDDINGS_TABLE)
-    atomic_write_bytes(st_save({"embeddings": emb.vectors}, metadata={"rows": "see part-0.parquet"}),
-                       folder / "embeddings.safetensors")
-    atomic_write_parquet(emb.id_map, folder / "part-0.parquet")
+    vectors = st_save({"embeddings": emb.vectors}, metadata={"rows": str(emb.vectors.shape[0])})
+    digest = hashlib.sha256(vectors).hexdigest()
+    atomic_write_bytes(vectors, folder / f"embeddings-{digest[:16]}.safetensors")
     atomic_write_text(json.dumps({"config": asdict(cfg), "losses": emb.losses, "seconds": emb.seconds}, indent=2),
                       folder / "training.json")
     atomic_write_text(loss_curve_svg(emb.losses), folder / "loss_curve.svg")
+    warehouse.write_table(EMBEDDINGS_TABLE, emb.id_map,
+                          {"vectors_file": f"embeddings-{digest[:16]}.safetensors",
+                           "vectors_sha256": digest})
+    for old in folder.glob("embeddings*.safetensors"):  # superseded vector files
+        if old.name != f"embeddings-{digest[:16]}.safetensors":
+            old.unlink(missing_ok=True)
 
 
 def load_embeddings(warehouse: Warehouse) -> tuple[torch.Tensor, pl.DataFrame]:
-    folder = warehouse.table_dir(EMBEDDINGS_TABLE)
-    vectors = st_load((folder / "embeddings.safetensors").read_bytes())["embeddings"]
-    return vectors, pl.read_parquet(folder / "part-0.parquet")
+    id_map = warehouse.read_table(EMBEDDINGS_TABLE)
+    manifest = warehouse.manifest(EMBEDDINGS_TABLE)
+    path = warehouse.table_dir(EMBEDDINGS_TABLE) / manifest["vectors_file"]
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != manifest["vectors_sha256"]:
+        raise CorruptPartitionError(f"{path} (table {EMBEDDINGS_TABLE}): checksum differs from "
+                                    "its manifest (the file is damaged); re-materialize "
+                                    "graphsage_embeddings")
+    return st_load(data)["embeddings"], id_map
 
 
 def nearest_neighbours(vectors: torch.Tensor, id_map: pl.DataFrame, products: list[str], k: int = 5) -> pl.DataFrame:

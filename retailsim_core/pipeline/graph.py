@@ -88,8 +88,8 @@ def write_graph(warehouse: Warehouse, graph: ProductGraph) -> None:
 
 
 def load_graph(warehouse: Warehouse) -> ProductGraph:
-    read = lambda t, s: pl.read_parquet(warehouse.table_dir(t) / "part-0.parquet").cast(dict(s))  # noqa: E731
-    return ProductGraph(nodes=read(GRAPH_NODES_TABLE, NODES_SCHEMA), edges=read(GRAPH_EDGES_TABLE, EDGES_SCHEMA))
+    return ProductGraph(nodes=warehouse.read_table(GRAPH_NODES_TABLE).cast(dict(NODES_SCHEMA)),
+                        edges=warehouse.read_table(GRAPH_EDGES_TABLE).cast(dict(EDGES_SCHEMA)))
 
 
 def to_networkx(graph: ProductGraph):

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import polars as pl
 
-from retailsim_core.ingest import IngestResult, expected_file_name, ingest_week
+from retailsim_core.ingest import (
+    IngestResult, LGSRFileError, check_raw_folder, expected_file_name, find_week_file, ingest_week,
+)
 from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.warehouse import Warehouse
 
@@ -30,20 +32,42 @@ def _write_week(warehouse: Warehouse, result: IngestResult) -> None:
         "rows_read": result.rows_read, "rows_kept": result.kept.height, "rows_rejected": result.quarantine.height,
         "source_sha256": result.source_sha256,
     }
-    warehouse.write_partition(RAW_TABLE, result.week, result.kept, RAW_TRANSACTIONS_SCHEMA, manifest)
-    warehouse.write_partition(QUARANTINE_TABLE, result.week, result.quarantine, QUARANTINE_SCHEMA, manifest)
+    # One set: the kept rows and their quarantine are published by the same rename.
+    warehouse.write_set(result.week, {
+        RAW_TABLE: (result.kept, RAW_TRANSACTIONS_SCHEMA),
+        QUARANTINE_TABLE: (result.quarantine, QUARANTINE_SCHEMA)}, manifest)
+
+
+def _refuse_vanished_files(raw_dir: Path, warehouse: Warehouse, weeks: list[int],
+                           replace: bool) -> None:
+    """A week ingested from a file whose file is now gone is not replaced by an empty partition
+    unless asked: a wrong or half-copied raw folder must not destroy good data."""
+    vanished = [w for w in weeks if find_week_file(raw_dir, w) is None
+                and (warehouse.manifest(RAW_TABLE, w) or {}).get("status") == "ok"]
+    if vanished and not replace:
+        names = ", ".join(expected_file_name(w) for w in vanished[:5])
+        more = ", ..." if len(vanished) > 5 else ""
+        raise LGSRFileError(f"{len(vanished)} week(s) were ingested from a file that {raw_dir} "
+                            f"no longer holds ({names}{more}); restore the files, or set the "
+                            "raw_source resource's replace_vanished_weeks to true to replace "
+                            "those partitions by empty, missing-file ones")
 
 
 def ingest_weeks(raw_dir: Path, warehouse: Warehouse, weeks: Iterable[int],
-                 log: Callable[[str], None] = lambda _: None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                 log: Callable[[str], None] = lambda _: None,
+                 replace_vanished: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Ingest each week into ``raw_transactions`` and ``raw_transactions_quarantine``.
 
     Returns (per-week report, quarantine reason counts). A missing week file is written as an
-    empty partition with ``status: missing`` in its manifest, never as a silent success.
+    empty partition with ``status: missing`` in its manifest, never as a silent success. The
+    raw folder is checked before any work: absent or without a single week file is an error,
+    and so is a week file that vanished since its week was ingested (``replace_vanished``).
     """
     raw_dir = Path(raw_dir)
     reports, reasons = [], []
     weeks = list(weeks)
+    check_raw_folder(raw_dir)
+    _refuse_vanished_files(raw_dir, warehouse, weeks, replace_vanished)
 
     def one_week(week: int) -> tuple[IngestResult, float]:
         start = time.perf_counter()

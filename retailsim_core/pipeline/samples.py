@@ -47,9 +47,9 @@ def training_data_weeks(warehouse: Warehouse, weeks: Iterable[int], split: Tempo
         raw = _raw(warehouse, [week])
         metadata = week_metadata(raw, state, week, split)
         samples = samples_from_metadata(metadata)
-        warehouse.write_partition(METADATA_TABLE, week, metadata, METADATA_SCHEMA)
-        warehouse.write_partition(SAMPLES_TABLE, week, samples, SAMPLES_SCHEMA)
-        warehouse.write_partition(TRIPS_TABLE, week, trips_of(raw.lazy()).collect(), TRIPS_SCHEMA)
+        warehouse.write_set(week, {METADATA_TABLE: (metadata, METADATA_SCHEMA),
+                                   SAMPLES_TABLE: (samples, SAMPLES_SCHEMA),
+                                   TRIPS_TABLE: (trips_of(raw.lazy()).collect(), TRIPS_SCHEMA)})
         state = advance_history(state, raw, week)
         rows.append({"week": week, "baskets": metadata.height, "samples": samples.height,
                      "cold_start": int(samples["is_cold_start"].sum()),

@@ -59,7 +59,7 @@ def store_features(context: dg.AssetExecutionContext, warehouse: WarehouseResour
 
 @dg.asset_check(asset="pseudo_brands", description="tiers split each category about 20/60/20; ids are 0..K-1")
 def pseudo_brand_tiers(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    b = pl.read_parquet(warehouse.warehouse.table_dir(BRANDS_TABLE) / "part-0.parquet")
+    b = warehouse.warehouse.read_table(BRANDS_TABLE)
     share = b.group_by("price_tier").len().with_columns(share=pl.col("len") / b.height)
     shares = dict(share.select("price_tier", "share").iter_rows())
     contiguous = sorted(b["pseudo_brand_id"].unique().to_list()) == list(range(b["pseudo_brand_id"].n_unique()))
@@ -92,7 +92,7 @@ def store_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
 def graphsage_embeddings(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
                          pipeline_config: PipelineConfigResource) -> dg.MaterializeResult:
     wh = warehouse.warehouse
-    brands = pl.read_parquet(wh.table_dir(BRANDS_TABLE) / "part-0.parquet")
+    brands = wh.read_table(BRANDS_TABLE)
     cfg = GraphSAGEConfig()
     products = all_products(wh, max_week=pipeline_config.split.valid_end)
     emb = train_embeddings(load_graph(wh), brands, products, cfg, log=context.log.info)

@@ -1,6 +1,7 @@
 """``raw_transactions`` and its quarantine: LGSR week files -> validated Parquet partitions."""
 
 import dagster as dg
+import polars as pl
 
 from retailsim_core.ingest import expected_file_name
 from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
@@ -15,6 +16,9 @@ CHECKS = [
     dg.AssetCheckSpec("schema", asset=RAW_TABLE, description="written Parquet matches RAW_TRANSACTIONS_SCHEMA"),
     dg.AssetCheckSpec("week_file_present", asset=RAW_TABLE,
                       description="WARN when an expected transactions_YYYYWW.csv[.gz] is missing"),
+    dg.AssetCheckSpec("quarantine_share", asset=RAW_TABLE,
+                      description="fails when a week quarantines more than "
+                                  "max_quarantine_share of its rows"),
 ]
 
 
@@ -38,7 +42,8 @@ CHECKS = [
 def raw_transactions(context: dg.AssetExecutionContext, raw_source: RawSourceResource,
                      warehouse: WarehouseResource):
     wh, weeks = warehouse.warehouse, weeks_of(context)
-    report, reasons = ingest_weeks(raw_source.path, wh, weeks, log=context.log.info)
+    report, reasons = ingest_weeks(raw_source.path, wh, weeks, log=context.log.info,
+                                   replace_vanished=raw_source.replace_vanished_weeks)
     read, kept, rejected = (int(report[c].sum()) for c in ("rows_read", "rows_kept", "rows_rejected"))
     missing = report.filter(status="missing")["week"].to_list()
     common = {"weeks": len(weeks), "missing_weeks": missing, "raw_dir": str(raw_source.path),
@@ -63,3 +68,13 @@ def raw_transactions(context: dg.AssetExecutionContext, raw_source: RawSourceRes
         severity=dg.AssetCheckSeverity.WARN,
         metadata={"missing_files": [expected_file_name(w) for w in missing], "raw_dir": str(raw_source.path)},
         description=("missing: " + ", ".join(expected_file_name(w) for w in missing)) if missing else None)
+    limit = raw_source.max_quarantine_share
+    over = (report.filter(pl.col("rows_read") > 0)
+            .with_columns(share=pl.col("rows_rejected") / pl.col("rows_read"))
+            .filter(pl.col("share") > limit))
+    yield dg.AssetCheckResult(
+        check_name="quarantine_share", asset_key=RAW_TABLE, passed=over.is_empty(),
+        metadata={"max_quarantine_share": limit, "weeks_over": over["week"].to_list(),
+                  "worst_share": float(over["share"].max() or 0.0)},
+        description=(f"{over.height} week(s) quarantined more than {limit:.0%} of their rows; "
+                     "see raw_transactions_quarantine") if over.height else None)

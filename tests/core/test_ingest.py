@@ -98,13 +98,13 @@ ROW_CASES = {
 @pytest.mark.parametrize("case", sorted(ROW_CASES))
 def test_each_bad_row_is_quarantined_with_its_reason(week_text, case):
     changes, reason = ROW_CASES[case]
-    line = week_text["line_number"][5]
+    line = week_text["record_number"][5]
     bad = week_text.with_columns(
-        pl.when(pl.col("line_number") == line).then(pl.lit(v)).otherwise(pl.col(c)).alias(c) for c, v in changes.items())
+        pl.when(pl.col("record_number") == line).then(pl.lit(v)).otherwise(pl.col(c)).alias(c) for c, v in changes.items())
     kept, quarantine = validate_week(bad, WEEK, "transactions_200609.csv")
     assert kept.height + quarantine.height == week_text.height
     assert quarantine.schema == QUARANTINE_SCHEMA
-    hit = quarantine.filter(pl.col("line_number") == line)
+    hit = quarantine.filter(pl.col("record_number") == line)
     assert hit.height == 1 and reason in hit["reason"][0].split(";")
     for col, value in changes.items():  # the quarantined row keeps the file's text verbatim
         assert hit[col][0] == value
@@ -115,10 +115,10 @@ def test_each_bad_row_is_quarantined_with_its_reason(week_text, case):
 def test_inconsistent_basket_quarantines_the_whole_basket(week_text, column, value):
     basket = _first_basket(week_text)
     rows = week_text.filter(pl.col("BASKET_ID") == basket)
-    first = rows["line_number"][0]
+    first = rows["record_number"][0]
     if rows[column][0] == value:
         value = "9" if column == "SHOP_HOUR" else value.replace("9", "8")
-    bad = week_text.with_columns(pl.when(pl.col("line_number") == first).then(pl.lit(value))
+    bad = week_text.with_columns(pl.when(pl.col("record_number") == first).then(pl.lit(value))
                                  .otherwise(pl.col(column)).alias(column))
     kept, quarantine = validate_week(bad, WEEK, "f.csv")
     assert set(quarantine["BASKET_ID"]) == {basket}
@@ -128,11 +128,11 @@ def test_inconsistent_basket_quarantines_the_whole_basket(week_text, column, val
 
 
 def test_segment_without_customer_is_quarantined(week_text):
-    uncarded = week_text.filter(pl.col("CUST_CODE").is_null())["line_number"][0]
-    bad = week_text.with_columns(pl.when(pl.col("line_number") == uncarded).then(pl.lit("LA"))
+    uncarded = week_text.filter(pl.col("CUST_CODE").is_null())["record_number"][0]
+    bad = week_text.with_columns(pl.when(pl.col("record_number") == uncarded).then(pl.lit("LA"))
                                  .otherwise(pl.col("CUST_PRICE_SENSITIVITY")).alias("CUST_PRICE_SENSITIVITY"))
     _, quarantine = validate_week(bad, WEEK, "f.csv")
-    assert "segment_without_customer" in quarantine.filter(pl.col("line_number") == uncarded)["reason"][0]
+    assert "segment_without_customer" in quarantine.filter(pl.col("record_number") == uncarded)["reason"][0]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -142,8 +142,8 @@ def test_row_accounting_holds_under_random_corruption(week_text, data):
     lines = data.draw(st.lists(st.integers(0, n - 1), max_size=25, unique=True))
     column = data.draw(st.sampled_from(FULL_HEADER))
     value = data.draw(st.sampled_from(["", "0", "-1", "abc", "XX", "200609", "1e9", " ", "PRD0900001"]))
-    targets = week_text["line_number"].gather(lines) if lines else pl.Series([], dtype=pl.Int64)
-    bad = week_text.with_columns(pl.when(pl.col("line_number").is_in(targets.implode()))
+    targets = week_text["record_number"].gather(lines) if lines else pl.Series([], dtype=pl.Int64)
+    bad = week_text.with_columns(pl.when(pl.col("record_number").is_in(targets.implode()))
                                  .then(pl.lit(value)).otherwise(pl.col(column)).alias(column))
     try:
         kept, quarantine = validate_week(bad, WEEK, "f.csv")
@@ -151,7 +151,7 @@ def test_row_accounting_holds_under_random_corruption(week_text, data):
         assert column == "SHOP_WEEK" and "200609" in str(err)
         return
     assert kept.height + quarantine.height == n
-    assert set(quarantine["line_number"]) | set(range(2, n + 2)) == set(range(2, n + 2))
+    assert set(quarantine["record_number"]) | set(range(2, n + 2)) == set(range(2, n + 2))
     assert kept.schema == RAW_TRANSACTIONS_SCHEMA
     assert kept["quantity"].min() is None or kept["quantity"].min() >= 1
 
@@ -227,7 +227,7 @@ def test_invalid_utf8_row_is_quarantined_not_fatal(tiny_dataset, tmp_path):
     lines[4] = lines[4].replace(b"PRD09", b"PRD\xff9", 1)
     path.write_bytes(b"\n".join(lines))
     result = ingest_week(tmp_path / "raw", WEEK)
-    assert result.quarantine["line_number"].to_list() == [5]
+    assert result.quarantine["record_number"].to_list() == [5]
     assert "unknown_code:PROD_CODE" in result.quarantine["reason"][0]
     assert not result.kept["product_id"].str.contains("\ufffd", literal=True).any()
 
@@ -238,13 +238,13 @@ def test_truncated_last_line_is_quarantined(tiny_dataset, tmp_path):
     path.write_text(text[: text.rfind(",", 0, len(text) - 40)])  # cut the last row mid-way
     result = ingest_week(tmp_path / "raw", WEEK)
     n_lines = text.count("\n")
-    assert result.rows_read == n_lines and result.quarantine["line_number"].to_list() == [n_lines + 1]
+    assert result.rows_read == n_lines and result.quarantine["record_number"].to_list() == [n_lines + 1]
 
 
 def test_duplicated_row_quarantines_the_copy_only(week_text):
-    dup = pl.concat([week_text, week_text[7].with_columns(pl.lit(10**6, pl.UInt32).alias("line_number"))])
+    dup = pl.concat([week_text, week_text[7].with_columns(pl.lit(10**6, pl.UInt32).alias("record_number"))])
     kept, quarantine = validate_week(dup, WEEK, "f.csv")
-    assert quarantine["line_number"].to_list() == [10**6] and quarantine["reason"][0] == "duplicate_row"
+    assert quarantine["record_number"].to_list() == [10**6] and quarantine["reason"][0] == "duplicate_row"
     assert kept.height == week_text.height
 
 
@@ -255,10 +255,10 @@ def test_basket_check_fast_path_matches_grouped_window(week_text, corrupt):
     text = week_text
     if corrupt:
         basket = _first_basket(text)
-        first = text.filter(pl.col("BASKET_ID") == basket)["line_number"][0]
-        text = text.with_columns(pl.when(pl.col("line_number") == first).then(pl.lit("STORE00999"))
+        first = text.filter(pl.col("BASKET_ID") == basket)["record_number"][0]
+        text = text.with_columns(pl.when(pl.col("record_number") == first).then(pl.lit("STORE00999"))
                                  .otherwise(pl.col("STORE_CODE")).alias("STORE_CODE"))
     _, sorted_q = validate_week(text, WEEK, "f.csv")
     _, shuffled_q = validate_week(text.sample(fraction=1.0, shuffle=True, seed=3), WEEK, "f.csv")
-    assert_frame_equal(sorted_q.sort("line_number"), shuffled_q.sort("line_number"))
+    assert_frame_equal(sorted_q.sort("record_number"), shuffled_q.sort("record_number"))
     assert (sorted_q.height > 0) == corrupt

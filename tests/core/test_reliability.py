@@ -50,7 +50,7 @@ def test_garbage_files_end_in_a_clear_error_or_in_accounted_rows(tmp_path_factor
 def test_crash_mid_write_leaves_no_partial_partition(tiny_dataset, tmp_path, monkeypatch):
     wh = Warehouse(tmp_path / "wh")
     ingest_weeks(tiny_dataset["raw"], wh, [1])
-    good = (wh.partition_dir(RAW_TABLE, 1) / "part-0.parquet").read_bytes()
+    good = wh.data_file(RAW_TABLE, 1).read_bytes()
 
     def broken_write(self, file, **kwargs):
         Path(file).write_bytes(b"PAR1 half a file")
@@ -61,11 +61,11 @@ def test_crash_mid_write_leaves_no_partial_partition(tiny_dataset, tmp_path, mon
         ingest_weeks(tiny_dataset["raw"], wh, [1, 2])
     monkeypatch.undo()
     # The old partition is intact, the new one was never published, no temp file is visible.
-    assert (wh.partition_dir(RAW_TABLE, 1) / "part-0.parquet").read_bytes() == good
-    assert not (wh.partition_dir(RAW_TABLE, 2) / "part-0.parquet").exists()
+    assert wh.data_file(RAW_TABLE, 1).read_bytes() == good
+    assert wh.data_file(RAW_TABLE, 2) is None
     assert wh.scan(RAW_TABLE).collect().height > 0
     ingest_weeks(tiny_dataset["raw"], wh, [1, 2])          # the re-run succeeds
-    assert (wh.partition_dir(RAW_TABLE, 1) / "part-0.parquet").read_bytes() == good
+    assert wh.data_file(RAW_TABLE, 1).read_bytes() == good
 
 
 def test_killed_run_leaves_readable_partitions_and_rerun_is_identical(tiny_dataset, tmp_path):
@@ -80,7 +80,8 @@ def test_killed_run_leaves_readable_partitions_and_rerun_is_identical(tiny_datas
             f"ingest_weeks(Path({str(tiny_dataset['raw'])!r}), Warehouse(Path({str(wh_dir)!r})), range(1, 15))\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
     deadline = time.time() + 60
-    while time.time() < deadline and len(list(wh_dir.glob("raw_transactions/week=*/part-0.parquet"))) < 3:
+    published = lambda: len(list(wh_dir.glob("raw_transactions/week=*/_manifest.json")))  # noqa: E731
+    while time.time() < deadline and published() < 3:
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -88,13 +89,14 @@ def test_killed_run_leaves_readable_partitions_and_rerun_is_identical(tiny_datas
     written = wh.weeks(RAW_TABLE)
     assert written and len(written) < 14                   # it really died mid-way
     for week in written:                                   # every published partition is whole
-        assert pl.read_parquet(wh.partition_dir(RAW_TABLE, week) / "part-0.parquet").height == wh.manifest(RAW_TABLE, week)["rows"]
+        rows = wh.manifest(RAW_TABLE, week)["rows"]
+        assert pl.read_parquet(wh.data_file(RAW_TABLE, week)).height == rows
     ingest_weeks(tiny_dataset["raw"], wh, range(1, 15))
     clean = Warehouse(tmp_path / "clean")
     ingest_weeks(tiny_dataset["raw"], clean, range(1, 15))
     for week in range(1, 15):
-        a = (wh.partition_dir(RAW_TABLE, week) / "part-0.parquet").read_bytes()
-        assert a == (clean.partition_dir(RAW_TABLE, week) / "part-0.parquet").read_bytes()
+        a = wh.data_file(RAW_TABLE, week).read_bytes()
+        assert a == clean.data_file(RAW_TABLE, week).read_bytes()
 
 
 def test_concurrent_writers_of_one_partition_do_not_corrupt_it(tiny_dataset, tmp_path):
@@ -114,15 +116,15 @@ def test_concurrent_writers_of_one_partition_do_not_corrupt_it(tiny_dataset, tmp
     [t.start() for t in threads]
     [t.join() for t in threads]
     assert not errors
-    expected = (reference.partition_dir(RAW_TABLE, 3) / "part-0.parquet").read_bytes()
-    assert (wh.partition_dir(RAW_TABLE, 3) / "part-0.parquet").read_bytes() == expected
+    expected = reference.data_file(RAW_TABLE, 3).read_bytes()
+    assert wh.data_file(RAW_TABLE, 3).read_bytes() == expected
     assert not list(wh.partition_dir(RAW_TABLE, 3).glob(".*"))   # no temp files left behind
 
 
 def test_damaged_parquet_file_is_named(tiny_dataset, tmp_path):
     wh = Warehouse(tmp_path / "wh")
     ingest_weeks(tiny_dataset["raw"], wh, [1, 2])
-    damaged = wh.partition_dir(RAW_TABLE, 2) / "part-0.parquet"
+    damaged = wh.data_file(RAW_TABLE, 2)
     damaged.write_bytes(damaged.read_bytes()[:100])
     with pytest.raises(CorruptPartitionError, match=re.escape(str(damaged))):
         wh.scan(RAW_TABLE).collect()

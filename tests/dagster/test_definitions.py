@@ -53,3 +53,30 @@ def test_local_scale_out_settings():
     assert instance["concurrency"]["pools"]["default_limit"] == 1
     assert instance["concurrency"]["runs"]["max_concurrent_runs"] == 2
     assert instance["telemetry"]["enabled"] is False
+
+
+def test_an_exported_dagster_home_wins_over_the_project_defaults(tmp_path):
+    """Neither `.env` (which Dagster's CLI applies over the environment) nor the Makefile may
+    replace a DAGSTER_HOME the user exported; without one, the Makefile uses the project's."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from dagster._core.secrets.env_file import get_env_var_dict
+
+    root = Path(__file__).resolve().parents[2]
+    assert "DAGSTER_HOME" not in get_env_var_dict(str(root))
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    show = ["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "show-home"]
+    rule = "show-home:\n\t@echo $(DAGSTER_HOME)\n"
+    mine = subprocess.run(show, cwd=root, input=rule, text=True, capture_output=True,
+                          env={**env, "DAGSTER_HOME": str(tmp_path)}, check=True)
+    assert mine.stdout.strip() == str(tmp_path)
+    default = subprocess.run(show, cwd=root, input=rule, text=True, capture_output=True, env=env,
+                             check=True)
+    assert default.stdout.strip() == str(root / "data" / "dagster_home")
+
+
+def test_the_dead_run_sweeper_runs_by_default():
+    sensor = defs.resolve_sensor_def("dead_run_sweeper")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING

@@ -14,6 +14,11 @@ def _resources(tiny_dataset, tmp_path):
             "warehouse": WarehouseResource(root=str(tmp_path / "wh"))}
 
 
+def _own_raw(raw, tmp_path):
+    return {"raw_source": RawSourceResource(raw_dir=str(raw)),
+            "warehouse": WarehouseResource(root=str(tmp_path / "wh"))}
+
+
 def _checks(result):
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
 
@@ -44,3 +49,56 @@ def test_materialize_a_range_in_one_run_with_a_missing_week(tiny_dataset, tmp_pa
     wh = Warehouse(tmp_path / "wh")
     assert wh.weeks("raw_transactions") == [1, 2, 3, 4, 5, 6] and wh.missing_weeks("raw_transactions") == [4]
     assert wh.scan("raw_transactions").select(pl.col("week").n_unique()).collect().item() == 5
+
+
+def test_a_raw_folder_that_does_not_exist_fails_at_start_and_keeps_the_data(tiny_dataset, tmp_path):
+    good = _resources(tiny_dataset, tmp_path)
+    assert dg.materialize([raw_transactions], partition_key="2006-04-10", resources=good).success
+    before = Warehouse(tmp_path / "wh").manifest("raw_transactions", 1)
+    wrong = {**good, "raw_source": RawSourceResource(raw_dir=str(tmp_path / "no_such_folder"))}
+    result = dg.materialize([raw_transactions], partition_key="2006-04-10", resources=wrong,
+                            raise_on_error=False)
+    assert not result.success
+    assert "does not exist" in str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert Warehouse(tmp_path / "wh").manifest("raw_transactions", 1) == before
+
+
+def test_a_vanished_week_file_never_empties_its_partition_unless_asked(tiny_dataset, tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for src in tiny_dataset["raw"].glob("transactions_20060[78].csv*"):
+        (raw / src.name).write_bytes(src.read_bytes())
+    res = _own_raw(raw, tmp_path)
+    assert dg.materialize([raw_transactions], partition_key="2006-04-10", resources=res).success
+    rows = Warehouse(tmp_path / "wh").manifest("raw_transactions", 1)["rows"]
+    next(raw.glob("transactions_200607.csv*")).unlink()
+    result = dg.materialize([raw_transactions], partition_key="2006-04-10", resources=res,
+                            raise_on_error=False)
+    assert not result.success
+    assert "no longer" in str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert Warehouse(tmp_path / "wh").manifest("raw_transactions", 1)["rows"] == rows > 0
+    asked = {**res, "raw_source": RawSourceResource(raw_dir=str(raw), replace_vanished_weeks=True)}
+    assert dg.materialize([raw_transactions], partition_key="2006-04-10", resources=asked).success
+    assert Warehouse(tmp_path / "wh").manifest("raw_transactions", 1)["status"] == "missing"
+
+
+def test_a_week_whose_rows_are_all_quarantined_fails_the_share_check(tiny_dataset, tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    src = next(tiny_dataset["raw"].glob("transactions_200607.csv"))
+    lines = src.read_text().splitlines()
+    # Every SHOP_DATE moved out of the week: each row is valid text, none belongs to the week.
+    date = lines[0].split(",").index("SHOP_DATE")
+    moved = [",".join("20050101" if i == date else v for i, v in enumerate(line.split(",")))
+             for line in lines[1:]]
+    (raw / src.name).write_text("\n".join([lines[0], *moved]) + "\n")
+    res = _own_raw(raw, tmp_path)
+    result = dg.materialize([raw_transactions], partition_key="2006-04-10", resources=res)
+    checks = _checks(result)
+    assert checks["row_accounting"].passed
+    share = checks["quarantine_share"]
+    assert not share.passed and share.severity == dg.AssetCheckSeverity.ERROR
+    assert share.metadata["weeks_over"].value == [1] and share.metadata["worst_share"].value == 1.0
+    clean = dg.materialize([raw_transactions], partition_key="2006-04-17",
+                           resources=_resources(tiny_dataset, tmp_path / "clean"))
+    assert _checks(clean)["quarantine_share"].passed

@@ -23,7 +23,7 @@ def _perturb_from(wh: Warehouse, first_week: int) -> None:
 
 
 def _bytes(wh, table, week):
-    return (wh.partition_dir(table, week) / "part-0.parquet").read_bytes()
+    return wh.data_file(table, week).read_bytes()
 
 
 def test_prices_of_week_w_ignore_weeks_after_w(warehouse):
