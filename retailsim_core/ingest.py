@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import gzip
-import hashlib
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from retailsim_core.calendar import monday_of, shop_week_of, week_file_stem
+from retailsim_core.io import sha256_of
 from retailsim_core.raw_files import WEEK_FILE
 from retailsim_core.lgsr import (
     BASKET_LEVEL_COLUMNS, CODE_SETS, FULL_HEADER, HEADERS, ID_PATTERNS, NULLABLE_COLUMNS,
@@ -94,11 +94,6 @@ def expected_file_name(week: int) -> str:
     return f"{week_file_stem(week)}.csv[.gz]"
 
 
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def _read_header(path: Path) -> list[str]:
     """The header line as written (a UTF-8 BOM removed), without reading the rest."""
     opener = gzip.open if path.suffix == ".gz" else open
@@ -166,7 +161,7 @@ def read_week_text(path: Path) -> tuple[pl.DataFrame, str, str]:
         )
     # Cells are kept verbatim: an empty field may read as null (``,,``) or "" (``""``), and the
     # rules treat both as empty. Padded codes are not silently trimmed; they fail validation.
-    return df, variant, _sha256(path)
+    return df, variant, sha256_of(path)
 
 
 def _recode(col: str, mapping: dict[str, str]) -> pl.Expr:

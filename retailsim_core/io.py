@@ -6,6 +6,7 @@ A reader never sees a half-written file, and a crash leaves the previous version
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import re
 import tempfile
@@ -15,6 +16,12 @@ from pathlib import Path
 import polars as pl
 
 TEMP_NAME = re.compile(r"^\..*\.pid(\d+)\.[^.]*\.tmp$")
+
+
+def sha256_of(path: Path) -> str:
+    """The file's sha256, streamed (hashlib releases the GIL while hashing)."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def process_alive(pid: int) -> bool:

@@ -21,7 +21,6 @@ Writes are deterministic: the same frame gives the same bytes and the same versi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,7 +31,9 @@ from pathlib import Path
 import polars as pl
 
 from retailsim_core.calendar import week_key_of
-from retailsim_core.io import atomic_write_text, process_alive, temp_name_pid, write_temp
+from retailsim_core.io import (
+    atomic_write_text, process_alive, sha256_of, temp_name_pid, write_temp,
+)
 
 DATA_FILE = "part-0.parquet"
 MANIFEST_FILE = "_manifest.json"
@@ -49,11 +50,6 @@ class CorruptPartitionError(RuntimeError):
 
 class WarehousePathError(ValueError):
     """A warehouse path that resolves outside the warehouse root."""
-
-
-def sha256_of(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _inside(path: Path, parent: Path) -> Path:
