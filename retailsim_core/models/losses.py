@@ -107,19 +107,26 @@ def world_model_loss(model: WorldModel, out: ModelOutput, batch: dict[str, torch
         visible = (inputs != PAD) & (targets == PAD) & (inputs <= n_products)
         nce = info_nce(out.hidden, contrastive_head, visible, generator, temperature)
         total, parts["contrastive"] = total + weights.contrastive * nce, nce.item()
+    # The position-0 heads learn only from next-basket queries, where nothing of the basket is
+    # shown: elsewhere the decoder sees most products (and the padding), so a head trained there
+    # reads the answer off the input and is miscalibrated when it is asked before the trip (D58).
+    queried = torch.zeros(len(inputs), dtype=torch.bool, device=inputs.device)
+    if basket_targets is not None and len(basket_targets[0]):
+        queried[basket_targets[0].long()] = True
     for name, (col, n_classes) in AUX_HEADS.items():
         w = weights.of_head(name)
         if w <= 0:
             continue
         # Only rows whose mission was not given: the head never sees the value it predicts.
         label = batch["t6"][:, col] - 1
-        label = label.masked_fill(given_mission | (label >= n_classes), -1)
+        label = label.masked_fill(given_mission | (label >= n_classes) | ~queried, -1)
         if (label >= 0).any():
             ce = F.cross_entropy(out.aux_logits[name], label, ignore_index=-1)
             total, parts[name] = total + w * ce, ce.item()
-    if weights.basket_length > 0:
-        length = basket_length(batch, model.vocab_size)
-        ce = F.cross_entropy(out.size_logits, (length - 1).clamp(0, out.size_logits.shape[1] - 1))
+    if weights.basket_length > 0 and queried.any():
+        length = basket_length(batch, model.vocab_size)[queried]
+        logits = out.size_logits[queried]
+        ce = F.cross_entropy(logits, (length - 1).clamp(0, logits.shape[1] - 1))
         total, parts["basket_length"] = total + weights.basket_length * ce, ce.item()
     parts["total"] = total.item()
     return LossParts(total=total, parts=parts)

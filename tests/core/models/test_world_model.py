@@ -13,7 +13,7 @@ from retailsim_core.models.world_model import WorldModelConfig, parameter_count
 from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.world_model import build_model, load_model_inputs
 from retailsim_core.tokens import PAD
-from retailsim_core.training.corruption import corrupt, suffix_mask
+from retailsim_core.training.corruption import basket_queries, corrupt, suffix_mask
 
 CFG = WorldModelConfig.preset("tiny")
 
@@ -245,11 +245,14 @@ def test_no_gradient_reaches_pad_positions_or_the_pad_embedding(tiny):
     batch = data[_rows_with_history(data)]
     rng = np.random.default_rng(0)
     x, y = corrupt(batch["tokens"].numpy(), data.vocab, 0.3, 0.3, rng)
+    x, y, (q_rows, q_tokens) = basket_queries(batch["tokens"].numpy(), x, y, data.vocab, 0.5, rng)
+    assert 0 < len(np.unique(q_rows)) < len(x)
     x, y = torch.from_numpy(x), torch.from_numpy(y)
     out = model(batch, x, hidden=y != PAD)
     out.hidden.retain_grad()
     loss = world_model_loss(model, out, batch, x, y, torch.zeros(len(x), dtype=torch.bool), LossWeights(),
-                            torch.Generator().manual_seed(0), torch.nn.Linear(CFG.d_model, CFG.d_model))
+                            torch.Generator().manual_seed(0), torch.nn.Linear(CFG.d_model, CFG.d_model),
+                            basket_targets=(torch.from_numpy(q_rows), torch.from_numpy(q_tokens)))
     loss.total.backward()
     assert model.product_table.grad[PAD].abs().sum() == 0
     pad = torch.cat([torch.zeros(len(x), 1, dtype=torch.bool), x == PAD], dim=1)
@@ -428,3 +431,32 @@ def test_a_customer_without_history_gets_the_popular_products_first(tiny):
     assert spearmanr(log_p.numpy(), pop).statistic > 0.5
     top_pop, top_model = set(np.argsort(-pop)[:20]), set(torch.topk(log_p, 20).indices.tolist())
     assert len(top_pop & top_model) >= 10
+
+
+def test_position_zero_heads_learn_only_where_nothing_of_the_basket_is_shown(tiny):
+    """The size and auxiliary heads are asked before the trip (simulation, calibration): rows whose
+    decoder sees products of the basket must not train them, or the heads read the answer off the
+    input. Only the next-basket query rows reach their logits' gradients."""
+    _, data, model = tiny
+    batch = data[_rows_with_history(data)]
+    rng = np.random.default_rng(1)
+    x, y = corrupt(batch["tokens"].numpy(), data.vocab, 0.3, 0.3, rng)
+    x, y, (q_rows, q_tokens) = basket_queries(batch["tokens"].numpy(), x, y, data.vocab, 0.5, rng)
+    queried = np.zeros(len(x), dtype=bool)
+    queried[q_rows] = True
+    assert queried.any() and not queried.all()
+    x, y = torch.from_numpy(x), torch.from_numpy(y)
+    out = model(batch, x, hidden=y != PAD)
+    out.size_logits.retain_grad()
+    for logits in out.aux_logits.values():
+        logits.retain_grad()
+    weights = LossWeights(focal=0.0, contrastive=0.0)
+    loss = world_model_loss(model, out, batch, x, y, torch.zeros(len(x), dtype=torch.bool), weights,
+                            torch.Generator().manual_seed(0), torch.nn.Identity(),
+                            basket_targets=(torch.from_numpy(q_rows), torch.from_numpy(q_tokens)))
+    loss.total.backward()
+    shown = torch.from_numpy(~queried)
+    assert out.size_logits.grad[shown].abs().sum() == 0
+    assert out.size_logits.grad[~shown].abs().sum() > 0
+    for logits in out.aux_logits.values():
+        assert logits.grad[shown].abs().sum() == 0
