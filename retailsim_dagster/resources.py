@@ -1,7 +1,10 @@
 """Resources: where raw LGSR files are read from and where the warehouse lives.
 
-Defaults come from ``RETAILSIM_RAW_DIR`` / ``RETAILSIM_WAREHOUSE_DIR`` when set, else the
-repository's ``data/raw`` and ``data/warehouse``; both can also be set as resource config.
+Defaults come from ``RETAILSIM_RAW_DIR`` / ``RETAILSIM_WAREHOUSE_DIR`` / ``RETAILSIM_TRUTH_DIR``
+when set, else the repository's ``data/raw``, ``data/warehouse`` and ``data/ground_truth``; all
+can also be set as resource config. Every step checks the settings when its resources are set
+up, before any work: an unknown ``RETAILSIM_*`` variable or an impossible value fails the run
+at once, naming it (``retailsim_core.settings``).
 """
 
 import os
@@ -12,6 +15,7 @@ import dagster as dg
 from retailsim_core.evaluation.run import EvalConfig
 from retailsim_core.graph import GraphConfig
 from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.settings import SettingsError, check_environment
 from retailsim_core.split import TemporalSplit, default_split
 from retailsim_core.training.loop import TrainConfig
 from retailsim_core.warehouse import Warehouse
@@ -45,6 +49,13 @@ class RawSourceResource(dg.ConfigurableResource):
     # check fails (a wrong export or a wrong week file, not a few bad rows).
     max_quarantine_share: float = 0.05
 
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        check_environment()
+        default = str(PROJECT_ROOT / "data" / "ground_truth")
+        if self.truth_dir and self.truth_dir != default and not Path(self.truth_dir).is_dir():
+            raise SettingsError(f"raw_source truth_dir {self.truth_dir}: no such folder (empty "
+                                "for real data, which has no planted truth)")
+
     @property
     def path(self) -> Path:
         return Path(self.raw_dir)
@@ -58,6 +69,11 @@ class WarehouseResource(dg.ConfigurableResource):
     """Root of the Parquet warehouse (Hive ``week=<key>/`` layout for weekly tables)."""
 
     root: str
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        check_environment()
+        if Path(self.root).exists() and not Path(self.root).is_dir():
+            raise SettingsError(f"warehouse root {self.root} (RETAILSIM_WAREHOUSE_DIR) is a file")
 
     @property
     def warehouse(self) -> Warehouse:

@@ -33,6 +33,7 @@ from retailsim_core.evaluation.sequential import fit_sequential, sequential_scor
 from retailsim_core.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE
+from retailsim_core.pipeline.truth import bind_truth
 from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, load_model, load_model_inputs
 from retailsim_core.split import TemporalSplit
 from retailsim_core.tensors import TensorConfig, TrainingSet
@@ -49,8 +50,13 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
              folder: Path | None = None) -> dict:
     """Tune the baselines on validation weeks, score every method on the test baskets, write the
     report (default folders: the warehouse's ``trained_checkpoint`` and ``evaluation_report``).
-    ``truth_dir``: the generator's planted truth (adds the oracles), or None."""
+    ``truth_dir``: the generator's planted truth (adds the oracles and the planted-elasticity
+    check when it was generated with the ingested files, else skipped with a note), or None."""
     start = time.perf_counter()
+    binding = bind_truth(truth_dir, warehouse)     # first: a mismatch is said before any work
+    truth_dir, oracle_note = binding.truth_dir, binding.note
+    if oracle_note:
+        log(oracle_note)
     torch.manual_seed(cfg.seed)
     model, vocab, config = load_model(checkpoint or warehouse.table_dir(CHECKPOINT_TABLE))
     inputs = load_model_inputs(warehouse)
@@ -85,7 +91,6 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
         "Mission-P-TopFreq": lambda rows, b: bl.mission_p_topfreq(data, rows, trips, pop["test"]),
         **tuned["scorers"],
     }
-    oracle_note = None
     if truth_dir is not None and (Path(truth_dir) / "config.json").exists():
         try:
             scorers["oracle"] = oracle_scorer(Path(truth_dir), samples, vocab)

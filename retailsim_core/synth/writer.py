@@ -6,6 +6,7 @@ Weeks are simulated and written one at a time, so memory stays bounded for any p
 from __future__ import annotations
 
 import io
+import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,7 +16,9 @@ import numpy as np
 import polars as pl
 
 from retailsim_core.calendar import N_WEEKS, shop_week_of, week_file_stem
-from retailsim_core.io import atomic_write_bytes, atomic_write_parquet, atomic_write_text, gzip_bytes
+from retailsim_core.io import (
+    atomic_write_bytes, atomic_write_parquet, atomic_write_text, gzip_bytes, sha256_of,
+)
 from retailsim_core.lgsr import (
     FULL_HEADER, LIFESTAGE_TO_SEG_2, PRICE_SENSITIVITY_TO_SEG_1, SAMPLE_HEADER, STORE_FORMAT_CODES,
     STORE_REGION_CODES,
@@ -104,6 +107,11 @@ def write_week_csv(lines: pl.DataFrame, path: Path, *, compress: bool) -> Path:
     return atomic_write_bytes(gzip_bytes(data) if compress else data, path)
 
 
+# Week -> sha256 of each file written: binds the truth folder to these raw files (the oracles
+# and planted-truth checks run only on a warehouse ingested from them).
+FINGERPRINT_FILE = "raw_fingerprint.json"
+
+
 def generate(cfg: SynthConfig, raw_dir: Path, truth_dir: Path, *, header: str = "full",
              compress: bool = False, missing_weeks: Iterable[int] = (),
              weeks: Iterable[int] | None = None, progress=None) -> GenerationReport:
@@ -116,6 +124,7 @@ def generate(cfg: SynthConfig, raw_dir: Path, truth_dir: Path, *, header: str = 
     save_ground_truth(world, truth_dir)
     missing = set(missing_weeks)
     rows = baskets = files = 0
+    written: dict[int, str] = {}
     for week in weeks or range(1, N_WEEKS + 1):
         lines, truth = week_frame(world, week, simulate_week(world, week))
         atomic_write_parquet(truth, truth_dir / "baskets" / f"week_{week:03d}.parquet")
@@ -123,9 +132,13 @@ def generate(cfg: SynthConfig, raw_dir: Path, truth_dir: Path, *, header: str = 
         if week in missing:
             continue
         out = to_sample_header(lines) if header == "sample" else lines
-        write_week_csv(out, raw_dir / f"{week_file_stem(week)}.csv{'.gz' if compress else ''}", compress=compress)
+        path = write_week_csv(out, raw_dir / f"{week_file_stem(week)}.csv{'.gz' if compress else ''}",
+                              compress=compress)
+        written[week] = sha256_of(path)
         files += 1
         if progress:
             progress(week, lines.height)
     atomic_write_text("".join(f"{w}\n" for w in sorted(missing)), truth_dir / "missing_weeks.txt")
+    body = {"weeks": {str(w): sha for w, sha in sorted(written.items())}}
+    atomic_write_text(json.dumps(body, indent=1), truth_dir / FINGERPRINT_FILE)
     return GenerationReport(rows=rows, baskets=baskets, files=files, seconds=time.perf_counter() - start)
