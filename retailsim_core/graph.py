@@ -4,8 +4,9 @@ All pair statistics come from sparse matrix products, never loops over pairs:
 
 - co-purchase: ``C = Xᵀ X`` with X the basket × product incidence matrix; lift, a 2×2
   chi-square test and top-K per product;
-- substitution: customer overlap ``Yᵀ Y`` with Y the customer × product incidence matrix,
-  computed block by block within each sub-commodity (candidates never cross one);
+- substitution: by default switching tests on the data (``substitution.py``); the spec's rule,
+  customer overlap ``Yᵀ Y`` with Y the customer × product incidence matrix, computed block by
+  block within each sub-commodity (candidates never cross one), is kept as an option;
 - hierarchy: PRD→CL→DEP→G→D with weights 1, 0.5, 0.25, 0.125.
 """
 
@@ -38,11 +39,18 @@ class GraphConfig:
     min_count: int = 50            # co-purchase: > 50 baskets together
     max_p_value: float = 0.05      # co-purchase: chi-square p < 0.05
     top_k: int = 15                # co-purchase: strongest 15 per product
-    min_jaccard: float = 0.6       # substitution: customer Jaccard > 0.6
-    max_sub_lift: float = 1.2      # substitution: lift < 1.2
-    max_price_gap: float = 0.3     # substitution: |pa - pb| / mean < 0.3
+    substitution_rule: str = "switching"   # "switching": tests on the data (substitution.py, D60);
+                                           # "spec": the three thresholds below (spec §2.3)
+    substitution_fdr: float = 0.05   # switching: false-discovery rate of the two tests
+    min_jaccard: float = 0.6       # spec rule: customer Jaccard > 0.6
+    max_sub_lift: float = 1.2      # spec rule: lift < 1.2
+    max_price_gap: float = 0.3     # spec rule: |pa - pb| / mean < 0.3
     value_tier_quantile: float = 0.2
     premium_tier_quantile: float = 0.8
+
+    def __post_init__(self):
+        if self.substitution_rule not in ("switching", "spec"):
+            raise ValueError(f"substitution_rule {self.substitution_rule!r}: use 'switching' or 'spec'")
 
 
 def incidence(rows: pl.Series, cols: pl.Series, n_rows: int, n_cols: int) -> sp.csr_matrix:

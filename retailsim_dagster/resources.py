@@ -89,6 +89,7 @@ class PipelineConfigResource(dg.ConfigurableResource):
     min_lift: float = GraphConfig.min_lift
     min_count: int = GraphConfig.min_count
     min_jaccard: float = GraphConfig.min_jaccard
+    substitution_rule: str = GraphConfig.substitution_rule   # "switching" (from data) | "spec"
     model_preset: str = "small"       # world model + training schedule: tiny | small | paper
     model_seed: int = 0
     eval_test_samples: int = 6_000    # test baskets scored by every method (0 = all)
@@ -107,7 +108,8 @@ class PipelineConfigResource(dg.ConfigurableResource):
 
     @property
     def graph(self) -> GraphConfig:
-        return GraphConfig(min_lift=self.min_lift, min_count=self.min_count, min_jaccard=self.min_jaccard)
+        return GraphConfig(min_lift=self.min_lift, min_count=self.min_count, min_jaccard=self.min_jaccard,
+                           substitution_rule=self.substitution_rule)
 
 
 def default_resources() -> dict:

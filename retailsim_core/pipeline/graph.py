@@ -17,6 +17,7 @@ from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.pipeline.prices import DERIVED_PRICES_SCHEMA, PRICES_TABLE
 from retailsim_core.split import TemporalSplit
+from retailsim_core.substitution import HOLDOUT_CELLS_SCHEMA, promotion_holdout, switching_edges
 from retailsim_core.warehouse import Warehouse
 
 GRAPH_NODES_TABLE = "product_graph/nodes"
@@ -73,13 +74,36 @@ def build_product_graph(warehouse: Warehouse, split: TemporalSplit, cfg: GraphCo
     log(f"product_graph: co-purchase from {n_baskets:,} baskets -> {cop.height:,} edges "
         f"({time.perf_counter() - start:.1f}s)")
     carded = (lines.lazy().filter(pl.col("customer_id").is_not_null())
-              .with_columns(c=pl.col("customer_id").rank("dense").cast(pl.Int64) - 1).select("c", "p").collect())
-    customers = incidence(carded["c"], carded["p"], int(carded["c"].max() or -1) + 1, n_p).tocsc()
-    sub = substitution_edges(products, customers, counts, support, n_baskets, cfg)
+              .with_columns(c=pl.col("customer_id").rank("dense").cast(pl.Int64) - 1)
+              .select("b", "c", "p").collect())
+    if cfg.substitution_rule == "spec":
+        customers = incidence(carded["c"], carded["p"], int(carded["c"].max() or -1) + 1, n_p).tocsc()
+        sub = substitution_edges(products, customers, counts, support, n_baskets, cfg)
+    else:
+        sub = switching_edges(products, carded, cfg.substitution_fdr)
     log(f"product_graph: substitution -> {sub.height:,} edges ({time.perf_counter() - start:.1f}s)")
     edges = pl.concat([cop, sub, hierarchy_edges(hierarchy)])
     nodes = node_table(products, hierarchy, support, cfg)
     return ProductGraph(nodes=nodes, edges=edges)
+
+
+def substitution_holdout(warehouse: Warehouse, split: TemporalSplit, graph: ProductGraph,
+                         seed: int = 0) -> dict:
+    """The held-out promotion test of the graph's substitution edges over the weeks after
+    training (never used to build it), from ``derived_prices`` (promotions and units)."""
+    weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.train_end]
+    if not weeks:
+        return {"substitution_edges": int((graph.edges["edge_type"] == "substitution").sum()),
+                "note": "no held-out week of derived_prices is materialized"}
+    cells = (warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
+             .select("product_id", "store_id", "week", pl.col("promo_flag").fill_null(False).alias("promo"),
+                     (pl.col("imputation_method") == "observed").alias("observed"),
+                     pl.col("units").fill_null(0).cast(pl.Int64))
+             .cast(dict(HOLDOUT_CELLS_SCHEMA)))
+    products = (graph.nodes.filter(pl.col("node_type") == "product")
+                .select(pl.col("node_id").alias("product_id"),
+                        pl.col("category_path").str.split("/").list.last().alias("prod_code_10")))
+    return {"held_out_weeks": [weeks[0], weeks[-1]], **promotion_holdout(cells, graph.edges, products, seed=seed)}
 
 
 def write_graph(warehouse: Warehouse, graph: ProductGraph) -> None:

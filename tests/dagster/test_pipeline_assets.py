@@ -26,9 +26,14 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     assert evaluations["rule_price_nonpositive"].passed
     assert "threshold_share" in evaluations["rule_depth_over_max"].metadata
     assert evaluations["affinity_ranges"].passed and evaluations["mission_distributions"].passed
-    graph_run = dg.materialize([pipeline.product_graph, checks.product_graph_integrity, features.pseudo_brands,
-                                features.pseudo_brand_tiers, features.graphsage_embeddings], resources=resources)
-    assert graph_run.success and all(e.passed for e in graph_run.get_asset_check_evaluations())
+    graph_run = dg.materialize([pipeline.product_graph, checks.product_graph_integrity, checks.substitution_holdout,
+                                features.pseudo_brands, features.pseudo_brand_tiers, features.graphsage_embeddings],
+                               resources=resources)
+    graph_checks = {e.check_name: e for e in graph_run.get_asset_check_evaluations()}
+    holdout = graph_checks.pop("substitution_holdout")        # a WARN check: reported, never blocking
+    assert graph_run.success and all(e.passed for e in graph_checks.values())
+    assert holdout.metadata["held_out_weeks"].value == [11, 14]
+    assert "planted_recall" in holdout.metadata                  # the truth matches the ingested files
     emb = graph_run.asset_materializations_for_node("graphsage_embeddings")[0].metadata
     assert emb["dimensions"].value == 256 and "loss_curve" in emb and "nearest_neighbours" in emb
     feature_run = dg.materialize([features.price_features, features.store_features, features.price_feature_ranges,
