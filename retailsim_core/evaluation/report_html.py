@@ -136,6 +136,27 @@ def _scatter(xs, ys, xlabel: str, ylabel: str, size: int = 260) -> str:
             f"<text x='4' y='12' font-size='11'>↑ {html.escape(ylabel)}</text></svg>")
 
 
+def _observed_section(obs: dict) -> list[str]:
+    """The model's price response against the promotions of the test weeks (D61)."""
+    parts = ["<h3>Against held-out promotions (test weeks)</h3>"]
+    if "own_spearman" not in obs and "cross_pairs" not in obs:
+        return parts + [f"<p>Not measured: {html.escape(str(obs.get('note', 'no data')))}.</p>"]
+    if "own_spearman" in obs:
+        lo, hi = obs["own_spearman_ci"]
+        parts.append(f"<p>Own promotions, {obs['own_products']} products with the most promoted "
+                     f"store-weeks: Spearman rank correlation of the predicted uplift (own elasticity × "
+                     f"log(1 − observed depth)) with the observed uplift <b>{obs['own_spearman']:.3f}</b> "
+                     f"[{lo:.3f}, {hi:.3f}]; mean uplift observed {obs['own_observed_uplift_mean']:.3f}, "
+                     f"predicted {obs['own_predicted_uplift_mean']:.3f} (log units).</p>")
+    if "cross_pairs" in obs:
+        parts.append(f"<p>Substitution edges, {obs['cross_pairs']} directed pairs (A on promotion, B "
+                     f"not): B's observed change {obs['cross_observed_mean']:+.3f}, predicted "
+                     f"{obs['cross_predicted_mean']:+.3f}; signs agree for "
+                     f"{obs['cross_sign_agreement']:.0%} of pairs; the mean signs "
+                     f"{'agree' if obs['cross_mean_signs_agree'] else 'DISAGREE'}.</p>")
+    return parts
+
+
 def _response_section(response: dict, tuning: dict) -> list[str]:
     own = response["own"].sort("model_elasticity")
     cross = (response["elasticities"].filter(pl.col("kind") != "own")
@@ -162,6 +183,7 @@ def _response_section(response: dict, tuning: dict) -> list[str]:
                   "magnitudes (means, medians) are learned. "
                   f"{'Substitutes respond more than random pairs.' if better else 'NOT MET: substitutes do not respond more.'}</p>",
                   _frame_table(pl.DataFrame([{k: float(v) for k, v in sub.items() if v is not None}]))]
+    parts += _observed_section(response.get("observed") or {})
     parts += ["<h3>Own-price</h3>", _frame_table(own), "<h3>Strongest cross-price pairs</h3>", _frame_table(cross)]
     sim = tuning.get("simulation", {})
     if sim:

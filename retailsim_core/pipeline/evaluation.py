@@ -22,6 +22,7 @@ import torch
 
 from retailsim_core.evaluation import baselines as bl
 from retailsim_core.evaluation.metrics import masked_item_summary, next_basket_metrics, truth_matrix
+from retailsim_core.evaluation.observed_response import EVAL_CELLS_SCHEMA, observed_check
 from retailsim_core.evaluation.oracle import honest_oracle_scorer, oracle_scorer
 from retailsim_core.evaluation.price_response import price_response, simulation_check
 from retailsim_core.evaluation.report_html import render_report
@@ -33,8 +34,11 @@ from retailsim_core.evaluation.sequential import fit_sequential, sequential_scor
 from retailsim_core.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE
+from retailsim_core.pipeline.graph import load_graph
+from retailsim_core.pipeline.prices import DERIVED_PRICES_SCHEMA, PRICES_TABLE
 from retailsim_core.pipeline.truth import bind_truth
 from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, load_model, load_model_inputs
+from retailsim_core.simulation import expected_basket_size
 from retailsim_core.split import TemporalSplit
 from retailsim_core.tensors import TensorConfig, TrainingSet
 from retailsim_core.tokens import PAD
@@ -114,7 +118,9 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
                   .filter(pl.col("store_id").is_in(sim_samples["store_id"].unique().implode())).collect())
     simulation = simulation_check(model, data, sim_rows, sim_prices, sim_samples["store_id"].to_list(),
                                   sim_samples["week"].to_list(), seed=cfg.seed)
-    log(f"elasticities for {response['context']}; simulation check {simulation['summary']}")
+    response["observed"] = observed_response(warehouse, split, model, data, results.rows, cfg.seed)
+    log(f"elasticities for {response['context']}; simulation check {simulation['summary']}; "
+        f"against held-out weeks {response['observed']}")
     tuning = {**tuned["info"], "test_samples": len(test_rows), "validation_samples": len(valid_rows),
               "checkpoint": config["summary"], "simulation": simulation["summary"],
               "simulated_sizes": simulation["sizes"], "method_inputs": METHOD_INPUTS, "oracle_note": oracle_note,
@@ -122,10 +128,29 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
               "planted_elasticity_correlation": response.get("planted_correlation"),
               "planted_elasticity_spearman": response.get("planted_spearman"),
               "own_elasticity_negative_share": response.get("own_negative_share"),
-              "substitution": response.get("substitution"), "seconds": round(time.perf_counter() - start, 1)}
+              "substitution": response.get("substitution"), "observed_response": response["observed"],
+              "seconds": round(time.perf_counter() - start, 1)}
     write_report(folder or warehouse.table_dir(REPORT_TABLE), metrics, bounds, calibration, tuning, response)
     return {"metrics": metrics, "intervals": bounds, "tuning": tuning, "calibration": calibration,
             "price_response": response}
+
+
+def observed_response(warehouse: Warehouse, split: TemporalSplit, model, data: TrainingSet,
+                      rows: np.ndarray, seed: int) -> dict:
+    """The model's own- and cross-price response against the test weeks' promotions (128 test
+    contexts; the substitution edges of the product graph)."""
+    weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.valid_end]
+    if not weeks:
+        return {"note": "no test week of derived_prices is materialized"}
+    cells = (warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
+             .select("product_id", "store_id", "week", pl.col("promo_flag").fill_null(False).alias("promo"),
+                     (pl.col("imputation_method") == "observed").alias("observed"),
+                     pl.col("units").fill_null(0).cast(pl.Int64), "discount_depth")
+             .cast(dict(EVAL_CELLS_SCHEMA)))
+    batch = data[rows[:: max(len(rows) // 128, 1)][:128]]
+    size = expected_basket_size(model, batch)
+    return {"weeks": [weeks[0], weeks[-1]],
+            **observed_check(model, batch, size, data.vocab, cells, load_graph(warehouse).edges, seed=seed)}
 
 
 def tune_baselines(data: TrainingSet, trips, valid_rows: np.ndarray, valid_day: int, test_day: int, pop: dict,

@@ -70,6 +70,11 @@ def test_metrics_json_has_every_method_task_and_slice(report):
     assert tuning["SASRec"]["patience"] >= 3 and tuning["SASRec"]["epochs"] >= 1 and "valid_curve" in tuning["BERT4Rec"]
     sizes = tuning["simulated_sizes"]
     assert sum(sizes["real"]) == sum(sizes["simulated"]) == tuning["simulation"]["baskets"]
+    observed = tuning["observed_response"]
+    assert observed["weeks"] == [12, 14] and "Against held-out promotions" in page
+    assert "own_spearman" in observed or "note" in observed
+    if "own_spearman" in observed:
+        assert -1 <= observed["own_spearman"] <= 1 and len(observed["own_spearman_ci"]) == 2
 
 
 def test_planted_agreement_on_a_literal_table():
@@ -104,3 +109,18 @@ def test_next_basket_metrics_on_a_literal_ranking():
     assert m["F1"][0] == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))              # predicted {1, 5}
     assert m["R@20_repeat"][0] == 1.0 and m["R@20_explore"][0] == pytest.approx(0.5)
     assert m["top3_hit"][0] == 1.0
+
+
+def test_own_uplift_on_literal_cells():
+    from retailsim_core.evaluation.observed_response import EVAL_CELLS_SCHEMA, own_uplift
+    # store S1: on promotion in week 2 (depth 0.3) with 7 units, off it weeks 1, 3 with 2 and 4
+    # units; store S2: never promoted (no uplift to measure there); an imputed promotion week
+    # (not observed) does not count as a promotion store-week.
+    rows = [("A", "S1", 1, False, True, 2, 0.0), ("A", "S1", 2, True, True, 7, 0.3),
+            ("A", "S1", 3, False, True, 4, 0.0), ("A", "S1", 4, True, False, 0, 0.3),
+            ("A", "S2", 1, False, True, 5, 0.0)]
+    cells = pl.DataFrame(rows, schema=list(EVAL_CELLS_SCHEMA.items()), orient="row").lazy()
+    got = own_uplift(cells)
+    assert got["product_id"].to_list() == ["A"] and got["promo_store_weeks"].to_list() == [1]
+    assert got["observed_uplift"][0] == pytest.approx(math.log((7 + 1) / (3 + 1)))
+    assert got["depth"][0] == pytest.approx(0.3)
