@@ -18,7 +18,7 @@ from retailsim_core.tokens import ProductVocab, mask_items
 
 
 def synthetic(n_samples: int, history: int, rng: np.random.Generator) -> TrainingSet:
-    ts = object.__new__(TrainingSet)   # arrays only: no warehouse needed
+    ts = object.__new__(TrainingSet)  # arrays only: no warehouse needed
     vocab = ProductVocab(tuple(f"PRD{i:07d}" for i in range(5000)))
     n_trips = n_samples + history
     ts.cfg, ts.vocab, ts.n = TensorConfig(max_history_trips=history), vocab, n_samples
@@ -33,10 +33,19 @@ def synthetic(n_samples: int, history: int, rng: np.random.Generator) -> Trainin
     ts.item_prices = rng.random((n_samples * 10, 9)).astype(np.float32)
     ts.item_starts = np.arange(0, n_samples * 10, 10, dtype=np.int64)
     ts.item_counts = np.full(n_samples, 10, dtype=np.int64)
-    ts.t1_numeric, ts.t1_codes = rng.random((n_samples, 22)).astype(np.float32), rng.integers(0, 5, (n_samples, 2))
-    ts.t1_alpha, ts.t1_has_snapshot = rng.random(n_samples).astype(np.float32), np.ones(n_samples, bool)
+    ts.t1_numeric, ts.t1_codes = (
+        rng.random((n_samples, 22)).astype(np.float32),
+        rng.integers(0, 5, (n_samples, 2)),
+    )
+    ts.t1_alpha, ts.t1_has_snapshot = (
+        rng.random(n_samples).astype(np.float32),
+        np.ones(n_samples, bool),
+    )
     ts.t3 = rng.random((n_samples, 7)).astype(np.float32)
-    ts.t5_numeric, ts.t5_codes = rng.random((n_samples, 4)).astype(np.float32), rng.integers(0, 5, (n_samples, 3))
+    ts.t5_numeric, ts.t5_codes = (
+        rng.random((n_samples, 4)).astype(np.float32),
+        rng.integers(0, 5, (n_samples, 3)),
+    )
     ts.t5_is_new, ts.t6 = np.zeros(n_samples, bool), rng.integers(0, 4, (n_samples, 4))
     return ts
 
@@ -47,7 +56,7 @@ def throughput(history: int, batch: int = 256, batches: int = 20) -> float:
     order = rng.permutation(ts.n)
     start = time.perf_counter()
     for i in range(batches):
-        b = ts[order[i * batch:(i + 1) * batch]]
+        b = ts[order[i * batch : (i + 1) * batch]]
         mask_items(b["tokens"].numpy(), ts.vocab, 0.15, rng)
     return batch * batches / (time.perf_counter() - start)
 
@@ -55,8 +64,15 @@ def throughput(history: int, batch: int = 256, batches: int = 20) -> float:
 def disk_bytes_per_sample(warehouse: Path) -> tuple[float, int]:
     import polars as pl
 
-    size = lambda t: sum(p.stat().st_size for p in (warehouse / t).glob("week=*/part-0.parquet"))  # noqa: E731
-    n = pl.scan_parquet(str(warehouse / "bucketed_samples" / "*" / "part-0.parquet")).select(pl.len()).collect().item()
+    def size(t):
+        return sum(p.stat().st_size for p in (warehouse / t).glob("week=*/part-0.parquet"))
+
+    n = (
+        pl.scan_parquet(str(warehouse / "bucketed_samples" / "*" / "part-0.parquet"))
+        .select(pl.len())
+        .collect()
+        .item()
+    )
     return (size("bucketed_samples") + size("customer_trips")) / max(n, 1), n
 
 
@@ -65,11 +81,17 @@ def main() -> None:
     ap.add_argument("--warehouse", type=Path, default=Path("data/warehouse"))
     args = ap.parse_args()
     for h in (10, 100, 500):
-        print(f"history {h:>3} trips: {throughput(h):>9,.0f} samples/s (batch 256, T1-T6 + masking)", flush=True)
+        print(
+            f"history {h:>3} trips: {throughput(h):>9,.0f} samples/s (batch 256, T1-T6 + masking)",
+            flush=True,
+        )
     if (args.warehouse / "bucketed_samples").exists():
         per, n = disk_bytes_per_sample(args.warehouse)
-        print(f"disk: {per:,.0f} bytes per sample ({n:,} samples; samples + trip store, histories not copied); "
-              f"spec layout: 68 GB / 47M samples = {68e9 / 47e6:,.0f} bytes per sample")
+        print(
+            f"disk: {per:,.0f} bytes per sample ({n:,} samples; samples + trip store, histories "
+            "not copied); "
+            f"spec layout: 68 GB / 47M samples = {68e9 / 47e6:,.0f} bytes per sample"
+        )
 
 
 if __name__ == "__main__":

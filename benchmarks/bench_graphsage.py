@@ -25,14 +25,29 @@ def spec_scale_inputs(seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     n_prod, n_cat = 5_000, 300
     n = n_prod + n_cat
-    rand = lambda k, lo, hi: torch.randint(lo, hi, (k,), generator=g)  # noqa: E731
-    edges = {"copurchase": (rand(400_000, 0, n_prod), rand(400_000, 0, n_prod), 1.5 + 3 * torch.rand(400_000, generator=g)),
-             "substitution": (rand(150_000, 0, n_prod), rand(150_000, 0, n_prod), torch.rand(150_000, generator=g)),
-             "hierarchy": (rand(300_000, 0, n), rand(300_000, n_prod, n), torch.full((300_000,), 0.5))}
-    ids = NodeIds(sku=torch.cat([torch.arange(1, n_prod + 1), torch.zeros(n_cat, dtype=torch.long)]),
-                  brand=torch.cat([rand(n_prod, 1, 801), torch.zeros(n_cat, dtype=torch.long)]),
-                  category=torch.cat([rand(n_prod, 0, n_cat), torch.arange(n_cat)]),
-                  tier=torch.cat([rand(n_prod, 0, 3), torch.full((n_cat,), 3)]))
+
+    def rand(k, lo, hi):
+        return torch.randint(lo, hi, (k,), generator=g)
+
+    edges = {
+        "copurchase": (
+            rand(400_000, 0, n_prod),
+            rand(400_000, 0, n_prod),
+            1.5 + 3 * torch.rand(400_000, generator=g),
+        ),
+        "substitution": (
+            rand(150_000, 0, n_prod),
+            rand(150_000, 0, n_prod),
+            torch.rand(150_000, generator=g),
+        ),
+        "hierarchy": (rand(300_000, 0, n), rand(300_000, n_prod, n), torch.full((300_000,), 0.5)),
+    }
+    ids = NodeIds(
+        sku=torch.cat([torch.arange(1, n_prod + 1), torch.zeros(n_cat, dtype=torch.long)]),
+        brand=torch.cat([rand(n_prod, 1, 801), torch.zeros(n_cat, dtype=torch.long)]),
+        category=torch.cat([rand(n_prod, 0, n_cat), torch.arange(n_cat)]),
+        tier=torch.cat([rand(n_prod, 0, 3), torch.full((n_cat,), 3)]),
+    )
     return ids, edges, (n_prod, 800, n_cat), n
 
 
@@ -41,14 +56,17 @@ def run(case: str, warehouse: Path, epochs: int) -> dict:
 
     cfg = GraphSAGEConfig(epochs=epochs)
     if case == "default":
+        import polars as pl
+
         from retailsim_core.pipeline.embeddings import graph_inputs
         from retailsim_core.pipeline.graph import load_graph
-        import polars as pl
         from retailsim_core.warehouse import Warehouse
 
         wh = Warehouse(warehouse)
         graph = load_graph(wh)
-        nodes, ids, edges, sizes = graph_inputs(graph, pl.read_parquet(wh.table_dir("pseudo_brands") / "part-0.parquet"))
+        nodes, ids, edges, sizes = graph_inputs(
+            graph, pl.read_parquet(wh.table_dir("pseudo_brands") / "part-0.parquet")
+        )
         n = nodes.height
     else:
         ids, edges, sizes, n = spec_scale_inputs()
@@ -56,9 +74,16 @@ def run(case: str, warehouse: Path, epochs: int) -> dict:
     start = time.perf_counter()
     _, losses = train(graphs, ids, edges, sizes, cfg)
     seconds = time.perf_counter() - start
-    return {"case": case, "nodes": n, "edges": sum(len(e[0]) for e in edges.values()), "epochs": epochs,
-            "seconds": round(seconds, 1), "seconds_per_epoch": round(seconds / epochs, 2),
-            "final_loss": round(losses[-1], 4), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10)}
+    return {
+        "case": case,
+        "nodes": n,
+        "edges": sum(len(e[0]) for e in edges.values()),
+        "epochs": epochs,
+        "seconds": round(seconds, 1),
+        "seconds_per_epoch": round(seconds / epochs, 2),
+        "final_loss": round(losses[-1], 4),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10),
+    }
 
 
 def main() -> None:
@@ -71,8 +96,21 @@ def main() -> None:
         print(json.dumps(run(args.case, args.warehouse, args.epochs)))
         return
     for case in ("default", "spec_scale"):
-        out = subprocess.run([sys.executable, __file__, "--case", case, "--warehouse", str(args.warehouse),
-                              "--epochs", str(args.epochs)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--case",
+                case,
+                "--warehouse",
+                str(args.warehouse),
+                "--epochs",
+                str(args.epochs),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         print(out.stdout.strip().splitlines()[-1], flush=True)
 
 

@@ -29,11 +29,16 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=Path("data/bench"))
     args = ap.parse_args()
     raw, truth, wh = (args.root / args.preset / d for d in ("raw", "ground_truth", "warehouse"))
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}"
+    )
     if not any(raw.glob("transactions_*.csv*")):
         report = generate(preset(args.preset), raw, truth)
-        print(f"generate {args.preset}: {report.rows:,} rows, {report.baskets:,} baskets, "
-              f"{report.files} files in {report.seconds:.1f}s ({report.rows / report.seconds:,.0f} rows/s)")
+        print(
+            f"generate {args.preset}: {report.rows:,} rows, {report.baskets:,} baskets, "
+            f"{report.files} files in {report.seconds:.1f}s ({report.rows / report.seconds:,.0f} "
+            "rows/s)"
+        )
     shutil.rmtree(wh, ignore_errors=True)
     weeks = range(1, args.weeks + 1)
     start = time.perf_counter()
@@ -42,9 +47,11 @@ def main() -> None:
     rows = int(report["rows_read"].sum())
     size = sum(p.stat().st_size for p in raw.glob("transactions_*")) / 2**20
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
-    print(f"ingest {args.preset}: {rows:,} rows ({size:,.0f} MiB CSV) in {seconds:.1f}s "
-          f"= {rows / seconds:,.0f} rows/s; slowest week {report['seconds'].max():.2f}s; "
-          f"peak RSS {peak:,.0f} MiB")
+    print(
+        f"ingest {args.preset}: {rows:,} rows ({size:,.0f} MiB CSV) in {seconds:.1f}s "
+        f"= {rows / seconds:,.0f} rows/s; slowest week {report['seconds'].max():.2f}s; "
+        f"peak RSS {peak:,.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

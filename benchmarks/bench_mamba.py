@@ -41,7 +41,7 @@ def _prefix_scan(a: torch.Tensor, b: torch.Tensor, dim: int) -> tuple[torch.Tens
 
 def whole_sequence_pscan(x, delta, A, Bm, Cm, Dv):
     """One parallel scan over all L steps (O(L log L) work), like mambapy's pscan family."""
-    decay = torch.exp(delta[..., None] * A)                                          # (B, L, E, N)
+    decay = torch.exp(delta[..., None] * A)  # (B, L, E, N)
     dBx = delta[..., None] * Bm[:, :, None, :] * x[..., None]
     _, h = _prefix_scan(decay, dBx, dim=1)
     return torch.einsum("blen,bln->ble", h, Cm) + x * Dv
@@ -60,7 +60,9 @@ class MambaEncoder(nn.Module):
 
 
 def transformer(d: int, layers: int) -> nn.Module:
-    layer = nn.TransformerEncoderLayer(d, max(d // 64, 2), 4 * d, 0.0, activation="gelu", batch_first=True, norm_first=True)
+    layer = nn.TransformerEncoderLayer(
+        d, max(d // 64, 2), 4 * d, 0.0, activation="gelu", batch_first=True, norm_first=True
+    )
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
 
 
@@ -76,19 +78,30 @@ def time_fwd_bwd(model: nn.Module, x: torch.Tensor, repeats: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--paper", action="store_true", help="the spec's width: d_model 512, 4 layers, state 64")
+    ap.add_argument(
+        "--paper", action="store_true", help="the spec's width: d_model 512, 4 layers, state 64"
+    )
     ap.add_argument("--lengths", type=int, nargs="*", default=None)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--budget-ms", type=float, default=30_000, help="skip longer lengths once a method exceeds this")
+    ap.add_argument(
+        "--budget-ms",
+        type=float,
+        default=30_000,
+        help="skip longer lengths once a method exceeds this",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     d, layers, d_state, batch = (512, 4, 64, 1) if args.paper else (64, 2, 16, 4)
-    lengths = args.lengths or ([64, 256, 1024, 2048, 4096] if args.paper else [64, 128, 256, 512, 1024, 2048, 4096, 8192])
+    lengths = args.lengths or (
+        [64, 256, 1024, 2048, 4096] if args.paper else [64, 128, 256, 512, 1024, 2048, 4096, 8192]
+    )
     torch.manual_seed(0)
-    methods = {"mamba_compiled": MambaEncoder(d, layers, d_state, "compiled"),
-               "mamba_fast": MambaEncoder(d, layers, d_state, "fast"),
-               "mamba_reference": MambaEncoder(d, layers, d_state, "reference"),
-               "transformer": transformer(d, layers)}
+    methods = {
+        "mamba_compiled": MambaEncoder(d, layers, d_state, "compiled"),
+        "mamba_fast": MambaEncoder(d, layers, d_state, "fast"),
+        "mamba_reference": MambaEncoder(d, layers, d_state, "reference"),
+        "transformer": transformer(d, layers),
+    }
     if not scan_compiled.available():
         del methods["mamba_compiled"]
         print("compiled scan unavailable (no C compiler?): column skipped")
@@ -106,10 +119,10 @@ def main() -> None:
                 continue
             original = mamba.selective_scan_ref
             if name == "mamba_whole_pscan":
-                mamba.selective_scan_ref = whole_sequence_pscan                      # same block, other scan
+                mamba.selective_scan_ref = whole_sequence_pscan  # same block, other scan
             try:
                 ms = time_fwd_bwd(model, x, repeats=2 if length <= 1024 else 1)
-            except RuntimeError as err:   # out of memory at the longest lengths
+            except RuntimeError as err:  # out of memory at the longest lengths
                 ms, slow = None, slow | {name}
                 print(f"{name} L={length}: {err}".splitlines()[0])
             finally:
@@ -119,11 +132,32 @@ def main() -> None:
                 slow.add(name)
         print(json.dumps(row), flush=True)
         rows.append(row)
-    crossover = {name: next((r["L"] for r in rows if r.get(name) and r.get("transformer")
-                             and r[name] < r["transformer"]), None)
-                 for name in methods if name.startswith("mamba")}
-    print(json.dumps({"setting": {"d_model": d, "layers": layers, "d_state": d_state, "batch": batch,
-                                  "threads": args.threads}, "first_L_where_mamba_beats_attention": crossover}))
+    crossover = {
+        name: next(
+            (
+                r["L"]
+                for r in rows
+                if r.get(name) and r.get("transformer") and r[name] < r["transformer"]
+            ),
+            None,
+        )
+        for name in methods
+        if name.startswith("mamba")
+    }
+    print(
+        json.dumps(
+            {
+                "setting": {
+                    "d_model": d,
+                    "layers": layers,
+                    "d_state": d_state,
+                    "batch": batch,
+                    "threads": args.threads,
+                },
+                "first_L_where_mamba_beats_attention": crossover,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -36,15 +36,26 @@ def run_stage(stage: str, root: Path) -> dict:
     elif stage == "product_graph":
         graph = build_product_graph(wh, TemporalSplit())
         write_graph(wh, graph)
-        rows_in = wh.scan("raw_transactions", TemporalSplit().train_weeks).select(pl.len()).collect().item()
+        rows_in = (
+            wh.scan("raw_transactions", TemporalSplit().train_weeks)
+            .select(pl.len())
+            .collect()
+            .item()
+        )
         rows_out = graph.edges.height
     else:
         summary = snapshot_weeks(wh, weeks)
         rows_out = int(summary["customers"].sum()) * 2
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
-    return {"stage": stage, "rows_in": rows_in, "rows_out": rows_out, "seconds": round(seconds, 1),
-            "rows_in_per_s": round(rows_in / seconds), "peak_rss_mib": round(peak)}
+    return {
+        "stage": stage,
+        "rows_in": rows_in,
+        "rows_out": rows_out,
+        "seconds": round(seconds, 1),
+        "rows_in_per_s": round(rows_in / seconds),
+        "peak_rss_mib": round(peak),
+    }
 
 
 def main() -> None:
@@ -56,11 +67,19 @@ def main() -> None:
         print(json.dumps(run_stage(args.stage, args.warehouse)))
         return
     for stage in STAGES:
-        out = subprocess.run([sys.executable, __file__, "--stage", stage, "--warehouse", str(args.warehouse)],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--stage", stage, "--warehouse", str(args.warehouse)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"{r['stage']:20s} {r['rows_in']:>12,} rows in  {r['rows_out']:>13,} rows out  "
-              f"{r['seconds']:>7.1f} s  {r['rows_in_per_s']:>10,} rows/s  peak {r['peak_rss_mib']:,} MiB", flush=True)
+        print(
+            f"{r['stage']:20s} {r['rows_in']:>12,} rows in  {r['rows_out']:>13,} rows out  "
+            f"{r['seconds']:>7.1f} s  {r['rows_in_per_s']:>10,} rows/s  peak "
+            f"{r['peak_rss_mib']:,} MiB",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

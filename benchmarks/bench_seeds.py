@@ -6,7 +6,8 @@ is the training seeds'); SASRec and BERT4Rec are retrained with the same seed. A
 only where the world model's mean margin over a baseline exceeds twice the sd of the per-seed
 margins. Checkpoints and reports go to ``<warehouse>/seed_runs/<seed>/``, leaving the assets alone.
 
-    python benchmarks/bench_seeds.py --warehouse data/warehouse --seeds 0 1 2 [--truth data/ground_truth]
+    python benchmarks/bench_seeds.py --warehouse data/warehouse --seeds 0 1 2 [--truth
+    data/ground_truth]
 """
 
 from __future__ import annotations
@@ -36,12 +37,30 @@ def margins(runs: list[dict], slice_name: str) -> list[dict]:
         model = "world_model"
         rivals = sorted(runs[0][task][slice_name])
         for rival in rivals:
-            if rival == model or rival.startswith("oracle") or "given mission" in rival or rival == "Mission-P-TopFreq":
+            if (
+                rival == model
+                or rival.startswith("oracle")
+                or "given mission" in rival
+                or rival == "Mission-P-TopFreq"
+            ):
                 continue
-            diff = np.array([r[task][slice_name][model][metric] - r[task][slice_name][rival][metric] for r in runs])
+            diff = np.array(
+                [
+                    r[task][slice_name][model][metric] - r[task][slice_name][rival][metric]
+                    for r in runs
+                ]
+            )
             sd = float(diff.std(ddof=1)) if len(diff) > 1 else float("nan")
-            out.append({"task": task, "metric": metric, "rival": rival, "margin_mean": float(diff.mean()),
-                        "margin_sd": sd, "win": bool(diff.mean() > 2 * sd) if len(diff) > 1 else None})
+            out.append(
+                {
+                    "task": task,
+                    "metric": metric,
+                    "rival": rival,
+                    "margin_mean": float(diff.mean()),
+                    "margin_sd": sd,
+                    "win": bool(diff.mean() > 2 * sd) if len(diff) > 1 else None,
+                }
+            )
     return out
 
 
@@ -59,22 +78,42 @@ def main() -> None:
         folder = Path(args.warehouse) / "seed_runs" / str(seed)
         report = folder / "metrics.json"
         if not report.exists():
-            train_world_model(wh, split, WorldModelConfig.preset("small"), TrainConfig.preset("small", seed=seed),
-                              log=print, folder=folder / "checkpoint")
+            train_world_model(
+                wh,
+                split,
+                WorldModelConfig.preset("small"),
+                TrainConfig.preset("small", seed=seed),
+                log=print,
+                folder=folder / "checkpoint",
+            )
             cfg = EvalConfig(max_test_samples=args.test_samples, seed=0)
-            cfg = dataclasses.replace(cfg, sequential=dataclasses.replace(cfg.sequential, seed=seed))
-            evaluate(wh, split, Path(args.truth) if args.truth else None, cfg, log=print,
-                     checkpoint=folder / "checkpoint", folder=folder)
+            cfg = dataclasses.replace(
+                cfg, sequential=dataclasses.replace(cfg.sequential, seed=seed)
+            )
+            evaluate(
+                wh,
+                split,
+                Path(args.truth) if args.truth else None,
+                cfg,
+                log=print,
+                checkpoint=folder / "checkpoint",
+                folder=folder,
+            )
         runs.append(json.loads(report.read_text()))
     for task, metric in METRICS:
         print(f"\n{task} {metric} ({args.slice}), mean +- sd over seeds {args.seeds}")
         for method in sorted(runs[0][task][args.slice]):
-            v = np.array([r[task][args.slice][method][metric] for r in runs if method in r[task][args.slice]])
+            v = np.array(
+                [r[task][args.slice][method][metric] for r in runs if method in r[task][args.slice]]
+            )
             print(f"  {method:30s} {v.mean():.4f} +- {v.std(ddof=1) if len(v) > 1 else 0:.4f}")
     print("\nworld_model margins (win = mean > 2 sd of the per-seed margins)")
     for m in margins(runs, args.slice):
-        print(f"  {m['task']:12s} {m['metric']:8s} vs {m['rival']:26s} {m['margin_mean']:+.4f} +- {m['margin_sd']:.4f}"
-              f"  {'WIN' if m['win'] else 'no win'}")
+        print(
+            f"  {m['task']:12s} {m['metric']:8s} vs {m['rival']:26s} {m['margin_mean']:+.4f} +- "
+            f"{m['margin_sd']:.4f}"
+            f"  {'WIN' if m['win'] else 'no win'}"
+        )
 
 
 if __name__ == "__main__":

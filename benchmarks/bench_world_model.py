@@ -43,7 +43,13 @@ def main() -> None:
     train_data = inputs.training_set(train_s, tcfg)
     valid_data = inputs.training_set(usable.filter(pl.col("split") == "validation"), tcfg)
     cfg = WorldModelConfig.preset("small")
-    model = build_model(cfg, inputs.product_table, train_data.t1_numeric.shape[1], seed=0, substitutes=inputs.substitutes)
+    model = build_model(
+        cfg,
+        inputs.product_table,
+        train_data.t1_numeric.shape[1],
+        seed=0,
+        substitutes=inputs.substitutes,
+    )
     step = TrainStep(model, torch.nn.Linear(cfg.d_model, cfg.d_model))
     opt = torch.optim.AdamW(step.parameters(), lr=1e-3)
     rng, gen = np.random.default_rng(0), torch.Generator().manual_seed(0)
@@ -51,7 +57,7 @@ def main() -> None:
     n, start = 0, 0.0
     for i, batch_rows in enumerate(rows):
         if i == 5:
-            start, n = time.perf_counter(), 0                                       # warm-up batches excluded
+            start, n = time.perf_counter(), 0  # warm-up batches excluded
         batch = train_data[batch_rows]
         x, y = corrupt(batch["tokens"].numpy(), train_data.vocab, 0.15, 0.3, rng)
         x, y = torch.from_numpy(x), torch.from_numpy(y)
@@ -63,27 +69,57 @@ def main() -> None:
     train_rate = n / (time.perf_counter() - start)
     pop = popularity_scores(train_data, np.arange(len(train_data)))
     valid_rows = np.arange(min(len(valid_data), 8_000))
-    masked_item_ranks(model, valid_data, valid_rows[:256], None, 0.2, seed=0)      # warm-up (builds the kernel)
+    masked_item_ranks(
+        model, valid_data, valid_rows[:256], None, 0.2, seed=0
+    )  # warm-up (builds the kernel)
     rates = {}
     # Model alone (batch assembly, masking, forward, full-vocabulary ranks), three runs: this
     # machine's timings vary by up to 25% between runs; then with the popularity baseline ranked
     # on the same positions, as validation does.
-    for name, baseline in (("model", None), ("model", None), ("model", None), ("with_popularity", pop)):
+    for name, baseline in (
+        ("model", None),
+        ("model", None),
+        ("model", None),
+        ("with_popularity", pop),
+    ):
         start = time.perf_counter()
         ranks = masked_item_ranks(model, valid_data, valid_rows, baseline, 0.2, seed=0)
         rates.setdefault(name, []).append(round(len(valid_rows) / (time.perf_counter() - start), 1))
-    print(json.dumps({"threads": torch.get_num_threads(), "train_samples_per_s": round(train_rate, 1),
-                      "masked_item_scoring_baskets_per_s": rates, "baskets": len(valid_rows),
-                      "masked_positions": int(len(ranks["model"])), "parameters": sum(p.numel() for p in model.parameters())}))
+    print(
+        json.dumps(
+            {
+                "threads": torch.get_num_threads(),
+                "train_samples_per_s": round(train_rate, 1),
+                "masked_item_scoring_baskets_per_s": rates,
+                "baskets": len(valid_rows),
+                "masked_positions": int(len(ranks["model"])),
+                "parameters": sum(p.numel() for p in model.parameters()),
+            }
+        )
+    )
     if args.ablation:
         for repeat in (True, False):
             tc = dataclasses.replace(TrainConfig.preset("small"), max_seconds=args.budget_s)
-            m = build_model(dataclasses.replace(cfg, repeat_path=repeat), inputs.product_table,
-                            train_data.t1_numeric.shape[1], seed=0, substitutes=inputs.substitutes)
+            m = build_model(
+                dataclasses.replace(cfg, repeat_path=repeat),
+                inputs.product_table,
+                train_data.t1_numeric.shape[1],
+                seed=0,
+                substitutes=inputs.substitutes,
+            )
             res = train(m, train_data, train_s["bucket"].to_numpy(), valid_data, pop, tc)
             best = next(h for h in res.state.history if h["epoch"] == res.state.best_epoch)
-            print(json.dumps({"repeat_path": repeat, "epochs": res.state.epoch, "seconds": round(res.state.seconds, 1),
-                              **{k: round(v, 4) for k, v in best.items() if k.startswith("valid_")}}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "repeat_path": repeat,
+                        "epochs": res.state.epoch,
+                        "seconds": round(res.state.seconds, 1),
+                        **{k: round(v, 4) for k, v in best.items() if k.startswith("valid_")},
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -96,10 +96,13 @@ def _substitute(d: dt.date, taken: set[dt.date]) -> dt.date:
 def uk_bank_holidays(year: int) -> list[dt.date]:
     """England & Wales bank holidays (LGSR's regions are British)."""
     easter = easter_sunday(year)
-    fixed = [easter - dt.timedelta(days=2), easter + dt.timedelta(days=1),
-             _weekday_on_or_after(dt.date(year, 5, 1), 0),                       # early May
-             _weekday_on_or_after(dt.date(year, 5, 25), 0),                      # spring: last Monday of May
-             _weekday_on_or_after(dt.date(year, 8, 25), 0)]                      # summer: last Monday of August
+    fixed = [
+        easter - dt.timedelta(days=2),
+        easter + dt.timedelta(days=1),
+        _weekday_on_or_after(dt.date(year, 5, 1), 0),  # early May
+        _weekday_on_or_after(dt.date(year, 5, 25), 0),  # spring: last Monday of May
+        _weekday_on_or_after(dt.date(year, 8, 25), 0),
+    ]  # summer: last Monday of August
     taken: set[dt.date] = set(fixed)
     for d in (dt.date(year, 1, 1), dt.date(year, 12, 25), dt.date(year, 12, 26)):
         taken.add(_substitute(d, taken))

@@ -23,33 +23,48 @@ from retailsim_core.tokens import PAD
 
 _DECAY_DAYS = (14.0, 56.0, 182.0)
 _DECAY_TRIPS = (0.9, 0.97)
-N_FOCI, N_TYPES = 4, 3          # mission focus codes 1..4, mission type codes 1..3 (trip_context)
+N_FOCI, N_TYPES = 4, 3  # mission focus codes 1..4, mission type codes 1..3 (trip_context)
 HISTORY_FEATURES = (
-    "log_count", "share_of_trips", *[f"decay_{int(d)}d" for d in _DECAY_DAYS],
-    *[f"trip_decay_{r}" for r in _DECAY_TRIPS], "log_days_since_last", "interval_ratio",
-    "log_mean_interval", "log_days_since_first", "log_count_at_store", "share_at_store",
-    "log_count_same_weekpart", "log_count_same_hour", "in_last_trip", "in_last_3_trips",
-    "share_of_last_10_trips", "in_last_trip_at_store", "store_trip_decay",
+    "log_count",
+    "share_of_trips",
+    *[f"decay_{int(d)}d" for d in _DECAY_DAYS],
+    *[f"trip_decay_{r}" for r in _DECAY_TRIPS],
+    "log_days_since_last",
+    "interval_ratio",
+    "log_mean_interval",
+    "log_days_since_first",
+    "log_count_at_store",
+    "share_at_store",
+    "log_count_same_weekpart",
+    "log_count_same_hour",
+    "in_last_trip",
+    "in_last_3_trips",
+    "share_of_last_10_trips",
+    "in_last_trip_at_store",
+    "store_trip_decay",
     *[f"log_count_focus_{i}" for i in range(1, N_FOCI + 1)],
-    *[f"log_count_type_{i}" for i in range(1, N_TYPES + 1)], "log_history_trips",
+    *[f"log_count_type_{i}" for i in range(1, N_TYPES + 1)],
+    "log_history_trips",
     "log_days_since_last_trip",
 )
 FOCUS_COLUMNS = [HISTORY_FEATURES.index(f"log_count_focus_{i}") for i in range(1, N_FOCI + 1)]
 TYPE_COLUMNS = [HISTORY_FEATURES.index(f"log_count_type_{i}") for i in range(1, N_TYPES + 1)]
-_NEVER_DAYS = 1e4               # "days since" of something that never happened
+_NEVER_DAYS = 1e4  # "days since" of something that never happened
 
 
 @dataclass(frozen=True)
 class TripArrays:
     """The trip store as flat arrays (row order of ``TripStore.trips``)."""
 
-    tokens: np.ndarray      # (I,) product tokens of every trip (each product once per trip), [PAD] unknown
-    offsets: np.ndarray     # (T + 1,) trip t's tokens are tokens[offsets[t]:offsets[t + 1]]
-    day: np.ndarray         # (T,) days since epoch
-    store: np.ndarray       # (T,) store code
-    hour: np.ndarray        # (T,) shop hour
-    weekend: np.ndarray     # (T,) bool, Saturday or Sunday
-    mission: np.ndarray     # (T, 2) mission type and focus codes (1-based, 0 unknown)
+    tokens: (
+        np.ndarray
+    )  # (I,) product tokens of every trip (each product once per trip), [PAD] unknown
+    offsets: np.ndarray  # (T + 1,) trip t's tokens are tokens[offsets[t]:offsets[t + 1]]
+    day: np.ndarray  # (T,) days since epoch
+    store: np.ndarray  # (T,) store code
+    hour: np.ndarray  # (T,) shop hour
+    weekend: np.ndarray  # (T,) bool, Saturday or Sunday
+    mission: np.ndarray  # (T, 2) mission type and focus codes (1-based, 0 unknown)
 
 
 @dataclass(frozen=True)
@@ -57,12 +72,12 @@ class BasketContext:
     """What is known of each basket when it is predicted: its customer's history bounds and the
     trip's store, date and hour (never its products, size or labels)."""
 
-    start: np.ndarray       # (B,) first history trip (the customer's first trip)
-    end: np.ndarray         # (B,) one past the last trip before the basket's week
-    day: np.ndarray         # (B,)
-    store: np.ndarray       # (B,)
-    hour: np.ndarray        # (B,)
-    weekend: np.ndarray     # (B,) bool
+    start: np.ndarray  # (B,) first history trip (the customer's first trip)
+    end: np.ndarray  # (B,) one past the last trip before the basket's week
+    day: np.ndarray  # (B,)
+    store: np.ndarray  # (B,)
+    hour: np.ndarray  # (B,)
+    weekend: np.ndarray  # (B,) bool
 
 
 def _entries(trips: TripArrays, ctx: BasketContext):
@@ -72,7 +87,7 @@ def _entries(trips: TripArrays, ctx: BasketContext):
     row = np.repeat(np.arange(len(n)), n)
     within = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
     trip = np.repeat(ctx.start, n) + within
-    ago = np.repeat(n, n) - 1 - within                                           # 0 = latest trip
+    ago = np.repeat(n, n) - 1 - within  # 0 = latest trip
     here = trips.store[trip] == ctx.store[row]
     # among the row's trips at the basket's store, 0 = the latest: later store trips of the row
     later = np.bincount(row, weights=here, minlength=len(n))[row] - _cumsum_within(here, n)
@@ -82,14 +97,22 @@ def _entries(trips: TripArrays, ctx: BasketContext):
     item = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     tokens = trips.tokens[np.repeat(trips.offsets[trip], lengths) + item]
     keep = tokens != PAD
-    return (row[expand][keep], ago[expand][keep], trip[expand][keep], tokens[keep],
-            store_ago[expand][keep], (row, trip))
+    return (
+        row[expand][keep],
+        ago[expand][keep],
+        trip[expand][keep],
+        tokens[keep],
+        store_ago[expand][keep],
+        (row, trip),
+    )
 
 
 def _cumsum_within(flags: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Inclusive running count of ``flags`` within each row's run of ``n`` entries."""
     total = np.cumsum(flags.astype(np.int64))
-    before = np.repeat(total[np.cumsum(n) - n - 1] * (np.cumsum(n) - n > 0), n) if len(flags) else total
+    before = (
+        np.repeat(total[np.cumsum(n) - n - 1] * (np.cumsum(n) - n > 0), n) if len(flags) else total
+    )
     return total - before
 
 
@@ -106,7 +129,7 @@ def history_features(trips: TripArrays, ctx: BasketContext) -> tuple[np.ndarray,
     def total(weights) -> np.ndarray:
         return np.bincount(inverse, weights=weights, minlength=q)
 
-    age = (ctx.day[row] - trips.day[trip]).astype(np.float64)                    # days before
+    age = (ctx.day[row] - trips.day[trip]).astype(np.float64)  # days before
     n_trips = np.maximum(ctx.end - ctx.start, 0)
     count = total(None)
     last = np.full(q, _NEVER_DAYS)
@@ -122,21 +145,29 @@ def history_features(trips: TripArrays, ctx: BasketContext) -> tuple[np.ndarray,
     mission = trips.mission[trip]
     latest_day = np.where(n_trips > 0, trips.day[np.maximum(ctx.end - 1, 0)], ctx.day - _NEVER_DAYS)
     columns = [
-        np.log1p(count), count / np.maximum(n_trips[key_row], 1),
+        np.log1p(count),
+        count / np.maximum(n_trips[key_row], 1),
         *[total(np.exp(-age / tau)) for tau in _DECAY_DAYS],
         *[total(r ** ago.astype(np.float64)) for r in _DECAY_TRIPS],
-        np.log1p(last), np.where(repeated, np.log1p(last) - np.log1p(mean_interval), 0.0),
-        np.log1p(mean_interval), np.log1p(first),
-        np.log1p(at_store), at_store / np.maximum(store_trips[key_row], 1),
+        np.log1p(last),
+        np.where(repeated, np.log1p(last) - np.log1p(mean_interval), 0.0),
+        np.log1p(mean_interval),
+        np.log1p(first),
+        np.log1p(at_store),
+        at_store / np.maximum(store_trips[key_row], 1),
         np.log1p(total(trips.weekend[trip] == ctx.weekend[row])),
         np.log1p(total(np.abs(trips.hour[trip].astype(np.int64) - ctx.hour[row]) <= 2)),
-        total(ago == 0), total(ago < 3), total(ago < 10) / np.minimum(np.maximum(n_trips[key_row], 1), 10),
-        total(store_ago == 0), total(np.where(store_ago >= 0, 0.8 ** np.maximum(store_ago, 0), 0.0)),
+        total(ago == 0),
+        total(ago < 3),
+        total(ago < 10) / np.minimum(np.maximum(n_trips[key_row], 1), 10),
+        total(store_ago == 0),
+        total(np.where(store_ago >= 0, 0.8 ** np.maximum(store_ago, 0), 0.0)),
         *[np.log1p(total(mission[:, 1] == code)) for code in range(1, N_FOCI + 1)],
         *[np.log1p(total(mission[:, 0] == code)) for code in range(1, N_TYPES + 1)],
-        np.log1p(n_trips)[key_row], np.log1p(ctx.day - latest_day)[key_row],
+        np.log1p(n_trips)[key_row],
+        np.log1p(ctx.day - latest_day)[key_row],
     ]
-    feats = np.stack(columns, axis=1).astype(np.float32)                          # (Q, F)
+    feats = np.stack(columns, axis=1).astype(np.float32)  # (Q, F)
     per_row = np.bincount(key_row, minlength=b)
     slot = np.arange(q) - np.repeat(np.cumsum(per_row) - per_row, per_row)
     u = max(int(per_row.max(initial=0)), 1)

@@ -19,13 +19,21 @@ import polars as pl
 
 from retailsim_core.calendar import monday_of, shop_week_of, week_file_stem
 from retailsim_core.io import sha256_of
-from retailsim_core.raw_files import WEEK_FILE
 from retailsim_core.lgsr import (
-    BASKET_LEVEL_COLUMNS, CODE_SETS, FULL_HEADER, HEADERS, ID_PATTERNS, NULLABLE_COLUMNS,
-    QUARANTINE_SCHEMA, RAW_COLUMN_NAMES, RAW_TRANSACTIONS_SCHEMA, SAMPLE_HEADER,
-    SEG_1_TO_PRICE_SENSITIVITY, SEG_2_TO_LIFESTAGE,
+    BASKET_LEVEL_COLUMNS,
+    CODE_SETS,
+    FULL_HEADER,
+    HEADERS,
+    ID_PATTERNS,
+    NULLABLE_COLUMNS,
+    QUARANTINE_SCHEMA,
+    RAW_COLUMN_NAMES,
+    RAW_TRANSACTIONS_SCHEMA,
+    SAMPLE_HEADER,
+    SEG_1_TO_PRICE_SENSITIVITY,
+    SEG_2_TO_LIFESTAGE,
 )
-
+from retailsim_core.raw_files import WEEK_FILE
 
 BASKET_INCONSISTENT = "basket_inconsistent"
 
@@ -37,9 +45,9 @@ class LGSRFileError(ValueError):
 @dataclass(frozen=True)
 class IngestResult:
     week: int
-    source_file: str | None      # None when the week's file is missing
-    kept: pl.DataFrame           # RAW_TRANSACTIONS_SCHEMA
-    quarantine: pl.DataFrame     # QUARANTINE_SCHEMA
+    source_file: str | None  # None when the week's file is missing
+    kept: pl.DataFrame  # RAW_TRANSACTIONS_SCHEMA
+    quarantine: pl.DataFrame  # QUARANTINE_SCHEMA
     header_variant: str | None
     source_sha256: str | None = None
 
@@ -67,9 +75,11 @@ def find_week_file(raw_dir: Path, week: int) -> Path | None:
         return None
     path, root = found[0], raw_dir.resolve()
     if path.is_symlink() and root not in path.resolve().parents:
-        raise LGSRFileError(f"{path} is a link to a file outside the raw folder {root}; links are "
-                            "followed only inside it (copy the file in, or point RETAILSIM_RAW_DIR "
-                            "at the folder that holds it)")
+        raise LGSRFileError(
+            f"{path} is a link to a file outside the raw folder {root}; links are "
+            "followed only inside it (copy the file in, or point RETAILSIM_RAW_DIR "
+            "at the folder that holds it)"
+        )
     return path
 
 
@@ -82,12 +92,16 @@ def check_raw_folder(raw_dir: Path) -> None:
     raw_dir = Path(raw_dir)
     if not raw_dir.is_dir():
         problem = "is not a folder" if raw_dir.exists() else "does not exist"
-        raise RawFolderError(f"raw folder {raw_dir} (RETAILSIM_RAW_DIR or the raw_source "
-                             f"resource's raw_dir) {problem}")
+        raise RawFolderError(
+            f"raw folder {raw_dir} (RETAILSIM_RAW_DIR or the raw_source "
+            f"resource's raw_dir) {problem}"
+        )
     if not any(WEEK_FILE.match(p.name) for p in raw_dir.iterdir()):
-        raise RawFolderError(f"raw folder {raw_dir} (RETAILSIM_RAW_DIR or the raw_source "
-                             "resource's raw_dir) holds no LGSR week file "
-                             "transactions_YYYYWW.csv[.gz]")
+        raise RawFolderError(
+            f"raw folder {raw_dir} (RETAILSIM_RAW_DIR or the raw_source "
+            "resource's raw_dir) holds no LGSR week file "
+            "transactions_YYYYWW.csv[.gz]"
+        )
 
 
 def expected_file_name(week: int) -> str:
@@ -111,8 +125,16 @@ def _read_csv_text(path: Path) -> pl.DataFrame:
 
     ``record_number`` counts CSV records with the header as record 1, so it equals the line
     number until a quoted field spans lines; after that it is the record's ordinal, not a line."""
-    read = lambda encoding: pl.read_csv(path, infer_schema=False, encoding=encoding,  # noqa: E731
-                                        row_index_name="record_number", row_index_offset=2)
+
+    def read(encoding):
+        return pl.read_csv(
+            path,
+            infer_schema=False,
+            encoding=encoding,
+            row_index_name="record_number",
+            row_index_offset=2,
+        )
+
     try:
         try:
             return read("utf8")
@@ -131,15 +153,19 @@ def detect_header(path: Path, columns: list[str]) -> str:
     closest = SAMPLE_HEADER if {"seg_1", "seg_2"} & set(columns) else FULL_HEADER
     if len(set(columns) & set(closest)) * 2 < len(closest):
         # Not an LGSR file at all: say so without echoing a line of someone else's file.
-        raise LGSRFileError(f"{path}: malformed LGSR header: its first line has "
-                            f"{len(set(columns) & set(closest))} of the {len(closest)} LGSR "
-                            "columns (not an LGSR file, or a delimiter other than a comma); its "
-                            "content is not shown")
+        raise LGSRFileError(
+            f"{path}: malformed LGSR header: its first line has "
+            f"{len(set(columns) & set(closest))} of the {len(closest)} LGSR "
+            "columns (not an LGSR file, or a delimiter other than a comma); its "
+            "content is not shown"
+        )
     missing = [c for c in closest if c not in columns]
     extra = [c for c in columns if c not in closest]
     dup = sorted({c for c in columns if columns.count(c) > 1})
-    raise LGSRFileError(f"{path}: malformed LGSR header; missing columns {missing}, extra columns {extra}"
-                        + (f", duplicated {dup}" if dup else ""))
+    raise LGSRFileError(
+        f"{path}: malformed LGSR header; missing columns {missing}, extra columns {extra}"
+        + (f", duplicated {dup}" if dup else "")
+    )
 
 
 def read_week_text(path: Path) -> tuple[pl.DataFrame, str, str]:
@@ -167,7 +193,12 @@ def read_week_text(path: Path) -> tuple[pl.DataFrame, str, str]:
 def _recode(col: str, mapping: dict[str, str]) -> pl.Expr:
     # Unknown sample codes stay visible (prefixed) so validation quarantines them.
     c = pl.col(col)
-    return pl.when(_empty(col)).then(c).otherwise(c.replace_strict(mapping, default="?" + c)).alias(col)
+    return (
+        pl.when(_empty(col))
+        .then(c)
+        .otherwise(c.replace_strict(mapping, default="?" + c))
+        .alias(col)
+    )
 
 
 def _empty(col: str) -> pl.Expr:
@@ -175,7 +206,9 @@ def _empty(col: str) -> pl.Expr:
 
 
 def _typed() -> list[pl.Expr]:
-    t = lambda c, dtype: pl.col(c).cast(dtype, strict=False)
+    def t(c, dtype):
+        return pl.col(c).cast(dtype, strict=False)
+
     return [
         t("SHOP_WEEK", pl.Int32).alias("_shop_week"),
         pl.col("SHOP_DATE").str.to_date("%Y%m%d", strict=False).alias("_date"),
@@ -200,21 +233,33 @@ def _rules(week: int) -> list[tuple[pl.Expr, str]]:
     ]
     # Rules on parsed values: a value that did not parse already failed above, so its null
     # condition must not add a second, spurious reason (e.g. spend_negative for SPEND "abc").
-    rules += [(cond.fill_null(False), reason) for cond, reason in [
-        (pl.col("_quantity") <= 0, "quantity_not_positive"),
-        (pl.col("_spend") < 0, "spend_negative"),
-        (~pl.col("_hour").is_between(0, 23), "hour_out_of_range"),
-        (~pl.col("_date").is_between(monday, monday + dt.timedelta(days=6)), "date_outside_week"),
-        (pl.col("_weekday") != (pl.col("_date").dt.weekday() % 7 + 1), "weekday_mismatch"),
-    ]]
+    rules += [
+        (cond.fill_null(False), reason)
+        for cond, reason in [
+            (pl.col("_quantity") <= 0, "quantity_not_positive"),
+            (pl.col("_spend") < 0, "spend_negative"),
+            (~pl.col("_hour").is_between(0, 23), "hour_out_of_range"),
+            (
+                ~pl.col("_date").is_between(monday, monday + dt.timedelta(days=6)),
+                "date_outside_week",
+            ),
+            (pl.col("_weekday") != (pl.col("_date").dt.weekday() % 7 + 1), "weekday_mismatch"),
+        ]
+    ]
     for col, pattern in ID_PATTERNS.items():
         ok = pl.col(col).str.contains(pattern)
-        rules.append((~(ok | _empty(col)) if col in NULLABLE_COLUMNS else ~ok, f"unknown_code:{col}"))
+        rules.append(
+            (~(ok | _empty(col)) if col in NULLABLE_COLUMNS else ~ok, f"unknown_code:{col}")
+        )
     for col, codes in CODE_SETS.items():
         ok = pl.col(col).is_in(list(codes))
-        rules.append((~(ok | _empty(col)) if col in NULLABLE_COLUMNS else ~ok, f"unknown_code:{col}"))
+        rules.append(
+            (~(ok | _empty(col)) if col in NULLABLE_COLUMNS else ~ok, f"unknown_code:{col}")
+        )
     # Uncarded rows carry no segments; a segment without a customer is inconsistent.
-    rules.append((_empty("CUST_CODE") & ~_empty("CUST_PRICE_SENSITIVITY"), "segment_without_customer"))
+    rules.append(
+        (_empty("CUST_CODE") & ~_empty("CUST_PRICE_SENSITIVITY"), "segment_without_customer")
+    )
     rules.append((pl.col("_duplicate"), "duplicate_row"))
     rules.append((pl.col("_inconsistent_basket"), BASKET_INCONSISTENT))
     return rules
@@ -232,7 +277,9 @@ def _row_flags(text: pl.DataFrame) -> list[pl.Expr]:
       later, for the rows of those baskets only (_basket_detail).
     """
     values = pl.struct(BASKET_LEVEL_COLUMNS).hash()
-    probe = text.select(values.alias("values"), pl.struct("BASKET_ID", "PROD_CODE").hash().alias("pair"))
+    probe = text.select(
+        values.alias("values"), pl.struct("BASKET_ID", "PROD_CODE").hash().alias("pair")
+    )
     basket, hashed = text.get_column("BASKET_ID"), probe.get_column("values")
     same_basket = (basket == basket.shift(1)).fill_null(False)
     runs = len(basket) - int(same_basket.sum())
@@ -246,25 +293,43 @@ def _row_flags(text: pl.DataFrame) -> list[pl.Expr]:
 
 
 def _basket_detail() -> pl.Expr:
-    """For rows of inconsistent baskets, ``basket_inconsistent:<COL>`` for each column that varies."""
-    varying = [pl.when(pl.col(c).n_unique().over("BASKET_ID") > 1).then(pl.lit(f"{BASKET_INCONSISTENT}:{c}"))
-               for c in BASKET_LEVEL_COLUMNS]
+    """For rows of inconsistent baskets, ``basket_inconsistent:<COL>`` for each column that
+    varies.
+    """
+    varying = [
+        pl.when(pl.col(c).n_unique().over("BASKET_ID") > 1).then(
+            pl.lit(f"{BASKET_INCONSISTENT}:{c}")
+        )
+        for c in BASKET_LEVEL_COLUMNS
+    ]
     return pl.concat_str(varying, separator=";", ignore_nulls=True)
 
 
 def _failure_mask(rules: list[tuple[pl.Expr, str]]) -> pl.Expr:
     """Bit i set where rule i fails, decoded into reason text per distinct mask."""
     assert len(rules) < 63
-    return pl.sum_horizontal(cond.fill_null(True).cast(pl.Int64) * (1 << i) for i, (cond, _) in enumerate(rules))
+    return pl.sum_horizontal(
+        cond.fill_null(True).cast(pl.Int64) * (1 << i) for i, (cond, _) in enumerate(rules)
+    )
 
 
 def _decode_reasons(masks: pl.Series, rules: list[tuple[pl.Expr, str]]) -> dict[int, str]:
     """Reason text for each distinct failure mask (a handful per file, not per row)."""
-    return {m: ";".join(r for i, (_, r) in enumerate(rules) if m >> i & 1) for m in masks.unique().to_list()}
+    return {
+        m: ";".join(r for i, (_, r) in enumerate(rules) if m >> i & 1)
+        for m in masks.unique().to_list()
+    }
 
 
-_TYPED_COLUMNS = {"SHOP_WEEK": "_shop_week", "SHOP_DATE": "_date", "SHOP_WEEKDAY": "_weekday",
-                  "SHOP_HOUR": "_hour", "QUANTITY": "_quantity", "SPEND": "_spend", "BASKET_ID": "_basket"}
+_TYPED_COLUMNS = {
+    "SHOP_WEEK": "_shop_week",
+    "SHOP_DATE": "_date",
+    "SHOP_WEEKDAY": "_weekday",
+    "SHOP_HOUR": "_hour",
+    "QUANTITY": "_quantity",
+    "SPEND": "_spend",
+    "BASKET_ID": "_basket",
+}
 
 
 def _to_raw_schema(df: pl.LazyFrame, week: int) -> pl.LazyFrame:
@@ -281,35 +346,53 @@ def _to_raw_schema(df: pl.LazyFrame, week: int) -> pl.LazyFrame:
     ).select([pl.col(n).cast(t) for n, t in RAW_TRANSACTIONS_SCHEMA.items()])
 
 
-def validate_week(text: pl.DataFrame, week: int, source_file: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+def validate_week(
+    text: pl.DataFrame, week: int, source_file: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split a text frame (as from ``read_week_text``) into (kept, quarantine)."""
     expected = shop_week_of(week)
     rules = _rules(week)
     checked = text.with_columns(*_typed(), *_row_flags(text)).with_columns(
-        pl.any_horizontal(cond.fill_null(True) for cond, _ in rules).alias("_bad"))
-    other_weeks = checked.get_column("_shop_week").filter(checked.get_column("_shop_week") != expected)
+        pl.any_horizontal(cond.fill_null(True) for cond, _ in rules).alias("_bad")
+    )
+    other_weeks = checked.get_column("_shop_week").filter(
+        checked.get_column("_shop_week") != expected
+    )
     if other_weeks.len():
-        raise LGSRFileError(f"{source_file}: holds rows of SHOP_WEEK {sorted(other_weeks.unique().to_list())[:5]} "
-                            f"({other_weeks.len()} rows) but its name says {expected}")
+        raise LGSRFileError(
+            f"{source_file}: holds rows of SHOP_WEEK {sorted(other_weeks.unique().to_list())[:5]} "
+            f"({other_weeks.len()} rows) but its name says {expected}"
+        )
     kept = _to_raw_schema(checked.lazy().filter(~pl.col("_bad")), week).collect()
     # Which rules failed is worked out for the (few) bad rows only.
     bad = checked.filter(pl.col("_bad")).with_columns(_failure_mask(rules).alias("_mask"))
     if bad.is_empty():
         return kept, QUARANTINE_SCHEMA.to_frame()
-    reason = pl.col("_mask").replace_strict(_decode_reasons(bad["_mask"], rules), return_dtype=pl.String)
-    quarantine = bad.with_columns(
-        reason=reason.str.replace(BASKET_INCONSISTENT, _basket_detail(), literal=True),
-    ).select(
-        pl.lit(week, pl.Int16).alias("week"), pl.lit(source_file).alias("source_file"),
-        pl.col("record_number").cast(pl.Int64), "reason", *FULL_HEADER,
-    ).cast(dict(QUARANTINE_SCHEMA))
+    reason = pl.col("_mask").replace_strict(
+        _decode_reasons(bad["_mask"], rules), return_dtype=pl.String
+    )
+    quarantine = (
+        bad.with_columns(
+            reason=reason.str.replace(BASKET_INCONSISTENT, _basket_detail(), literal=True),
+        )
+        .select(
+            pl.lit(week, pl.Int16).alias("week"),
+            pl.lit(source_file).alias("source_file"),
+            pl.col("record_number").cast(pl.Int64),
+            "reason",
+            *FULL_HEADER,
+        )
+        .cast(dict(QUARANTINE_SCHEMA))
+    )
     return kept, quarantine
 
 
 def ingest_week(raw_dir: Path, week: int) -> IngestResult:
     path = find_week_file(Path(raw_dir), week)
     if path is None:
-        return IngestResult(week, None, RAW_TRANSACTIONS_SCHEMA.to_frame(), QUARANTINE_SCHEMA.to_frame(), None)
+        return IngestResult(
+            week, None, RAW_TRANSACTIONS_SCHEMA.to_frame(), QUARANTINE_SCHEMA.to_frame(), None
+        )
     text, variant, digest = read_week_text(path)
     kept, quarantine = validate_week(text, week, path.name)
     return IngestResult(week, path.name, kept, quarantine, variant, digest)

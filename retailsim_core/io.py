@@ -74,7 +74,9 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
 
 def atomic_write_parquet(df: pl.DataFrame, path: Path, compression: str = "zstd") -> Path:
     # Statistics on, no per-write metadata that varies: same frame, same bytes.
-    return atomic_write(path, lambda tmp: df.write_parquet(tmp, compression=compression, statistics=True))
+    return atomic_write(
+        path, lambda tmp: df.write_parquet(tmp, compression=compression, statistics=True)
+    )
 
 
 def atomic_write_bytes(data: bytes, path: Path) -> Path:

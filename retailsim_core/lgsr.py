@@ -10,11 +10,28 @@ import polars as pl
 
 #: Header of the full dataset, in file order.
 FULL_HEADER: tuple[str, ...] = (
-    "SHOP_WEEK", "SHOP_DATE", "SHOP_WEEKDAY", "SHOP_HOUR", "QUANTITY", "SPEND",
-    "PROD_CODE", "PROD_CODE_10", "PROD_CODE_20", "PROD_CODE_30", "PROD_CODE_40",
-    "CUST_CODE", "CUST_PRICE_SENSITIVITY", "CUST_LIFESTAGE",
-    "BASKET_ID", "BASKET_SIZE", "BASKET_PRICE_SENSITIVITY", "BASKET_TYPE",
-    "BASKET_DOMINANT_MISSION", "STORE_CODE", "STORE_FORMAT", "STORE_REGION",
+    "SHOP_WEEK",
+    "SHOP_DATE",
+    "SHOP_WEEKDAY",
+    "SHOP_HOUR",
+    "QUANTITY",
+    "SPEND",
+    "PROD_CODE",
+    "PROD_CODE_10",
+    "PROD_CODE_20",
+    "PROD_CODE_30",
+    "PROD_CODE_40",
+    "CUST_CODE",
+    "CUST_PRICE_SENSITIVITY",
+    "CUST_LIFESTAGE",
+    "BASKET_ID",
+    "BASKET_SIZE",
+    "BASKET_PRICE_SENSITIVITY",
+    "BASKET_TYPE",
+    "BASKET_DOMINANT_MISSION",
+    "STORE_CODE",
+    "STORE_FORMAT",
+    "STORE_REGION",
 )
 #: The public 5,000-customer sample names the two customer segments seg_1 / seg_2.
 SAMPLE_HEADER: tuple[str, ...] = tuple(
@@ -64,48 +81,69 @@ CODE_SETS = {
 NULLABLE_COLUMNS = ("CUST_CODE", "CUST_PRICE_SENSITIVITY", "CUST_LIFESTAGE")
 #: Every basket has exactly one value of each of these.
 BASKET_LEVEL_COLUMNS = (
-    "CUST_CODE", "SHOP_DATE", "SHOP_HOUR", "STORE_CODE", "BASKET_SIZE",
-    "BASKET_PRICE_SENSITIVITY", "BASKET_TYPE", "BASKET_DOMINANT_MISSION",
+    "CUST_CODE",
+    "SHOP_DATE",
+    "SHOP_HOUR",
+    "STORE_CODE",
+    "BASKET_SIZE",
+    "BASKET_PRICE_SENSITIVITY",
+    "BASKET_TYPE",
+    "BASKET_DOMINANT_MISSION",
 )
 
 #: LGSR column -> raw_transactions column. Identifiers take the spec's names.
 RAW_COLUMN_NAMES = {
-    "SHOP_WEEK": "shop_week", "SHOP_DATE": "shop_date", "SHOP_WEEKDAY": "shop_weekday",
-    "SHOP_HOUR": "shop_hour", "QUANTITY": "quantity", "SPEND": "spend",
-    "PROD_CODE": "product_id", "PROD_CODE_10": "prod_code_10", "PROD_CODE_20": "prod_code_20",
-    "PROD_CODE_30": "prod_code_30", "PROD_CODE_40": "prod_code_40",
-    "CUST_CODE": "customer_id", "CUST_PRICE_SENSITIVITY": "cust_price_sensitivity",
-    "CUST_LIFESTAGE": "cust_lifestage", "BASKET_ID": "basket_id", "BASKET_SIZE": "basket_size",
-    "BASKET_PRICE_SENSITIVITY": "basket_price_sensitivity", "BASKET_TYPE": "basket_type",
-    "BASKET_DOMINANT_MISSION": "basket_dominant_mission", "STORE_CODE": "store_id",
-    "STORE_FORMAT": "store_format", "STORE_REGION": "store_region",
+    "SHOP_WEEK": "shop_week",
+    "SHOP_DATE": "shop_date",
+    "SHOP_WEEKDAY": "shop_weekday",
+    "SHOP_HOUR": "shop_hour",
+    "QUANTITY": "quantity",
+    "SPEND": "spend",
+    "PROD_CODE": "product_id",
+    "PROD_CODE_10": "prod_code_10",
+    "PROD_CODE_20": "prod_code_20",
+    "PROD_CODE_30": "prod_code_30",
+    "PROD_CODE_40": "prod_code_40",
+    "CUST_CODE": "customer_id",
+    "CUST_PRICE_SENSITIVITY": "cust_price_sensitivity",
+    "CUST_LIFESTAGE": "cust_lifestage",
+    "BASKET_ID": "basket_id",
+    "BASKET_SIZE": "basket_size",
+    "BASKET_PRICE_SENSITIVITY": "basket_price_sensitivity",
+    "BASKET_TYPE": "basket_type",
+    "BASKET_DOMINANT_MISSION": "basket_dominant_mission",
+    "STORE_CODE": "store_id",
+    "STORE_FORMAT": "store_format",
+    "STORE_REGION": "store_region",
 }
 
-RAW_TRANSACTIONS_SCHEMA = pl.Schema({
-    "week": pl.Int16,            # 1..117
-    "shop_week": pl.Int32,       # LGSR SHOP_WEEK, e.g. 200607
-    "shop_date": pl.Date,
-    "shop_weekday": pl.Int8,     # 1 = Sunday .. 7 = Saturday
-    "shop_hour": pl.Int8,
-    "quantity": pl.Int32,
-    "spend": pl.Float64,
-    "product_id": pl.String,
-    "prod_code_10": pl.String,
-    "prod_code_20": pl.String,
-    "prod_code_30": pl.String,
-    "prod_code_40": pl.String,
-    "customer_id": pl.String,    # null for uncarded shoppers
-    "cust_price_sensitivity": pl.String,
-    "cust_lifestage": pl.String,
-    "basket_id": pl.Int64,
-    "basket_size": pl.String,
-    "basket_price_sensitivity": pl.String,
-    "basket_type": pl.String,
-    "basket_dominant_mission": pl.String,
-    "store_id": pl.String,
-    "store_format": pl.String,
-    "store_region": pl.String,
-})
+RAW_TRANSACTIONS_SCHEMA = pl.Schema(
+    {
+        "week": pl.Int16,  # 1..117
+        "shop_week": pl.Int32,  # LGSR SHOP_WEEK, e.g. 200607
+        "shop_date": pl.Date,
+        "shop_weekday": pl.Int8,  # 1 = Sunday .. 7 = Saturday
+        "shop_hour": pl.Int8,
+        "quantity": pl.Int32,
+        "spend": pl.Float64,
+        "product_id": pl.String,
+        "prod_code_10": pl.String,
+        "prod_code_20": pl.String,
+        "prod_code_30": pl.String,
+        "prod_code_40": pl.String,
+        "customer_id": pl.String,  # null for uncarded shoppers
+        "cust_price_sensitivity": pl.String,
+        "cust_lifestage": pl.String,
+        "basket_id": pl.Int64,
+        "basket_size": pl.String,
+        "basket_price_sensitivity": pl.String,
+        "basket_type": pl.String,
+        "basket_dominant_mission": pl.String,
+        "store_id": pl.String,
+        "store_format": pl.String,
+        "store_region": pl.String,
+    }
+)
 
 #: Quarantined rows keep the file's text verbatim (full-header names), plus why and where.
 QUARANTINE_SCHEMA = pl.Schema(

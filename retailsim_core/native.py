@@ -24,7 +24,11 @@ from pathlib import Path
 
 def _cpu_signature() -> str:
     try:
-        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
+        flags = next(
+            line
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("flags")
+        )
     except (OSError, StopIteration):
         flags = ""
     return platform.machine() + flags
@@ -32,27 +36,43 @@ def _cpu_signature() -> str:
 
 def cache_dir() -> Path:
     root = os.environ.get("RETAILSIM_KERNEL_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "retailsim", "kernels")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "retailsim", "kernels"
+    )
     return Path(root)
 
 
-def _build(compiler: str, source: Path, compile_flags: tuple[str, ...], link_flags: tuple[str, ...]) -> Path:
-    key = hashlib.sha256(source.read_bytes() + repr((compiler, compile_flags, link_flags)).encode()
-                         + _cpu_signature().encode()).hexdigest()[:16]
+def _build(
+    compiler: str, source: Path, compile_flags: tuple[str, ...], link_flags: tuple[str, ...]
+) -> Path:
+    key = hashlib.sha256(
+        source.read_bytes()
+        + repr((compiler, compile_flags, link_flags)).encode()
+        + _cpu_signature().encode()
+    ).hexdigest()[:16]
     target = cache_dir() / f"{source.stem}-{key}.so"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         obj, lib = Path(tmp) / "kernel.o", Path(tmp) / "kernel.so"
-        subprocess.run([compiler, *compile_flags, "-c", str(source), "-o", str(obj)], check=True, capture_output=True)
-        subprocess.run([compiler, str(obj), *link_flags, "-o", str(lib)], check=True, capture_output=True)
+        subprocess.run(
+            [compiler, *compile_flags, "-c", str(source), "-o", str(obj)],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            [compiler, str(obj), *link_flags, "-o", str(lib)], check=True, capture_output=True
+        )
         os.replace(lib, target)
     return target
 
 
-def load(source: Path, switch: str, compile_flags: tuple[str, ...], link_flags: tuple[str, ...]) -> ctypes.CDLL | None:
-    """The built library (callers cache it), or None when ``$switch`` is ``0``, there is no compiler or the build fails."""
+def load(
+    source: Path, switch: str, compile_flags: tuple[str, ...], link_flags: tuple[str, ...]
+) -> ctypes.CDLL | None:
+    """The built library (callers cache it), or None when ``$switch`` is ``0``, there is no
+    compiler or the build fails.
+    """
     if os.environ.get(switch, "1") == "0":
         return None
     compiler = shutil.which(os.environ.get("CC", "cc"))
@@ -62,5 +82,7 @@ def load(source: Path, switch: str, compile_flags: tuple[str, ...], link_flags: 
         return ctypes.CDLL(str(_build(compiler, source, compile_flags, link_flags)))
     except (OSError, subprocess.CalledProcessError) as err:
         detail = getattr(err, "stderr", b"") or b""
-        warnings.warn(f"{source.name} unavailable, using the reference path: {err} {detail.decode()[:500]}")
+        warnings.warn(
+            f"{source.name} unavailable, using the reference path: {err} {detail.decode()[:500]}"
+        )
         return None

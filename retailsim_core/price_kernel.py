@@ -31,36 +31,70 @@ SOURCE = Path(__file__).parent / "csrc" / "price_week.c"
 # No -ffast-math: NaN tests and fmax's NaN rule are the semantics; no fused multiply-adds, so
 # every product and sum rounds as NumPy's does. -fno-trapping-math only lets the compiler
 # evaluate both sides of a select (FP exceptions are masked anyway), so the loops vectorise.
-COMPILE_FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fPIC")
+COMPILE_FLAGS = (
+    "-O3",
+    "-march=native",
+    "-ffp-contract=off",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-fPIC",
+)
 LINK_FLAGS = ("-shared", "-lm")
-MICRO = 1_000_000  # level-2 sums in integer millionths: exact in any order, so a resumed run matches
-_BASE_QUALITY = np.array([0.85, 0.6, 0.45, 0.3])  # by imputation method (also in price_week.c); >= 3 lines: 1.0
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.float64)  # broken rules per flag byte
-_C_FLAG_ORDER = ("price_nonpositive", "price_over_max", "depth_over_max", "base_price_decrease",
-                 "low_coverage", "high_volatility")   # the enum in price_week.c
+MICRO = (
+    1_000_000  # level-2 sums in integer millionths: exact in any order, so a resumed run matches
+)
+_BASE_QUALITY = np.array(
+    [0.85, 0.6, 0.45, 0.3]
+)  # by imputation method (also in price_week.c); >= 3 lines: 1.0
+_POPCOUNT = np.array(
+    [bin(i).count("1") for i in range(256)], np.float64
+)  # broken rules per flag byte
+_C_FLAG_ORDER = (
+    "price_nonpositive",
+    "price_over_max",
+    "depth_over_max",
+    "base_price_decrease",
+    "low_coverage",
+    "high_volatility",
+)  # the enum in price_week.c
 assert [VALIDATION_FLAG_BITS[name] for name in _C_FLAG_ORDER] == [1, 2, 4, 8, 16, 32]
-assert BASE_WINDOW - 1 == 3   # price_week.c reads the three last-price rows by name
+assert BASE_WINDOW - 1 == 3  # price_week.c reads the three last-price rows by name
 
 # (name, dtype) of what a week returns, per slot.
-COLUMNS = (("actual_price", np.float64), ("base_price", np.float64), ("reference_price", np.float64),
-           ("discount_depth", np.float64), ("base_discount_depth", np.float64), ("quality_score", np.float64),
-           ("observed_price", np.float64), ("missing_share", np.float64), ("price_cv", np.float64),
-           ("price_sum_to_date", np.float64), ("price_sumsq_to_date", np.float64),
-           ("promo_flag", np.bool_), ("validation_flags", np.uint8), ("method", np.uint8),
-           ("first_week", np.int16), ("product_first_week", np.int16), ("n_obs_to_date", np.int32),
-           ("product_obs_weeks", np.int32), ("n_lines", np.uint32), ("units", np.int64))
+COLUMNS = (
+    ("actual_price", np.float64),
+    ("base_price", np.float64),
+    ("reference_price", np.float64),
+    ("discount_depth", np.float64),
+    ("base_discount_depth", np.float64),
+    ("quality_score", np.float64),
+    ("observed_price", np.float64),
+    ("missing_share", np.float64),
+    ("price_cv", np.float64),
+    ("price_sum_to_date", np.float64),
+    ("price_sumsq_to_date", np.float64),
+    ("promo_flag", np.bool_),
+    ("validation_flags", np.uint8),
+    ("method", np.uint8),
+    ("first_week", np.int16),
+    ("product_first_week", np.int16),
+    ("n_obs_to_date", np.int32),
+    ("product_obs_weeks", np.int32),
+    ("n_lines", np.uint32),
+    ("units", np.int64),
+)
 
 
 @dataclass(frozen=True)
 class WeekInput:
     """Week W's observations (distinct slots) and the per-product-region means of its prices."""
 
-    slots: np.ndarray        # (K,) int64
-    price: np.ndarray        # (K,) float64
-    n_lines: np.ndarray      # (K,) uint32
-    units: np.ndarray        # (K,) int64
+    slots: np.ndarray  # (K,) int64
+    price: np.ndarray  # (K,) float64
+    n_lines: np.ndarray  # (K,) uint32
+    units: np.ndarray  # (K,) int64
     region_mean: np.ndarray  # (R,) float64, NaN where the product was not sold in the region
-    new_head: int            # the last-price row that becomes week W's
+    new_head: int  # the last-price row that becomes week W's
 
 
 def micro(prices: np.ndarray) -> np.ndarray:
@@ -75,7 +109,7 @@ def fold_week_numpy(state: CellState, week: int, obs: WeekInput) -> dict[str, np
     for window, count in ((cfg.reference_window, "own_n"), (cfg.store_mean_window, "l2_n")):
         leaving = history[(week - window) % h]
         gone = ~np.isnan(leaving)
-        counts = s[count]   # a view: subtract in place
+        counts = s[count]  # a view: subtract in place
         counts -= gone
         if count == "l2_n":
             s["l2_sum"][gone] -= micro(leaving[gone])
@@ -91,7 +125,9 @@ def fold_week_numpy(state: CellState, week: int, obs: WeekInput) -> dict[str, np
     lines, units = np.zeros(n, np.uint32), np.zeros(n, np.int64)
     lines[slots], units[slots] = obs.n_lines, obs.units
     window_rows = [(week - k) % h for k in range(cfg.reference_window)]
-    own_max = np.fmax.reduce(history if len(window_rows) == h else history[window_rows], axis=0)  # (N,)
+    own_max = np.fmax.reduce(
+        history if len(window_rows) == h else history[window_rows], axis=0
+    )  # (N,)
 
     # 3-4. The waterfall: observed -> cell's recent mean -> product x region this week ->
     # product chain-wide to date. Filled from the last level up so each is one masked copy.
@@ -99,7 +135,7 @@ def fold_week_numpy(state: CellState, week: int, obs: WeekInput) -> dict[str, np
     with np.errstate(invalid="ignore", divide="ignore"):
         size = state.products.size
         l4 = np.bincount(product, s["price_sum"], size) / np.bincount(product, s["n_obs"], size)
-        l2 = s["l2_sum"] / (s["l2_n"] * float(MICRO))   # 0 / 0 = NaN without observations
+        l2 = s["l2_sum"] / (s["l2_n"] * float(MICRO))  # 0 / 0 = NaN without observations
     l3 = obs.region_mean[s["product_region"]]
     no_l3 = np.isnan(l3)
     actual = np.where(no_l3, l4[product], l3)
@@ -131,9 +167,12 @@ def fold_week_numpy(state: CellState, week: int, obs: WeekInput) -> dict[str, np
     first_week, obs_weeks = state.product["first_week"], state.product["obs_weeks"]
     missing_share = (1.0 - obs_weeks / (week - first_week + 1))[product]
     rules = {
-        "price_nonpositive": actual <= 0, "price_over_max": actual >= cfg.max_price,
-        "depth_over_max": depth >= cfg.max_depth, "base_price_decrease": base < s["prev_base"] - 0.005,
-        "low_coverage": missing_share > cfg.max_missing_share, "high_volatility": cv > cfg.max_cv,
+        "price_nonpositive": actual <= 0,
+        "price_over_max": actual >= cfg.max_price,
+        "depth_over_max": depth >= cfg.max_depth,
+        "base_price_decrease": base < s["prev_base"] - 0.005,
+        "low_coverage": missing_share > cfg.max_missing_share,
+        "high_volatility": cv > cfg.max_cv,
     }
     flags = np.zeros(n, np.uint8)
     for name, broken in rules.items():
@@ -143,13 +182,26 @@ def fold_week_numpy(state: CellState, week: int, obs: WeekInput) -> dict[str, np
     quality -= 0.1 * _POPCOUNT[flags]
     np.clip(quality, 0.0, 1.0, out=quality)
     columns = {
-        "actual_price": actual, "base_price": base, "reference_price": reference, "discount_depth": depth,
-        "base_discount_depth": base_depth, "quality_score": quality, "observed_price": observed_price,
-        "missing_share": missing_share, "price_cv": cv, "price_sum_to_date": total.copy(),
+        "actual_price": actual,
+        "base_price": base,
+        "reference_price": reference,
+        "discount_depth": depth,
+        "base_discount_depth": base_depth,
+        "quality_score": quality,
+        "observed_price": observed_price,
+        "missing_share": missing_share,
+        "price_cv": cv,
+        "price_sum_to_date": total.copy(),
         "price_sumsq_to_date": s["price_sumsq"].copy(),
-        "promo_flag": depth > cfg.promo_threshold, "validation_flags": flags, "method": method,
-        "first_week": s["first_week"].copy(), "product_first_week": first_week[product],
-        "n_obs_to_date": count.copy(), "product_obs_weeks": obs_weeks[product], "n_lines": lines, "units": units,
+        "promo_flag": depth > cfg.promo_threshold,
+        "validation_flags": flags,
+        "method": method,
+        "first_week": s["first_week"].copy(),
+        "product_first_week": first_week[product],
+        "n_obs_to_date": count.copy(),
+        "product_obs_weeks": obs_weeks[product],
+        "n_lines": lines,
+        "units": units,
     }
     s["prev_price"][obs.new_head] = actual
     s["prev_base"][:] = base
@@ -157,30 +209,89 @@ def fold_week_numpy(state: CellState, week: int, obs: WeekInput) -> dict[str, np
 
 
 _I64, _F64, _PTR = ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
-_SCALARS = (("n", _I64), ("stride", _I64), ("k", _I64), ("week", _I64), ("n_products", _I64), ("this_row", _I64),
-            ("own_leave_row", _I64), ("l2_leave_row", _I64), ("new_head", _I64),
-            ("n_own_rows", _I64), ("min_own", _I64), ("promo_threshold", _F64), ("max_price", _F64),
-            ("max_depth", _F64), ("max_missing_share", _F64), ("max_cv", _F64))
+_SCALARS = (
+    ("n", _I64),
+    ("stride", _I64),
+    ("k", _I64),
+    ("week", _I64),
+    ("n_products", _I64),
+    ("this_row", _I64),
+    ("own_leave_row", _I64),
+    ("l2_leave_row", _I64),
+    ("new_head", _I64),
+    ("n_own_rows", _I64),
+    ("min_own", _I64),
+    ("promo_threshold", _F64),
+    ("max_price", _F64),
+    ("max_depth", _F64),
+    ("max_missing_share", _F64),
+    ("max_cv", _F64),
+)
 # The pointer fields of price_week.c's PriceWeek, in order, with the dtype each must have.
 _POINTERS = (
-    ("own_rows", np.int64), ("obs_slot", np.int64), ("obs_price", np.float64), ("obs_lines", np.uint32),
-    ("obs_units", np.int64), ("history", np.float64), ("prev_price", np.float64), ("prev_base", np.float64),
-    ("price_sum", np.float64), ("price_sumsq", np.float64), ("own_n", np.int32), ("l2_n", np.int32),
-    ("l2_sum", np.int64), ("n_obs", np.int32), ("first_week", np.int16), ("product", np.int64),
-    ("zone", np.int64), ("product_region", np.int64), ("product_first_week", np.int16),
-    ("product_obs_weeks", np.int32), ("l3", np.float64), ("l4_sum", np.float64), ("l4_count", np.float64),
-    ("zone_max", np.float64), ("actual", np.float64), ("base", np.float64), ("reference", np.float64),
-    ("depth", np.float64), ("base_depth", np.float64), ("quality", np.float64), ("observed_price", np.float64),
-    ("missing_share", np.float64), ("cv", np.float64), ("price_sum_out", np.float64),
-    ("price_sumsq_out", np.float64), ("promo", np.bool_), ("flags", np.uint8),
-    ("method", np.uint8), ("first_week_out", np.int16), ("product_first_week_out", np.int16),
-    ("n_obs_out", np.int32), ("product_obs_weeks_out", np.int32), ("lines", np.uint32), ("units", np.int64))
-_OUTPUT_FIELD = {"actual_price": "actual", "base_price": "base", "reference_price": "reference",
-                 "discount_depth": "depth", "base_discount_depth": "base_depth", "quality_score": "quality",
-                 "price_cv": "cv", "price_sum_to_date": "price_sum_out", "price_sumsq_to_date": "price_sumsq_out",
-                 "promo_flag": "promo", "validation_flags": "flags",
-                 "first_week": "first_week_out", "product_first_week": "product_first_week_out",
-                 "n_obs_to_date": "n_obs_out", "product_obs_weeks": "product_obs_weeks_out", "n_lines": "lines"}
+    ("own_rows", np.int64),
+    ("obs_slot", np.int64),
+    ("obs_price", np.float64),
+    ("obs_lines", np.uint32),
+    ("obs_units", np.int64),
+    ("history", np.float64),
+    ("prev_price", np.float64),
+    ("prev_base", np.float64),
+    ("price_sum", np.float64),
+    ("price_sumsq", np.float64),
+    ("own_n", np.int32),
+    ("l2_n", np.int32),
+    ("l2_sum", np.int64),
+    ("n_obs", np.int32),
+    ("first_week", np.int16),
+    ("product", np.int64),
+    ("zone", np.int64),
+    ("product_region", np.int64),
+    ("product_first_week", np.int16),
+    ("product_obs_weeks", np.int32),
+    ("l3", np.float64),
+    ("l4_sum", np.float64),
+    ("l4_count", np.float64),
+    ("zone_max", np.float64),
+    ("actual", np.float64),
+    ("base", np.float64),
+    ("reference", np.float64),
+    ("depth", np.float64),
+    ("base_depth", np.float64),
+    ("quality", np.float64),
+    ("observed_price", np.float64),
+    ("missing_share", np.float64),
+    ("cv", np.float64),
+    ("price_sum_out", np.float64),
+    ("price_sumsq_out", np.float64),
+    ("promo", np.bool_),
+    ("flags", np.uint8),
+    ("method", np.uint8),
+    ("first_week_out", np.int16),
+    ("product_first_week_out", np.int16),
+    ("n_obs_out", np.int32),
+    ("product_obs_weeks_out", np.int32),
+    ("lines", np.uint32),
+    ("units", np.int64),
+)
+_OUTPUT_FIELD = {
+    "actual_price": "actual",
+    "base_price": "base",
+    "reference_price": "reference",
+    "discount_depth": "depth",
+    "base_discount_depth": "base_depth",
+    "quality_score": "quality",
+    "price_cv": "cv",
+    "price_sum_to_date": "price_sum_out",
+    "price_sumsq_to_date": "price_sumsq_out",
+    "promo_flag": "promo",
+    "validation_flags": "flags",
+    "first_week": "first_week_out",
+    "product_first_week": "product_first_week_out",
+    "n_obs_to_date": "n_obs_out",
+    "product_obs_weeks": "product_obs_weeks_out",
+    "n_lines": "lines",
+}
 
 
 class _PriceWeek(ctypes.Structure):
@@ -194,7 +305,9 @@ def _library() -> ctypes.CDLL | None:
         lib.rs_price_week.argtypes = [ctypes.POINTER(_PriceWeek)]
         lib.rs_price_week.restype = None
         lib.rs_price_week_struct_size.restype = ctypes.c_int64
-        if lib.rs_price_week_struct_size() != ctypes.sizeof(_PriceWeek):   # the kernel reads raw fields
+        if lib.rs_price_week_struct_size() != ctypes.sizeof(
+            _PriceWeek
+        ):  # the kernel reads raw fields
             raise RuntimeError("price_week.c's PriceWeek and price_kernel._PriceWeek differ")
     return lib
 
@@ -204,32 +317,68 @@ def available() -> bool:
 
 
 def fold_week_compiled(state: CellState, week: int, obs: WeekInput) -> dict[str, np.ndarray]:
-    """:func:`fold_week_numpy` as the four loops of ``csrc/price_week.c``; needs :func:`available`."""
+    """:func:`fold_week_numpy` as the four loops of ``csrc/price_week.c``; needs
+    :func:`available`.
+    """
     lib = _library()
     if lib is None:
-        raise RuntimeError("the compiled price kernel is not available here (see price_kernel.available)")
+        raise RuntimeError(
+            "the compiled price kernel is not available here (see price_kernel.available)"
+        )
     cfg, h, n = state.cfg, state.cfg.history_weeks, state.n
-    full = state.slot.arrays   # whole-capacity arrays: the ring rows are `stride` apart
+    full = state.slot.arrays  # whole-capacity arrays: the ring rows are `stride` apart
     columns = {name: np.empty(n, dtype) for name, dtype in COLUMNS}
     arrays = {
         "own_rows": np.array([(week - k) % h for k in range(cfg.reference_window)], np.int64),
-        "obs_slot": obs.slots, "obs_price": obs.price, "obs_lines": obs.n_lines, "obs_units": obs.units,
-        "l3": obs.region_mean, "product_first_week": state.product["first_week"],
-        "product_obs_weeks": state.product["obs_weeks"], "l4_sum": np.zeros(state.products.size),
-        "l4_count": np.zeros(state.products.size), "zone_max": np.full(state.zones.size, np.nan),
-        **{name: full[name] for name in ("history", "prev_price", "prev_base", "price_sum", "price_sumsq",
-                                         "own_n", "l2_n", "l2_sum", "n_obs", "first_week", "product", "zone",
-                                         "product_region")},
+        "obs_slot": obs.slots,
+        "obs_price": obs.price,
+        "obs_lines": obs.n_lines,
+        "obs_units": obs.units,
+        "l3": obs.region_mean,
+        "product_first_week": state.product["first_week"],
+        "product_obs_weeks": state.product["obs_weeks"],
+        "l4_sum": np.zeros(state.products.size),
+        "l4_count": np.zeros(state.products.size),
+        "zone_max": np.full(state.zones.size, np.nan),
+        **{
+            name: full[name]
+            for name in (
+                "history",
+                "prev_price",
+                "prev_base",
+                "price_sum",
+                "price_sumsq",
+                "own_n",
+                "l2_n",
+                "l2_sum",
+                "n_obs",
+                "first_week",
+                "product",
+                "zone",
+                "product_region",
+            )
+        },
         **{_OUTPUT_FIELD.get(name, name): column for name, column in columns.items()},
     }
     week_args = _PriceWeek(
-        n=n, stride=state.slot.capacity, k=obs.slots.size, week=week, n_products=state.products.size,
+        n=n,
+        stride=state.slot.capacity,
+        k=obs.slots.size,
+        week=week,
+        n_products=state.products.size,
         this_row=week % h,
-        own_leave_row=(week - cfg.reference_window) % h, l2_leave_row=(week - cfg.store_mean_window) % h,
-        new_head=obs.new_head, n_own_rows=cfg.reference_window,
-        min_own=cfg.min_own_observations, promo_threshold=cfg.promo_threshold, max_price=cfg.max_price,
-        max_depth=cfg.max_depth, max_missing_share=cfg.max_missing_share, max_cv=cfg.max_cv,
-        **{name: _address(arrays[name], dtype, name) for name, dtype in _POINTERS})
+        own_leave_row=(week - cfg.reference_window) % h,
+        l2_leave_row=(week - cfg.store_mean_window) % h,
+        new_head=obs.new_head,
+        n_own_rows=cfg.reference_window,
+        min_own=cfg.min_own_observations,
+        promo_threshold=cfg.promo_threshold,
+        max_price=cfg.max_price,
+        max_depth=cfg.max_depth,
+        max_missing_share=cfg.max_missing_share,
+        max_cv=cfg.max_cv,
+        **{name: _address(arrays[name], dtype, name) for name, dtype in _POINTERS},
+    )
     lib.rs_price_week(ctypes.byref(week_args))
     return columns
 
@@ -237,8 +386,10 @@ def fold_week_compiled(state: CellState, week: int, obs: WeekInput) -> dict[str,
 def _address(array: np.ndarray, dtype, name: str) -> int:
     """The data address of a C-contiguous array of ``dtype``: the kernel reads raw pointers."""
     if array.dtype != dtype or not array.flags.c_contiguous:
-        raise TypeError(f"price kernel: {name} must be a C-contiguous {np.dtype(dtype)} array, "
-                        f"got {array.dtype} {'' if array.flags.c_contiguous else 'non-contiguous'}")
+        raise TypeError(
+            f"price kernel: {name} must be a C-contiguous {np.dtype(dtype)} array, "
+            f"got {array.dtype} {'' if array.flags.c_contiguous else 'non-contiguous'}"
+        )
     return array.ctypes.data
 
 

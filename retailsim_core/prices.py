@@ -29,11 +29,24 @@ import polars as pl
 from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
 
 BASE_WINDOW = 4  # spec §2.2.2 step 2: base price = max over weeks w-3..w
-IMPUTATION_METHODS = ("observed", "product_store_mean", "product_region_week_mean", "product_chain_mean")
-VALIDATION_FLAGS = ("price_nonpositive", "price_over_max", "depth_over_max", "base_price_decrease",
-                    "low_coverage", "high_volatility")
+IMPUTATION_METHODS = (
+    "observed",
+    "product_store_mean",
+    "product_region_week_mean",
+    "product_chain_mean",
+)
+VALIDATION_FLAGS = (
+    "price_nonpositive",
+    "price_over_max",
+    "depth_over_max",
+    "base_price_decrease",
+    "low_coverage",
+    "high_volatility",
+)
 VALIDATION_FLAG_BITS = {name: 1 << i for i, name in enumerate(VALIDATION_FLAGS)}
-STORE_SPAN = 100_000  # STORE_CODE has 5 digits: cell key = product number * STORE_SPAN + store number
+STORE_SPAN = (
+    100_000  # STORE_CODE has 5 digits: cell key = product number * STORE_SPAN + store number
+)
 REGION_INDEX = {code: i for i, code in enumerate(STORE_REGION_CODES)}
 FORMAT_INDEX = {code: i for i, code in enumerate(STORE_FORMAT_CODES)}
 
@@ -46,41 +59,67 @@ def zone_of(product_num, region, fmt):
 
 @dataclass(frozen=True)
 class PriceConfig:
-    reference_window: int = 26      # promo reference lookback (weeks, W included); see decisions.md
-    min_own_observations: int = 3   # own observations needed before trusting the cell alone
-    store_mean_window: int = 13     # waterfall level 2: the cell's mean over its recent weeks
-    promo_threshold: float = 0.05   # spec: promo when depth > 5%
-    max_price: float = 100.0        # spec: grocery outlier threshold
-    max_depth: float = 0.7          # spec: at most 70% off
+    reference_window: int = 26  # promo reference lookback (weeks, W included); see decisions.md
+    min_own_observations: int = 3  # own observations needed before trusting the cell alone
+    store_mean_window: int = 13  # waterfall level 2: the cell's mean over its recent weeks
+    promo_threshold: float = 0.05  # spec: promo when depth > 5%
+    max_price: float = 100.0  # spec: grocery outlier threshold
+    max_depth: float = 0.7  # spec: at most 70% off
     max_missing_share: float = 0.3  # spec: > 30% missing weeks -> low quality
-    max_cv: float = 0.5             # spec: CV > 0.5 -> investigate
+    max_cv: float = 0.5  # spec: CV > 0.5 -> investigate
 
     @property
     def history_weeks(self) -> int:
         return max(self.reference_window, self.store_mean_window, BASE_WINDOW)
 
 
-OBSERVED_SCHEMA = pl.Schema({
-    "cell": pl.Int64, "week": pl.Int16, "store_region": pl.String, "store_format": pl.String,
-    "observed_price": pl.Float64, "n_lines": pl.UInt32, "units": pl.Int64,
-})
+OBSERVED_SCHEMA = pl.Schema(
+    {
+        "cell": pl.Int64,
+        "week": pl.Int16,
+        "store_region": pl.String,
+        "store_format": pl.String,
+        "observed_price": pl.Float64,
+        "n_lines": pl.UInt32,
+        "units": pl.Int64,
+    }
+)
 # Closed vocabularies as Enums (D50): Parquet dictionary columns that read back as strings
 # elsewhere (DuckDB: VARCHAR), and the cheapest columns to write.
 REGION = pl.Enum(STORE_REGION_CODES)
 FORMAT = pl.Enum(STORE_FORMAT_CODES)
 METHOD = pl.Enum(IMPUTATION_METHODS)
-DERIVED_PRICES_SCHEMA = pl.Schema({
-    "product_id": pl.String, "store_id": pl.String, "store_region": REGION, "store_format": FORMAT,
-    "week": pl.Int16, "shop_week": pl.Int32,
-    "actual_price": pl.Float64, "base_price": pl.Float64, "reference_price": pl.Float64,
-    "discount_depth": pl.Float64, "base_discount_depth": pl.Float64, "promo_flag": pl.Boolean,
-    "imputation_method": METHOD, "quality_score": pl.Float64, "validation_flags": pl.UInt8,
-    "observed_price": pl.Float64, "n_lines": pl.UInt32, "units": pl.Int64,
-    # The cell's and its product's running statistics: the state a later run resumes from.
-    "first_week": pl.Int16, "n_obs_to_date": pl.Int32, "price_sum_to_date": pl.Float64,
-    "price_sumsq_to_date": pl.Float64, "product_first_week": pl.Int16, "product_obs_weeks": pl.Int32,
-    "missing_share": pl.Float64, "price_cv": pl.Float64,
-})
+DERIVED_PRICES_SCHEMA = pl.Schema(
+    {
+        "product_id": pl.String,
+        "store_id": pl.String,
+        "store_region": REGION,
+        "store_format": FORMAT,
+        "week": pl.Int16,
+        "shop_week": pl.Int32,
+        "actual_price": pl.Float64,
+        "base_price": pl.Float64,
+        "reference_price": pl.Float64,
+        "discount_depth": pl.Float64,
+        "base_discount_depth": pl.Float64,
+        "promo_flag": pl.Boolean,
+        "imputation_method": METHOD,
+        "quality_score": pl.Float64,
+        "validation_flags": pl.UInt8,
+        "observed_price": pl.Float64,
+        "n_lines": pl.UInt32,
+        "units": pl.Int64,
+        # The cell's and its product's running statistics: the state a later run resumes from.
+        "first_week": pl.Int16,
+        "n_obs_to_date": pl.Int32,
+        "price_sum_to_date": pl.Float64,
+        "price_sumsq_to_date": pl.Float64,
+        "product_first_week": pl.Int16,
+        "product_obs_weeks": pl.Int32,
+        "missing_share": pl.Float64,
+        "price_cv": pl.Float64,
+    }
+)
 
 
 def flag(name: str) -> pl.Expr:
@@ -97,9 +136,14 @@ def cell_key() -> pl.Expr:
 
 def cell_codes() -> list[pl.Expr]:
     """The LGSR codes back from ``cell``: the inverse of :func:`cell_key`."""
-    digits = lambda expr, width: expr.cast(pl.String).str.zfill(width)  # noqa: E731
-    return [pl.concat_str(pl.lit("PRD"), digits(pl.col("cell") // STORE_SPAN, 7)).alias("product_id"),
-            pl.concat_str(pl.lit("STORE"), digits(pl.col("cell") % STORE_SPAN, 5)).alias("store_id")]
+
+    def digits(expr, width):
+        return expr.cast(pl.String).str.zfill(width)
+
+    return [
+        pl.concat_str(pl.lit("PRD"), digits(pl.col("cell") // STORE_SPAN, 7)).alias("product_id"),
+        pl.concat_str(pl.lit("STORE"), digits(pl.col("cell") % STORE_SPAN, 5)).alias("store_id"),
+    ]
 
 
 def observed_prices(raw: pl.LazyFrame) -> pl.LazyFrame:
@@ -108,16 +152,27 @@ def observed_prices(raw: pl.LazyFrame) -> pl.LazyFrame:
     Sorting by (cell, unit price) first turns the median into a positional pick per group; the
     store's region and format come from its first row of the week (store attributes).
     """
-    stores = (raw.select(pl.col("store_id").str.slice(5).cast(pl.Int64).alias("store"), "store_region", "store_format")
-              .unique("store", keep="first", maintain_order=True))
-    # One sort key (cell, week) packed in an Int64 (cell < 1e12, week < 128): half the sort cost of two keys.
+    stores = raw.select(
+        pl.col("store_id").str.slice(5).cast(pl.Int64).alias("store"),
+        "store_region",
+        "store_format",
+    ).unique("store", keep="first", maintain_order=True)
+    # One sort key (cell, week) packed in an Int64 (cell < 1e12, week < 128): half the sort cost of
+    # two keys.
     return (
-        raw.select(cell_key(), "week", (pl.col("spend") / pl.col("quantity")).alias("unit"), "quantity")
+        raw.select(
+            cell_key(), "week", (pl.col("spend") / pl.col("quantity")).alias("unit"), "quantity"
+        )
         .with_columns(cell_week=pl.col("cell") * 128 + pl.col("week"))
         .sort("cell_week", "unit")
         .group_by("cell_week", maintain_order=True)
-        .agg(pl.col("cell").first(), pl.col("week").first(), pl.col("unit").median().alias("observed_price"),
-             pl.len().alias("n_lines"), pl.col("quantity").sum().cast(pl.Int64).alias("units"))
+        .agg(
+            pl.col("cell").first(),
+            pl.col("week").first(),
+            pl.col("unit").median().alias("observed_price"),
+            pl.len().alias("n_lines"),
+            pl.col("quantity").sum().cast(pl.Int64).alias("units"),
+        )
         .with_columns(store=pl.col("cell") % STORE_SPAN)
         .join(stores, on="store", how="left", maintain_order="left")
         .select(OBSERVED_SCHEMA.names())

@@ -16,7 +16,7 @@ WEEK_FILE = re.compile(r"^transactions_(\d{6})\.csv(\.gz)?$", re.IGNORECASE)
 class WeekFile:
     week: int
     name: str
-    fingerprint: str   # size and modification time: changes when the file is replaced
+    fingerprint: str  # size and modification time: changes when the file is replaced
 
 
 def list_week_files(raw_dir: Path) -> list[WeekFile]:

@@ -22,17 +22,30 @@ from retailsim_core.simulation import expected_units
 class CategoryPricingEnv(gym.Env):
     metadata = {"render_modes": []}
 
-    def __init__(self, model: WorldModel, batch: dict, basket_size: torch.Tensor, products: np.ndarray,
-                 prices: np.ndarray, unit_cost: np.ndarray | None = None, horizon: int = 8, max_change: float = 0.3):
+    def __init__(
+        self,
+        model: WorldModel,
+        batch: dict,
+        basket_size: torch.Tensor,
+        products: np.ndarray,
+        prices: np.ndarray,
+        unit_cost: np.ndarray | None = None,
+        horizon: int = 8,
+        max_change: float = 0.3,
+    ):
         super().__init__()
         self.model, self.batch, self.size = model.train(False), batch, basket_size
         self.products = torch.as_tensor(np.asarray(products), dtype=torch.long)
-        self.prices = torch.as_tensor(np.asarray(prices, dtype=np.float64))      # (n,) regular prices
-        self.cost = None if unit_cost is None else torch.as_tensor(np.asarray(unit_cost, dtype=np.float64))
+        self.prices = torch.as_tensor(np.asarray(prices, dtype=np.float64))  # (n,) regular prices
+        self.cost = (
+            None if unit_cost is None else torch.as_tensor(np.asarray(unit_cost, dtype=np.float64))
+        )
         self.horizon, self.max_change = horizon, max_change
         n = len(self.products)
         self.action_space = gym.spaces.Box(-max_change, max_change, shape=(n,), dtype=np.float32)
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(1 + 2 * n,), dtype=np.float32)
+        self.observation_space = gym.spaces.Box(
+            -np.inf, np.inf, shape=(1 + 2 * n,), dtype=np.float32
+        )
         self.baseline = self._value(torch.zeros(n))[0]
         self._week, self._log_m, self._share = 0, np.zeros(n), np.zeros(n)
 
@@ -46,7 +59,9 @@ class CategoryPricingEnv(gym.Env):
         return float(value.sum()), (units / units.sum().clamp(min=1e-12)).numpy()
 
     def _obs(self) -> np.ndarray:
-        return np.concatenate([[self._week / self.horizon], self._log_m, self._share]).astype(np.float32)
+        return np.concatenate([[self._week / self.horizon], self._log_m, self._share]).astype(
+            np.float32
+        )
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -60,4 +75,10 @@ class CategoryPricingEnv(gym.Env):
         value, self._share = self._value(torch.as_tensor(action))
         self._week += 1
         reward = (value - self.baseline) / max(abs(self.baseline), 1e-12)
-        return self._obs(), float(reward), self._week >= self.horizon, False, {"value": value, "baseline": self.baseline}
+        return (
+            self._obs(),
+            float(reward),
+            self._week >= self.horizon,
+            False,
+            {"value": value, "baseline": self.baseline},
+        )

@@ -19,8 +19,10 @@ from retailsim_core.calendar import N_WEEKS
 SETTINGS: dict[str, tuple[str, str]] = {
     "RETAILSIM_RAW_DIR": ("folder of LGSR week files", "data/raw"),
     "RETAILSIM_WAREHOUSE_DIR": ("root of the Parquet warehouse", "data/warehouse"),
-    "RETAILSIM_TRUTH_DIR": ("the generator's planted truth; empty for real data",
-                            "data/ground_truth"),
+    "RETAILSIM_TRUTH_DIR": (
+        "the generator's planted truth; empty for real data",
+        "data/ground_truth",
+    ),
     "RETAILSIM_TRAIN_END": ("last training week", "the split's, 80"),
     "RETAILSIM_VALID_END": ("last validation week (test weeks follow)", "the split's, 95"),
     "RETAILSIM_COMPILED_SCAN": ("0 turns the compiled selective scan off", "1"),
@@ -54,10 +56,11 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
         if name not in SETTINGS:
             known = {k.removeprefix("RETAILSIM_"): k for k in SETTINGS}
             close = difflib.get_close_matches(name.removeprefix("RETAILSIM_"), known, n=1)
-            hint = (f"; did you mean {known[close[0]]}?" if close
-                    else f"; known: {', '.join(SETTINGS)}")
+            hint = (
+                f"; did you mean {known[close[0]]}?" if close else f"; known: {', '.join(SETTINGS)}"
+            )
             raise SettingsError(f"unknown setting {name}{hint}")
-    from retailsim_core.split import default_split   # split reads its weeks through this module
+    from retailsim_core.split import default_split  # split reads its weeks through this module
 
     try:
         default_split(env)
@@ -70,8 +73,10 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
             raise SettingsError(f"{name}={env[name]!r}: use 0 (off) or 1 (on)")
     truth = env.get("RETAILSIM_TRUTH_DIR")
     if truth and not Path(truth).is_dir():
-        raise SettingsError(f"RETAILSIM_TRUTH_DIR={truth}: no such folder (set it empty for real "
-                            "data, which has no planted truth)")
+        raise SettingsError(
+            f"RETAILSIM_TRUTH_DIR={truth}: no such folder (set it empty for real "
+            "data, which has no planted truth)"
+        )
     root = env.get("RETAILSIM_WAREHOUSE_DIR")
     if root and Path(root).exists() and not Path(root).is_dir():
         raise SettingsError(f"RETAILSIM_WAREHOUSE_DIR={root} is a file, not a folder")

@@ -30,48 +30,77 @@ import torch
 from retailsim_core.tokens import ProductVocab
 
 SHELF_FEATURES = ("log_relative_price", "discount_depth", "promo_flag", "available")
-PROMO_DEPTH = 0.05      # spec §2.2.2: promotion at a depth above 5%
-MAX_DEPTH = 0.7         # spec §2.2.2 business rule: deeper discounts are data errors
+PROMO_DEPTH = 0.05  # spec §2.2.2: promotion at a depth above 5%
+MAX_DEPTH = 0.7  # spec §2.2.2 business rule: deeper discounts are data errors
 
 
 @dataclass(frozen=True)
 class ShelfPrices:
-    keys: pl.DataFrame                 # store_id, week (the basket week W), row
+    keys: pl.DataFrame  # store_id, week (the basket week W), row
     # (R, V * S): row r's features of product v in columns v * S .. v * S + S - 1, so a batch's
     # (B, V, S) block is one sparse row gather and one toarray, already in its final layout.
     table: sp.csr_matrix
 
     @classmethod
-    def build(cls, price_features: pl.DataFrame, observed: pl.DataFrame, store_regions: pl.DataFrame,
-              vocab: ProductVocab) -> ShelfPrices:
+    def build(
+        cls,
+        price_features: pl.DataFrame,
+        observed: pl.DataFrame,
+        store_regions: pl.DataFrame,
+        vocab: ProductVocab,
+    ) -> ShelfPrices:
         """``price_features`` rows of week W-1 give the store's assortment and regular prices for
         baskets of week W; ``observed`` (product_id, store_id, store_region, week, discount_depth:
         derived_prices cells observed that week) gives week W's promotions via ``regional_depth``;
         ``store_regions``: store_id -> store_region."""
-        regular = (price_features.select("store_id", (pl.col("week").cast(pl.Int64) + 1).alias("week"), "product_id",
-                                         (pl.col("relative_price").fill_null(1.0).clip(1e-3).log()
-                                          - (1 - pl.col("discount_depth").fill_null(0.0).clip(0.0, MAX_DEPTH)).log())
-                                         .alias("regular_log_relative"))
-                   .join(vocab.frame(), on="product_id", how="inner"))
-        cells = regular.join(regional_depth(observed, regular.select("store_id", "week", "product_id"), store_regions),
-                             on=["store_id", "week", "product_id"], how="left").with_columns(pl.col("depth").fill_null(0.0))
-        keys = cells.select("store_id", "week").unique().sort("store_id", "week").with_row_index("row")
+        regular = price_features.select(
+            "store_id",
+            (pl.col("week").cast(pl.Int64) + 1).alias("week"),
+            "product_id",
+            (
+                pl.col("relative_price").fill_null(1.0).clip(1e-3).log()
+                - (1 - pl.col("discount_depth").fill_null(0.0).clip(0.0, MAX_DEPTH)).log()
+            ).alias("regular_log_relative"),
+        ).join(vocab.frame(), on="product_id", how="inner")
+        cells = regular.join(
+            regional_depth(
+                observed, regular.select("store_id", "week", "product_id"), store_regions
+            ),
+            on=["store_id", "week", "product_id"],
+            how="left",
+        ).with_columns(pl.col("depth").fill_null(0.0))
+        keys = (
+            cells.select("store_id", "week").unique().sort("store_id", "week").with_row_index("row")
+        )
         cells = cells.join(keys, on=["store_id", "week"], how="left")
         r, c = cells["row"].to_numpy(), cells["token"].to_numpy()
         depth = cells["depth"].to_numpy()
-        values = np.stack([cells["regular_log_relative"].to_numpy() + np.log1p(-depth), depth,
-                           (depth > PROMO_DEPTH).astype(np.float64), np.ones(len(r))], axis=-1)   # (cells, S)
+        values = np.stack(
+            [
+                cells["regular_log_relative"].to_numpy() + np.log1p(-depth),
+                depth,
+                (depth > PROMO_DEPTH).astype(np.float64),
+                np.ones(len(r)),
+            ],
+            axis=-1,
+        )  # (cells, S)
         s = len(SHELF_FEATURES)
         columns = (c[:, None] * s + np.arange(s)).reshape(-1)
-        table = sp.csr_matrix((values.astype(np.float32).reshape(-1), (np.repeat(r, s), columns)),
-                              shape=(keys.height, vocab.size * s))
+        table = sp.csr_matrix(
+            (values.astype(np.float32).reshape(-1), (np.repeat(r, s), columns)),
+            shape=(keys.height, vocab.size * s),
+        )
         return cls(keys=keys, table=table)
 
     def rows_of(self, store_ids: pl.Series, weeks: pl.Series) -> np.ndarray:
         """Row of each (store, week); -1 where the store had no priced cell the week before."""
         frame = pl.DataFrame({"store_id": store_ids, "week": weeks.cast(pl.Int64)})
-        joined = frame.join(self.keys.with_columns(pl.col("week").cast(pl.Int64)), on=["store_id", "week"],
-                            how="left", maintain_order="left")
+        joined = frame.join(
+            self.keys.with_columns(pl.col("week").cast(pl.Int64)),
+            on=["store_id", "week"],
+            how="left",
+            maintain_order="left",
+        )
         return joined["row"].fill_null(-1).cast(pl.Int64).to_numpy()
 
     def dense(self, rows: np.ndarray) -> np.ndarray:
@@ -87,24 +116,41 @@ class ShelfPrices:
         return out.reshape(shape)
 
 
-def regional_depth(observed: pl.DataFrame, cells: pl.DataFrame, store_regions: pl.DataFrame) -> pl.DataFrame:
+def regional_depth(
+    observed: pl.DataFrame, cells: pl.DataFrame, store_regions: pl.DataFrame
+) -> pl.DataFrame:
     """For each (store_id, week, product_id) of ``cells``: the mean observed discount depth of the
     product in that week at the other stores of the store's region (null where none sold it).
     The store's own cell is subtracted from the regional sums, so nothing the store sold that
     week enters its own shelf."""
-    obs = observed.select("product_id", "store_id", "store_region", pl.col("week").cast(pl.Int64),
-                          pl.col("discount_depth").fill_null(0.0).clip(0.0, MAX_DEPTH))
-    zone = obs.group_by("product_id", "store_region", "week").agg(total=pl.col("discount_depth").sum(), n=pl.len())
-    region_of = store_regions.select("store_id", "store_region").unique(subset="store_id", keep="first")
+    obs = observed.select(
+        "product_id",
+        "store_id",
+        "store_region",
+        pl.col("week").cast(pl.Int64),
+        pl.col("discount_depth").fill_null(0.0).clip(0.0, MAX_DEPTH),
+    )
+    zone = obs.group_by("product_id", "store_region", "week").agg(
+        total=pl.col("discount_depth").sum(), n=pl.len()
+    )
+    region_of = store_regions.select("store_id", "store_region").unique(
+        subset="store_id", keep="first"
+    )
     own = obs.select("store_id", "week", "product_id", pl.col("discount_depth").alias("own"))
-    return (cells.with_columns(pl.col("week").cast(pl.Int64))
-            .join(region_of, on="store_id", how="inner")
-            .join(zone, on=["product_id", "store_region", "week"], how="inner")
-            .join(own, on=["store_id", "week", "product_id"], how="left")
-            .with_columns(others=pl.col("n") - pl.col("own").is_not_null().cast(pl.UInt32))
-            .filter(pl.col("others") > 0)
-            .select("store_id", "week", "product_id",
-                    depth=(pl.col("total") - pl.col("own").fill_null(0.0)) / pl.col("others")))
+    return (
+        cells.with_columns(pl.col("week").cast(pl.Int64))
+        .join(region_of, on="store_id", how="inner")
+        .join(zone, on=["product_id", "store_region", "week"], how="inner")
+        .join(own, on=["store_id", "week", "product_id"], how="left")
+        .with_columns(others=pl.col("n") - pl.col("own").is_not_null().cast(pl.UInt32))
+        .filter(pl.col("others") > 0)
+        .select(
+            "store_id",
+            "week",
+            "product_id",
+            depth=(pl.col("total") - pl.col("own").fill_null(0.0)) / pl.col("others"),
+        )
+    )
 
 
 def with_price_multipliers(shelf: torch.Tensor, log_multiplier: torch.Tensor) -> torch.Tensor:

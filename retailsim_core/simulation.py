@@ -24,15 +24,24 @@ from retailsim_core.shelf import with_price_multipliers
 from retailsim_core.tensors import PRICE_COLUMNS
 from retailsim_core.tokens import PAD, ProductVocab
 
-def price_book(price_features: pl.DataFrame, store_ids: list[str], weeks: list[int], vocab: ProductVocab) -> torch.Tensor:
+
+def price_book(
+    price_features: pl.DataFrame, store_ids: list[str], weeks: list[int], vocab: ProductVocab
+) -> torch.Tensor:
     """(B, V, P) T4 inputs of every product at each context's store and week (0 where the store
     does not carry it), from the ``price_features`` table."""
-    keys = pl.DataFrame({"store_id": store_ids, "week": weeks}).with_row_index("b").with_columns(pl.col("week").cast(pl.Int16))
-    cells = (price_features.join(keys, on=["store_id", "week"], how="inner")
-             .join(vocab.frame(), on="product_id", how="inner"))
+    keys = (
+        pl.DataFrame({"store_id": store_ids, "week": weeks})
+        .with_row_index("b")
+        .with_columns(pl.col("week").cast(pl.Int16))
+    )
+    cells = price_features.join(keys, on=["store_id", "week"], how="inner").join(
+        vocab.frame(), on="product_id", how="inner"
+    )
     book = np.zeros((len(store_ids), vocab.size, len(PRICE_COLUMNS)), dtype=np.float32)
     book[cells["b"].to_numpy(), cells["token"].to_numpy()] = cells.select(
-        pl.col(PRICE_COLUMNS).cast(pl.Float32).fill_null(0.0)).to_numpy()
+        pl.col(PRICE_COLUMNS).cast(pl.Float32).fill_null(0.0)
+    ).to_numpy()
     return torch.from_numpy(book)
 
 
@@ -56,7 +65,9 @@ def _with_prices(batch: dict, log_multiplier: torch.Tensor | None) -> dict:
 
 
 @torch.no_grad()
-def size_distribution(model: WorldModel, batch: dict, given_mission: torch.Tensor | None = None) -> torch.Tensor:
+def size_distribution(
+    model: WorldModel, batch: dict, given_mission: torch.Tensor | None = None
+) -> torch.Tensor:
     """(B, max_items) P(the basket holds k + 1 products) from the context (size head)."""
     out, _ = model.next_basket(batch, given_mission=given_mission)
     return torch.softmax(out.size_logits.double(), -1)
@@ -69,9 +80,17 @@ def expected_basket_size(model: WorldModel, batch: dict) -> torch.Tensor:
 
 
 @torch.no_grad()
-def generate(model: WorldModel, batch: dict, book: torch.Tensor, *, seed: int, log_multiplier: torch.Tensor | None = None,
-             temperature: float = 1.0, given_mission: torch.Tensor | None = None,
-             sizes: torch.Tensor | None = None) -> list[list[int]]:
+def generate(
+    model: WorldModel,
+    batch: dict,
+    book: torch.Tensor,
+    *,
+    seed: int,
+    log_multiplier: torch.Tensor | None = None,
+    temperature: float = 1.0,
+    given_mission: torch.Tensor | None = None,
+    sizes: torch.Tensor | None = None,
+) -> list[list[int]]:
     """Sampled baskets (product tokens) for the contexts of ``batch``. The size is drawn from the
     size head (or given as ``sizes`` (B,)); then each slot is filled from the model's distribution
     given the products already chosen. ``given_mission`` (B,): rows told their true mission (T6
@@ -91,7 +110,12 @@ def generate(model: WorldModel, batch: dict, book: torch.Tensor, *, seed: int, l
     chosen = model.excluded(b_size)
     rows = torch.arange(b_size)
     for t in range(int(sizes.max())):
-        out = model({**batch, "t4_prices": prices}, tokens, hidden=tokens == model.mask_token, given_mission=given_mission)
+        out = model(
+            {**batch, "t4_prices": prices},
+            tokens,
+            hidden=tokens == model.mask_token,
+            given_mission=given_mission,
+        )
         log_p = model.slot_log_probs(out, rows, torch.full((b_size,), t), chosen) / temperature
         pick = torch.multinomial(torch.softmax(log_p.double(), -1), 1, generator=gen)[:, 0]
         live = t < sizes
@@ -99,38 +123,56 @@ def generate(model: WorldModel, batch: dict, book: torch.Tensor, *, seed: int, l
         tokens[:, t] = pick
         chosen[rows[live], pick[live]] = True
         prices[:, t] = book[rows, pick] * live[:, None]
-        more = (t + 1 < sizes)
+        more = t + 1 < sizes
         tokens = torch.cat([tokens, torch.where(more, model.mask_token, PAD)[:, None]], dim=1)
         prices = torch.cat([prices, torch.zeros(b_size, 1, book.shape[-1])], dim=1)
     return [[int(x) for x in row if 0 < x < model.mask_token] for row in tokens]
 
 
-def first_slot_distribution(model: WorldModel, batch: dict, log_multiplier: torch.Tensor | None = None) -> torch.Tensor:
+def first_slot_distribution(
+    model: WorldModel, batch: dict, log_multiplier: torch.Tensor | None = None
+) -> torch.Tensor:
     """(B, V) probability of each product for a basket slot given the context (differentiable)."""
     _, log_p = model.next_basket(_with_prices(batch, log_multiplier))
     return log_p.exp()
 
 
-def expected_units(model: WorldModel, batch: dict, basket_size: torch.Tensor,
-                   log_multiplier: torch.Tensor | None = None) -> torch.Tensor:
+def expected_units(
+    model: WorldModel,
+    batch: dict,
+    basket_size: torch.Tensor,
+    log_multiplier: torch.Tensor | None = None,
+) -> torch.Tensor:
     """(V,) expected units over the contexts: sum_b size_b * P_b(product)."""
     return (basket_size[:, None] * first_slot_distribution(model, batch, log_multiplier)).sum(0)
 
 
-def jacobian_rows(model: WorldModel, batch: dict, basket_size: torch.Tensor, products: np.ndarray) -> np.ndarray:
-    """(len(products), V) d log E_i / d log p_j for each i in ``products``: one backward pass per i."""
+def jacobian_rows(
+    model: WorldModel, batch: dict, basket_size: torch.Tensor, products: np.ndarray
+) -> np.ndarray:
+    """(len(products), V) d log E_i / d log p_j for each i in ``products``: one backward pass per
+    i.
+    """
     model.train(False)
     log_m = torch.zeros(model.vocab_size, requires_grad=True)
     units = expected_units(model, batch, basket_size, log_m)
     rows = np.zeros((len(products), model.vocab_size))
     for a, i in enumerate(products):
-        (grad,) = torch.autograd.grad(torch.log(units[int(i)]), log_m, retain_graph=a < len(products) - 1)
+        (grad,) = torch.autograd.grad(
+            torch.log(units[int(i)]), log_m, retain_graph=a < len(products) - 1
+        )
         rows[a] = grad.numpy()
     return rows
 
 
-def elasticities(model: WorldModel, batch: dict, basket_size: torch.Tensor, products: np.ndarray,
-                 categories: np.ndarray, top_k: int = 5) -> pl.DataFrame:
+def elasticities(
+    model: WorldModel,
+    batch: dict,
+    basket_size: torch.Tensor,
+    products: np.ndarray,
+    categories: np.ndarray,
+    top_k: int = 5,
+) -> pl.DataFrame:
     """Elasticities d log E_i / d log p_j for i, j in ``products`` (tokens). Kept: own (i = j),
     the top-K cross pairs by |elasticity| per product, and all pairs within a category.
     Columns: product, other, elasticity, kind."""
@@ -144,6 +186,16 @@ def elasticities(model: WorldModel, batch: dict, basket_size: torch.Tensor, prod
     if k > 0:
         top[np.arange(len(products))[:, None], np.argsort(-cross, axis=1)[:, :k]] = True
     keep = sp.coo_matrix(own | same | top)
-    kind = np.where(own[keep.row, keep.col], "own", np.where(same[keep.row, keep.col], "same_category", "top_cross"))
-    return pl.DataFrame({"product": products[keep.row], "other": products[keep.col],
-                         "elasticity": jac[keep.row, keep.col], "kind": kind}).sort("product", "kind", "other")
+    kind = np.where(
+        own[keep.row, keep.col],
+        "own",
+        np.where(same[keep.row, keep.col], "same_category", "top_cross"),
+    )
+    return pl.DataFrame(
+        {
+            "product": products[keep.row],
+            "other": products[keep.col],
+            "elasticity": jac[keep.row, keep.col],
+            "kind": kind,
+        }
+    ).sort("product", "kind", "other")

@@ -15,8 +15,8 @@ class KeyIndex:
     """Dense ids 0..size-1 for int64 keys, in order of first arrival."""
 
     def __init__(self) -> None:
-        self._keys = np.empty(0, np.int64)   # sorted
-        self._ids = np.empty(0, np.int64)    # id of each sorted key
+        self._keys = np.empty(0, np.int64)  # sorted
+        self._ids = np.empty(0, np.int64)  # id of each sorted key
         self.size = 0
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
@@ -54,7 +54,9 @@ class KeyIndex:
 
 
 class Growable:
-    """Named arrays sharing one length along their last axis; ``arrays[name][..., :size]`` is live."""
+    """Named arrays sharing one length along their last axis; ``arrays[name][..., :size]`` is
+    live.
+    """
 
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
@@ -83,9 +85,9 @@ class Growable:
                 self.arrays[name] = bigger
             self.capacity = capacity
         for name, arr in self.arrays.items():
-            arr[..., old:old + k] = self._spec[name][1]
+            arr[..., old : old + k] = self._spec[name][1]
         self.size = old + k
         return old
 
     def __getitem__(self, name: str) -> np.ndarray:
-        return self.arrays[name][..., :self.size]
+        return self.arrays[name][..., : self.size]

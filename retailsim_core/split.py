@@ -11,15 +11,19 @@ from retailsim_core.settings import week_setting
 
 @dataclass(frozen=True)
 class TemporalSplit:
-    train_end: int = 80    # last training week
-    valid_end: int = 95    # last validation week; test is valid_end+1 .. 117
+    train_end: int = 80  # last training week
+    valid_end: int = 95  # last validation week; test is valid_end+1 .. 117
 
     def __post_init__(self):
         if not 1 <= self.train_end < self.valid_end < N_WEEKS:
             raise ValueError(f"need 1 <= train_end < valid_end < {N_WEEKS}, got {self}")
 
     def split_of(self, week: int) -> str:
-        return "train" if week <= self.train_end else ("validation" if week <= self.valid_end else "test")
+        return (
+            "train"
+            if week <= self.train_end
+            else ("validation" if week <= self.valid_end else "test")
+        )
 
     @property
     def train_weeks(self) -> range:
@@ -36,5 +40,7 @@ class TemporalSplit:
 
 def default_split(environ: Mapping[str, str] | None = None) -> TemporalSplit:
     """The project's split; ``RETAILSIM_TRAIN_END`` / ``RETAILSIM_VALID_END`` override it."""
-    return TemporalSplit(week_setting("RETAILSIM_TRAIN_END", TemporalSplit.train_end, environ),
-                         week_setting("RETAILSIM_VALID_END", TemporalSplit.valid_end, environ))
+    return TemporalSplit(
+        week_setting("RETAILSIM_TRAIN_END", TemporalSplit.train_end, environ),
+        week_setting("RETAILSIM_VALID_END", TemporalSplit.valid_end, environ),
+    )

@@ -1,6 +1,7 @@
 """T2 product tokens (spec §4.3) and masked-item corruption (spec §4.3.2, BERT4Rec).
 
-Vocabulary: ``0 = [PAD]``, products ``1..N`` (sorted product ids), ``N+1 = [MASK]``, ``N+2 = [EOS]``.
+Vocabulary: ``0 = [PAD]``, products ``1..N`` (sorted product ids), ``N+1 = [MASK]``,
+``N+2 = [EOS]``.
 A basket is its product tokens followed by one [EOS]; baskets longer than ``max_items`` are
 skipped in training and truncated (keeping the most expensive items) at inference (spec §4.7.5
 case 5).
@@ -19,7 +20,7 @@ PAD = 0
 
 @dataclass(frozen=True)
 class ProductVocab:
-    products: tuple[str, ...]   # index i holds token i + 1
+    products: tuple[str, ...]  # index i holds token i + 1
 
     @classmethod
     def from_products(cls, product_ids) -> ProductVocab:
@@ -42,8 +43,12 @@ class ProductVocab:
         return self.n_products + 3
 
     def frame(self) -> pl.DataFrame:
-        return pl.DataFrame({"product_id": list(self.products),
-                             "token": np.arange(1, self.n_products + 1, dtype=np.int32)})
+        return pl.DataFrame(
+            {
+                "product_id": list(self.products),
+                "token": np.arange(1, self.n_products + 1, dtype=np.int32),
+            }
+        )
 
     def encode(self, baskets: pl.Series) -> pl.Series:
         """List[str] baskets -> List[i32] tokens with [EOS] appended; unknown products raise."""
@@ -61,21 +66,25 @@ class ProductVocab:
         keep[ends - 1] = False
         values[keep] = tokens
         offsets = np.concatenate([[0], ends]).astype(np.int32)
-        return pl.Series(baskets.name, pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)))
+        return pl.Series(
+            baskets.name, pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
+        )
 
 
 @dataclass(frozen=True)
 class MaskedBatch:
-    inputs: np.ndarray      # (B, L) tokens after corruption
-    targets: np.ndarray     # (B, L) original token at chosen positions, PAD (no loss) elsewhere
-    positions: np.ndarray   # (K, 2) (row, column) of every chosen position
+    inputs: np.ndarray  # (B, L) tokens after corruption
+    targets: np.ndarray  # (B, L) original token at chosen positions, PAD (no loss) elsewhere
+    positions: np.ndarray  # (K, 2) (row, column) of every chosen position
 
 
-def mask_items(tokens: np.ndarray, vocab: ProductVocab, rate: float, rng: np.random.Generator) -> MaskedBatch:
+def mask_items(
+    tokens: np.ndarray, vocab: ProductVocab, rate: float, rng: np.random.Generator
+) -> MaskedBatch:
     """BERT4Rec corruption of a padded (B, L) token matrix: choose ``rate`` of the product
     positions (never [PAD] or [EOS]); of those, 80% become [MASK], 10% a random product, 10% stay.
     Every basket gets at least one chosen position. Targets are PAD everywhere else."""
-    is_product = (tokens >= 1) & (tokens <= vocab.n_products)                         # (B, L)
+    is_product = (tokens >= 1) & (tokens <= vocab.n_products)  # (B, L)
     chosen = is_product & (rng.random(tokens.shape) < rate)
     # A basket with no chosen position gets one, uniformly among its products.
     none = is_product.any(1) & ~chosen.any(1)

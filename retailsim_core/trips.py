@@ -22,65 +22,117 @@ import polars as pl
 from retailsim_core.io import atomic_write
 
 TIME_ORDER = ("customer_id", "shop_date", "shop_hour", "basket_id")
-TRIPS_SCHEMA = pl.Schema({
-    "customer_id": pl.String, "week": pl.Int16, "basket_id": pl.Int64, "shop_date": pl.Date,
-    "shop_hour": pl.Int8, "store_id": pl.String, "store_format": pl.String, "store_region": pl.String,
-    "basket_type": pl.String, "basket_dominant_mission": pl.String,
-    "basket_price_sensitivity": pl.String, "basket_size": pl.String, "cust_price_sensitivity": pl.String,
-    "cust_lifestage": pl.String, "n_products": pl.Int32,
-    "spend": pl.Float64, "products": pl.List(pl.String),
-})
+TRIPS_SCHEMA = pl.Schema(
+    {
+        "customer_id": pl.String,
+        "week": pl.Int16,
+        "basket_id": pl.Int64,
+        "shop_date": pl.Date,
+        "shop_hour": pl.Int8,
+        "store_id": pl.String,
+        "store_format": pl.String,
+        "store_region": pl.String,
+        "basket_type": pl.String,
+        "basket_dominant_mission": pl.String,
+        "basket_price_sensitivity": pl.String,
+        "basket_size": pl.String,
+        "cust_price_sensitivity": pl.String,
+        "cust_lifestage": pl.String,
+        "n_products": pl.Int32,
+        "spend": pl.Float64,
+        "products": pl.List(pl.String),
+    }
+)
 
 
 def trips_of(raw: pl.LazyFrame) -> pl.LazyFrame:
     """One row per carded basket with its distinct products (sorted), from raw_transactions rows."""
-    return (raw.filter(pl.col("customer_id").is_not_null())
-            .group_by("basket_id")
-            .agg(pl.col("customer_id", "week", "shop_date", "shop_hour", "store_id", "store_format", "store_region",
-                        "basket_type",
-                        "basket_dominant_mission", "basket_price_sensitivity", "basket_size",
-                        "cust_price_sensitivity", "cust_lifestage").first(),
-                 pl.col("spend").sum(), pl.col("product_id").unique().sort().alias("products"))
-            .with_columns(n_products=pl.col("products").list.len().cast(pl.Int32))
-            .select(TRIPS_SCHEMA.names()).cast(dict(TRIPS_SCHEMA))
-            .sort(*TIME_ORDER))
+    return (
+        raw.filter(pl.col("customer_id").is_not_null())
+        .group_by("basket_id")
+        .agg(
+            pl.col(
+                "customer_id",
+                "week",
+                "shop_date",
+                "shop_hour",
+                "store_id",
+                "store_format",
+                "store_region",
+                "basket_type",
+                "basket_dominant_mission",
+                "basket_price_sensitivity",
+                "basket_size",
+                "cust_price_sensitivity",
+                "cust_lifestage",
+            ).first(),
+            pl.col("spend").sum(),
+            pl.col("product_id").unique().sort().alias("products"),
+        )
+        .with_columns(n_products=pl.col("products").list.len().cast(pl.Int32))
+        .select(TRIPS_SCHEMA.names())
+        .cast(dict(TRIPS_SCHEMA))
+        .sort(*TIME_ORDER)
+    )
 
 
 @dataclass(frozen=True)
 class TripStore:
-    trips: pl.DataFrame          # TRIPS_SCHEMA, sorted by TIME_ORDER
-    customers: pl.DataFrame      # customer_id, start, end: each customer's run of trips
+    trips: pl.DataFrame  # TRIPS_SCHEMA, sorted by TIME_ORDER
+    customers: pl.DataFrame  # customer_id, start, end: each customer's run of trips
 
     @classmethod
     def build(cls, trips: pl.DataFrame) -> TripStore:
         trips = trips.sort(*TIME_ORDER)
-        runs = (trips.with_row_index("row").group_by("customer_id", maintain_order=True)
-                .agg(pl.col("row").min().alias("start"), (pl.col("row").max() + 1).alias("end")))
+        runs = (
+            trips.with_row_index("row")
+            .group_by("customer_id", maintain_order=True)
+            .agg(pl.col("row").min().alias("start"), (pl.col("row").max() + 1).alias("end"))
+        )
         return cls(trips=trips, customers=runs.with_columns(pl.col("start", "end").cast(pl.Int64)))
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / "trips.arrow", lambda tmp: self.trips.write_ipc(tmp, compression="uncompressed"))
-        atomic_write(folder / "customers.arrow", lambda tmp: self.customers.write_ipc(tmp, compression="uncompressed"))
+        atomic_write(
+            folder / "trips.arrow",
+            lambda tmp: self.trips.write_ipc(tmp, compression="uncompressed"),
+        )
+        atomic_write(
+            folder / "customers.arrow",
+            lambda tmp: self.customers.write_ipc(tmp, compression="uncompressed"),
+        )
 
     @classmethod
     def open(cls, folder: Path) -> TripStore:
         """Memory-mapped: the trips are not read into memory until used."""
-        return cls(trips=pl.read_ipc(folder / "trips.arrow", memory_map=True),
-                   customers=pl.read_ipc(folder / "customers.arrow", memory_map=True))
+        return cls(
+            trips=pl.read_ipc(folder / "trips.arrow", memory_map=True),
+            customers=pl.read_ipc(folder / "customers.arrow", memory_map=True),
+        )
 
     def history_bounds(self, customer_id: pl.Series, week: pl.Series) -> pl.DataFrame:
         """(start, end) rows of each (customer, week): the customer's trips in weeks < week.
         Unknown customers get an empty slice."""
-        q = pl.DataFrame({"customer_id": customer_id, "week": week.cast(pl.Int16)}).with_row_index("q")
+        q = pl.DataFrame({"customer_id": customer_id, "week": week.cast(pl.Int16)}).with_row_index(
+            "q"
+        )
         known = q.join(self.customers, on="customer_id", how="left", maintain_order="left")
         # Global order key: trips sorted by (customer, week) -> (customer rank, week) is sorted.
         rank = self.customers.with_row_index("c").select("customer_id", "c")
-        trip_c = self.trips.select("customer_id").join(rank, on="customer_id", how="left", maintain_order="left")["c"]
-        keys = trip_c.cast(pl.Int64).to_numpy() * 1024 + self.trips["week"].cast(pl.Int64).to_numpy()
+        trip_c = self.trips.select("customer_id").join(
+            rank, on="customer_id", how="left", maintain_order="left"
+        )["c"]
+        keys = (
+            trip_c.cast(pl.Int64).to_numpy() * 1024 + self.trips["week"].cast(pl.Int64).to_numpy()
+        )
         qc = known.join(rank, on="customer_id", how="left", maintain_order="left")
-        qkey = qc["c"].fill_null(-1).cast(pl.Int64).to_numpy() * 1024 + qc["week"].cast(pl.Int64).to_numpy()
+        qkey = (
+            qc["c"].fill_null(-1).cast(pl.Int64).to_numpy() * 1024
+            + qc["week"].cast(pl.Int64).to_numpy()
+        )
         end = np.searchsorted(keys, qkey, side="left")
         start = qc["start"].to_numpy()
         has = qc["c"].is_not_null().to_numpy()
-        return pl.DataFrame({"start": np.where(has, start, 0), "end": np.where(has, end, 0)}).cast(pl.Int64)
+        return pl.DataFrame({"start": np.where(has, start, 0), "end": np.where(has, end, 0)}).cast(
+            pl.Int64
+        )

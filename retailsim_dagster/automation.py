@@ -11,16 +11,29 @@ from retailsim_dagster.resources import RawSourceResource
 # Every weekly asset, from ingestion to features: what a new week of data refreshes.
 weekly_job = dg.define_asset_job(
     "weekly_refresh",
-    selection=dg.AssetSelection.assets("raw_transactions", "raw_transactions_quarantine", "derived_prices",
-                                       "customer_store_affinity", "mission_patterns", "price_features",
-                                       "store_features", "temporal_metadata", "customer_trips",
-                                       "bucketed_samples"),
-    description="Materialize one shop week through every weekly asset (weekly partitions, inferred).",
+    selection=dg.AssetSelection.assets(
+        "raw_transactions",
+        "raw_transactions_quarantine",
+        "derived_prices",
+        "customer_store_affinity",
+        "mission_patterns",
+        "price_features",
+        "store_features",
+        "temporal_metadata",
+        "customer_trips",
+        "bucketed_samples",
+    ),
+    description="Materialize one shop week through every weekly asset (weekly partitions, "
+    "inferred).",
 )
 
 
-@dg.schedule(job=weekly_job, cron_schedule="0 6 * * 1", execution_timezone="Europe/London",
-             default_status=dg.DefaultScheduleStatus.STOPPED)
+@dg.schedule(
+    job=weekly_job,
+    cron_schedule="0 6 * * 1",
+    execution_timezone="Europe/London",
+    default_status=dg.DefaultScheduleStatus.STOPPED,
+)
 def weekly_refresh_schedule(context: dg.ScheduleEvaluationContext, raw_source: RawSourceResource):
     """Mondays 06:00: refresh the newest week whose file is in the raw directory. The run key
     includes the file's fingerprint, so a week is run once per version of its file."""
@@ -28,11 +41,16 @@ def weekly_refresh_schedule(context: dg.ScheduleEvaluationContext, raw_source: R
     if not files:
         return dg.SkipReason(f"no transactions_YYYYWW.csv[.gz] in {raw_source.path}")
     newest = files[-1]
-    return dg.RunRequest(run_key=f"{newest.name}:{newest.fingerprint}", partition_key=week_key_of(newest.week),
-                         tags={"retailsim/source_file": newest.name})
+    return dg.RunRequest(
+        run_key=f"{newest.name}:{newest.fingerprint}",
+        partition_key=week_key_of(newest.week),
+        tags={"retailsim/source_file": newest.name},
+    )
 
 
-@dg.sensor(job=weekly_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED)
+@dg.sensor(
+    job=weekly_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED
+)
 def new_week_file_sensor(context: dg.SensorEvaluationContext, raw_source: RawSourceResource):
     """Requests exactly the partition of each new (or replaced) week file. The cursor maps file
     name -> fingerprint, so each version of a file is processed once."""
@@ -42,5 +60,11 @@ def new_week_file_sensor(context: dg.SensorEvaluationContext, raw_source: RawSou
     if not fresh:
         return dg.SkipReason("no new week files")
     context.update_cursor(json.dumps({f.name: f.fingerprint for f in files}, sort_keys=True))
-    return [dg.RunRequest(run_key=f"{f.name}:{f.fingerprint}", partition_key=week_key_of(f.week),
-                          tags={"retailsim/source_file": f.name}) for f in fresh]
+    return [
+        dg.RunRequest(
+            run_key=f"{f.name}:{f.fingerprint}",
+            partition_key=week_key_of(f.week),
+            tags={"retailsim/source_file": f.name},
+        )
+        for f in fresh
+    ]

@@ -1,4 +1,6 @@
-"""Everything Dagster loads: ``dagster dev``, ``dagster asset materialize -m retailsim_dagster.definitions``."""
+"""Everything Dagster loads: ``dagster dev``, ``dagster asset materialize -m
+retailsim_dagster.definitions``.
+"""
 
 import dagster as dg
 

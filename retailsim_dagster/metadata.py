@@ -11,7 +11,10 @@ def markdown_table(df: pl.DataFrame, max_rows: int = MAX_MARKDOWN_ROWS) -> str:
     if df.is_empty():
         return "_none_"
     shown = df.head(max_rows)
-    fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v))
+
+    def fmt(v):
+        return f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v))
+
     lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
     lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in shown.iter_rows()]
     if df.height > max_rows:
@@ -20,4 +23,6 @@ def markdown_table(df: pl.DataFrame, max_rows: int = MAX_MARKDOWN_ROWS) -> str:
 
 
 def table_schema(schema: pl.Schema) -> dg.TableSchema:
-    return dg.TableSchema(columns=[dg.TableColumn(name, str(dtype)) for name, dtype in schema.items()])
+    return dg.TableSchema(
+        columns=[dg.TableColumn(name, str(dtype)) for name, dtype in schema.items()]
+    )

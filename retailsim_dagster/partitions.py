@@ -25,4 +25,6 @@ CPU_POOL = "cpu_heavy"
 
 def previous_weeks(n: int) -> dg.TimeWindowPartitionMapping:
     """Week W depends on weeks W-n..W-1 (none exist for the first weeks)."""
-    return dg.TimeWindowPartitionMapping(start_offset=-n, end_offset=-1, allow_nonexistent_upstream_partitions=True)
+    return dg.TimeWindowPartitionMapping(
+        start_offset=-n, end_offset=-1, allow_nonexistent_upstream_partitions=True
+    )

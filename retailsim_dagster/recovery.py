@@ -21,20 +21,27 @@ import dagster as dg
 
 from retailsim_core.io import process_alive
 
-LIVE_STATUSES = (dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING,
-                 dg.DagsterRunStatus.CANCELING)
+LIVE_STATUSES = (
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.CANCELING,
+)
 
 
 @dataclass(frozen=True)
 class SweepResult:
-    failed_runs: tuple[str, ...]       # runs marked failed: every process of theirs had died
-    freed_runs: tuple[str, ...]        # runs whose pool slots or pending steps were released
+    failed_runs: tuple[str, ...]  # runs marked failed: every process of theirs had died
+    freed_runs: tuple[str, ...]  # runs whose pool slots or pending steps were released
 
 
 def run_pids(instance: dg.DagsterInstance, run_id: str) -> set[int]:
     """Processes that logged the run's events (run worker and step workers)."""
-    types = {dg.DagsterEventType.RUN_START, dg.DagsterEventType.STEP_START,
-             dg.DagsterEventType.STEP_WORKER_STARTED, dg.DagsterEventType.ENGINE_EVENT}
+    types = {
+        dg.DagsterEventType.RUN_START,
+        dg.DagsterEventType.STEP_START,
+        dg.DagsterEventType.STEP_WORKER_STARTED,
+        dg.DagsterEventType.ENGINE_EVENT,
+    }
     events = (e.dagster_event for e in instance.all_logs(run_id, of_type=types))
     return {e.pid for e in events if e is not None and e.pid}
 
@@ -45,8 +52,11 @@ def sweep_dead_runs(instance: dg.DagsterInstance) -> SweepResult:
         pids = run_pids(instance, run.run_id)
         if not pids or any(process_alive(p) for p in pids):
             continue  # not started by a process yet (the launcher owns it), or still working
-        instance.report_run_failed(run, f"every process of this run ({sorted(pids)}) died without "
-                                        "ending it (killed?); marked failed by retailsim recovery")
+        instance.report_run_failed(
+            run,
+            f"every process of this run ({sorted(pids)}) died without "
+            "ending it (killed?); marked failed by retailsim recovery",
+        )
         failed.append(run.run_id)
     storage = instance.event_log_storage
     holders = set(failed)
@@ -68,8 +78,9 @@ def sweep_dead_runs(instance: dg.DagsterInstance) -> SweepResult:
 def dead_run_sweeper(context: dg.SensorEvaluationContext):
     """Marks runs whose processes died as failed and frees their pool slots (see module doc)."""
     result = sweep_dead_runs(context.instance)
-    return dg.SkipReason(f"marked failed: {list(result.failed_runs)}; "
-                         f"freed slots of: {list(result.freed_runs)}")
+    return dg.SkipReason(
+        f"marked failed: {list(result.failed_runs)}; freed slots of: {list(result.freed_runs)}"
+    )
 
 
 def main() -> int:

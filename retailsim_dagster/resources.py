@@ -53,8 +53,10 @@ class RawSourceResource(dg.ConfigurableResource):
         check_environment()
         default = str(PROJECT_ROOT / "data" / "ground_truth")
         if self.truth_dir and self.truth_dir != default and not Path(self.truth_dir).is_dir():
-            raise SettingsError(f"raw_source truth_dir {self.truth_dir}: no such folder (empty "
-                                "for real data, which has no planted truth)")
+            raise SettingsError(
+                f"raw_source truth_dir {self.truth_dir}: no such folder (empty "
+                "for real data, which has no planted truth)"
+            )
 
     @property
     def path(self) -> Path:
@@ -89,10 +91,10 @@ class PipelineConfigResource(dg.ConfigurableResource):
     min_lift: float = GraphConfig.min_lift
     min_count: int = GraphConfig.min_count
     min_jaccard: float = GraphConfig.min_jaccard
-    substitution_rule: str = GraphConfig.substitution_rule   # "switching" (from data) | "spec"
-    model_preset: str = "small"       # world model + training schedule: tiny | small | paper
+    substitution_rule: str = GraphConfig.substitution_rule  # "switching" (from data) | "spec"
+    model_preset: str = "small"  # world model + training schedule: tiny | small | paper
     model_seed: int = 0
-    eval_test_samples: int = 6_000    # test baskets scored by every method (0 = all)
+    eval_test_samples: int = 6_000  # test baskets scored by every method (0 = all)
 
     @property
     def evaluation(self) -> EvalConfig:
@@ -104,12 +106,18 @@ class PipelineConfigResource(dg.ConfigurableResource):
 
     @property
     def world_model(self) -> tuple[WorldModelConfig, TrainConfig]:
-        return WorldModelConfig.preset(self.model_preset), TrainConfig.preset(self.model_preset, seed=self.model_seed)
+        return WorldModelConfig.preset(self.model_preset), TrainConfig.preset(
+            self.model_preset, seed=self.model_seed
+        )
 
     @property
     def graph(self) -> GraphConfig:
-        return GraphConfig(min_lift=self.min_lift, min_count=self.min_count, min_jaccard=self.min_jaccard,
-                           substitution_rule=self.substitution_rule)
+        return GraphConfig(
+            min_lift=self.min_lift,
+            min_count=self.min_count,
+            min_jaccard=self.min_jaccard,
+            substitution_rule=self.substitution_rule,
+        )
 
 
 def default_resources() -> dict:

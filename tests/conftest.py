@@ -9,8 +9,8 @@ import pytest
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
-from retailsim_core.synth import preset  # noqa: E402
-from retailsim_core.synth.writer import generate  # noqa: E402
+from retailsim_core.synth import preset
+from retailsim_core.synth.writer import generate
 
 TINY_WEEKS = range(1, 15)
 

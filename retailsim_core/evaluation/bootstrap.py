@@ -22,14 +22,16 @@ def resample_weights(customers: np.ndarray, n: int, seed: int) -> tuple[np.ndarr
     return weights.astype(np.float64), index
 
 
-def interval(values: np.ndarray, weights: np.ndarray, index: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+def interval(
+    values: np.ndarray, weights: np.ndarray, index: np.ndarray, level: float = 0.95
+) -> tuple[float, float]:
     """The (lower, upper) percentile interval of the mean of ``values`` (S,), NaNs left out."""
     ok = ~np.isnan(values)
     if not ok.any():
         return float("nan"), float("nan")
     sums = np.bincount(index[ok], weights=values[ok], minlength=weights.shape[1])
     counts = np.bincount(index[ok], minlength=weights.shape[1]).astype(np.float64)
-    means = (weights @ sums) / np.maximum(weights @ counts, 1e-12)                  # (N,)
+    means = (weights @ sums) / np.maximum(weights @ counts, 1e-12)  # (N,)
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(means, [tail, 100 - tail])
     return float(lo), float(hi)

@@ -14,18 +14,33 @@ import torch
 KS = (5, 10, 20)
 
 
-def truth_matrix(item_tokens: np.ndarray, starts: np.ndarray, counts: np.ndarray, vocab_size: int) -> sp.csr_matrix:
+def truth_matrix(
+    item_tokens: np.ndarray, starts: np.ndarray, counts: np.ndarray, vocab_size: int
+) -> sp.csr_matrix:
     """(S, V) 0/1 matrix of each sample's basket products."""
     rows = np.repeat(np.arange(len(starts)), counts)
-    idx = np.repeat(starts, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
-    m = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, item_tokens[idx])), shape=(len(starts), vocab_size))
+    idx = np.repeat(starts, counts) + (
+        np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    )
+    m = sp.csr_matrix(
+        (np.ones(len(rows), dtype=np.float32), (rows, item_tokens[idx])),
+        shape=(len(starts), vocab_size),
+    )
     m.data[:] = 1.0
     return m
 
 
-def next_basket_metrics(scores: torch.Tensor, truth: sp.csr_matrix, *, repeat: sp.csr_matrix, basket_len: np.ndarray,
-                        categories: np.ndarray, prices: np.ndarray | None = None,
-                        spend: np.ndarray | None = None, outside: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def next_basket_metrics(
+    scores: torch.Tensor,
+    truth: sp.csr_matrix,
+    *,
+    repeat: sp.csr_matrix,
+    basket_len: np.ndarray,
+    categories: np.ndarray,
+    prices: np.ndarray | None = None,
+    spend: np.ndarray | None = None,
+    outside: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
     """Per-sample metrics of one chunk. ``repeat`` (S, V): products the customer bought before;
     ``basket_len`` (S,): size of the predicted basket for F1 (from the customer's history, never
     the truth); ``categories`` (V,): category code of each token; ``prices`` (S, V) week prices;
@@ -33,9 +48,9 @@ def next_basket_metrics(scores: torch.Tensor, truth: sp.csr_matrix, *, repeat: s
     no method can rank them, and recall counts them as missed."""
     scores = scores.detach()
     s = scores.shape[0]
-    top = torch.topk(scores, max(KS), dim=1).indices.numpy()                        # (S, 20)
-    dense = truth.toarray().astype(bool)                                            # (S, V)
-    hits = dense[np.arange(s)[:, None], top]                                        # (S, 20)
+    top = torch.topk(scores, max(KS), dim=1).indices.numpy()  # (S, 20)
+    dense = truth.toarray().astype(bool)  # (S, V)
+    hits = dense[np.arange(s)[:, None], top]  # (S, 20)
     n_true = dense.sum(1) + (0 if outside is None else outside)
     out: dict[str, np.ndarray] = {}
     discounts = 1.0 / np.log2(np.arange(2, max(KS) + 2))
@@ -55,9 +70,13 @@ def next_basket_metrics(scores: torch.Tensor, truth: sp.csr_matrix, *, repeat: s
     in_pred = np.arange(max(KS))[None, :] < n[:, None]
     tp = (hits & in_pred).sum(1)
     precision, recall = tp / n, tp / np.maximum(n_true, 1)
-    out["F1"] = np.where(tp > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0.0)
+    out["F1"] = np.where(
+        tp > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0.0
+    )
     # Category coverage: share of the basket's categories that the top 10 touches.
-    onehot = sp.csr_matrix((np.ones(len(categories)), (np.arange(len(categories)), categories)))   # (V, n_cat)
+    onehot = sp.csr_matrix(
+        (np.ones(len(categories)), (np.arange(len(categories)), categories))
+    )  # (V, n_cat)
     top10 = np.zeros_like(dense)
     top10[np.arange(s)[:, None], top[:, :10]] = True
     cats_true = (sp.csr_matrix(dense) @ onehot).toarray() > 0
@@ -67,20 +86,29 @@ def next_basket_metrics(scores: torch.Tensor, truth: sp.csr_matrix, *, repeat: s
     r_true, e_true = dense & rep, dense & ~rep
     top20 = np.zeros_like(dense)
     top20[np.arange(s)[:, None], top] = True
-    out["R@20_repeat"] = np.where(r_true.sum(1) > 0, (r_true & top20).sum(1) / np.maximum(r_true.sum(1), 1), np.nan)
-    out["R@20_explore"] = np.where(e_true.sum(1) > 0, (e_true & top20).sum(1) / np.maximum(e_true.sum(1), 1), np.nan)
+    out["R@20_repeat"] = np.where(
+        r_true.sum(1) > 0, (r_true & top20).sum(1) / np.maximum(r_true.sum(1), 1), np.nan
+    )
+    out["R@20_explore"] = np.where(
+        e_true.sum(1) > 0, (e_true & top20).sum(1) / np.maximum(e_true.sum(1), 1), np.nan
+    )
     if prices is not None and spend is not None:
         out["predicted_revenue"] = (prices[np.arange(s)[:, None], top] * in_pred).sum(1)
         out["spend"] = spend
     return out
 
 
-def summarise(per_sample: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, float]:
+def summarise(
+    per_sample: dict[str, np.ndarray], rows: np.ndarray | None = None
+) -> dict[str, float]:
     """Mean of each metric over ``rows`` (NaN = not applicable are skipped); revenue correlation
     is the Pearson correlation of predicted revenue and actual spend over those samples."""
     pick = (lambda v: v) if rows is None else (lambda v: v[rows])
-    out = {k: float(np.nanmean(pick(v))) for k, v in per_sample.items()
-           if k not in ("predicted_revenue", "spend") and len(pick(v)) and not np.isnan(pick(v)).all()}
+    out = {
+        k: float(np.nanmean(pick(v)))
+        for k, v in per_sample.items()
+        if k not in ("predicted_revenue", "spend") and len(pick(v)) and not np.isnan(pick(v)).all()
+    }
     if "predicted_revenue" in per_sample:
         a, b = pick(per_sample["predicted_revenue"]), pick(per_sample["spend"])
         if len(a) > 2 and a.std() > 0 and b.std() > 0:
@@ -93,4 +121,8 @@ def masked_item_summary(ranks: np.ndarray, rows: np.ndarray | None = None) -> di
     if len(r) == 0:
         return {}
     hit = r <= 10
-    return {"Hit@10": float(hit.mean()), "NDCG@10": float((hit / np.log2(r + 1)).mean()), "MRR": float((1 / r).mean())}
+    return {
+        "Hit@10": float(hit.mean()),
+        "NDCG@10": float((hit / np.log2(r + 1)).mean()),
+        "MRR": float((1 / r).mean()),
+    }

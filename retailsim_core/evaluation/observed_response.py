@@ -20,9 +20,17 @@ from scipy.stats import spearmanr
 from retailsim_core.simulation import jacobian_rows
 from retailsim_core.substitution import pair_effects
 
-EVAL_CELLS_SCHEMA = pl.Schema({"product_id": pl.String, "store_id": pl.String, "week": pl.Int16,
-                               "promo": pl.Boolean, "observed": pl.Boolean, "units": pl.Int64,
-                               "discount_depth": pl.Float64})
+EVAL_CELLS_SCHEMA = pl.Schema(
+    {
+        "product_id": pl.String,
+        "store_id": pl.String,
+        "week": pl.Int16,
+        "promo": pl.Boolean,
+        "observed": pl.Boolean,
+        "units": pl.Int64,
+        "discount_depth": pl.Float64,
+    }
+)
 MIN_PROMO_STORE_WEEKS = 5
 
 
@@ -30,59 +38,97 @@ def own_uplift(cells: pl.LazyFrame) -> pl.DataFrame:
     """Per product: observed uplift of its own promotions, promotion store-weeks, mean depth."""
     per_store = (
         cells.group_by("product_id", "store_id")
-        .agg(on_units=pl.col("units").filter(pl.col("promo") & pl.col("observed")).sum(),
-             on_weeks=(pl.col("promo") & pl.col("observed")).sum(),
-             off_units=pl.col("units").filter(~pl.col("promo")).sum(),
-             off_weeks=(~pl.col("promo")).sum(),
-             depth=pl.col("discount_depth").filter(pl.col("promo") & pl.col("observed")).mean())
+        .agg(
+            on_units=pl.col("units").filter(pl.col("promo") & pl.col("observed")).sum(),
+            on_weeks=(pl.col("promo") & pl.col("observed")).sum(),
+            off_units=pl.col("units").filter(~pl.col("promo")).sum(),
+            off_weeks=(~pl.col("promo")).sum(),
+            depth=pl.col("discount_depth").filter(pl.col("promo") & pl.col("observed")).mean(),
+        )
         .filter((pl.col("on_weeks") > 0) & (pl.col("off_weeks") > 0))
-        .with_columns(uplift=((pl.col("on_units") / pl.col("on_weeks") + 1)
-                              / (pl.col("off_units") / pl.col("off_weeks") + 1)).log())
+        .with_columns(
+            uplift=(
+                (pl.col("on_units") / pl.col("on_weeks") + 1)
+                / (pl.col("off_units") / pl.col("off_weeks") + 1)
+            ).log()
+        )
     )
-    return (per_store.group_by("product_id")
-            .agg(((pl.col("uplift") * pl.col("on_weeks")).sum() / pl.col("on_weeks").sum()).alias("observed_uplift"),
-                 pl.col("on_weeks").sum().cast(pl.Int64).alias("promo_store_weeks"),
-                 ((pl.col("depth") * pl.col("on_weeks")).sum() / pl.col("on_weeks").sum()).alias("depth"))
-            .sort("product_id").collect())
+    return (
+        per_store.group_by("product_id")
+        .agg(
+            ((pl.col("uplift") * pl.col("on_weeks")).sum() / pl.col("on_weeks").sum()).alias(
+                "observed_uplift"
+            ),
+            pl.col("on_weeks").sum().cast(pl.Int64).alias("promo_store_weeks"),
+            ((pl.col("depth") * pl.col("on_weeks")).sum() / pl.col("on_weeks").sum()).alias(
+                "depth"
+            ),
+        )
+        .sort("product_id")
+        .collect()
+    )
 
 
 def _spearman_interval(x: np.ndarray, y: np.ndarray, n: int, seed: int) -> list[float]:
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(x), (n, len(x)))
-    rhos = np.array([spearmanr(x[i], y[i])[0] for i in idx])     # n small fits: 1,000 x ~40 values
+    rhos = np.array([spearmanr(x[i], y[i])[0] for i in idx])  # n small fits: 1,000 x ~40 values
     return [float(v) for v in np.nanquantile(rhos, [0.025, 0.975])]
 
 
-def observed_check(model, batch: dict, size, vocab, cells: pl.LazyFrame, edges: pl.DataFrame, *,
-                   n_products: int = 40, n_pairs: int = 60, bootstrap: int = 1000, seed: int = 0) -> dict:
+def observed_check(
+    model,
+    batch: dict,
+    size,
+    vocab,
+    cells: pl.LazyFrame,
+    edges: pl.DataFrame,
+    *,
+    n_products: int = 40,
+    n_pairs: int = 60,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> dict:
     """Own-promotion uplift and substitutes' cross-effects, model against held-out weeks."""
     token = dict(zip(vocab.products, range(1, vocab.n_products + 1), strict=True))
     uplift = own_uplift(cells)
-    own = (uplift.filter((pl.col("promo_store_weeks") >= MIN_PROMO_STORE_WEEKS)
-                         & pl.col("product_id").is_in(list(token)))
-           .sort(["promo_store_weeks", "product_id"], descending=[True, False]).head(n_products))
+    own = (
+        uplift.filter(
+            (pl.col("promo_store_weeks") >= MIN_PROMO_STORE_WEEKS)
+            & pl.col("product_id").is_in(list(token))
+        )
+        .sort(["promo_store_weeks", "product_id"], descending=[True, False])
+        .head(n_products)
+    )
     out: dict = {"own_products": own.height}
     subs = edges.filter(pl.col("edge_type") == "substitution").select(
-        pl.col("src").alias("a"), pl.col("dst").alias("b"))
+        pl.col("src").alias("a"), pl.col("dst").alias("b")
+    )
     pairs = pl.concat([subs, subs.select(pl.col("b").alias("a"), pl.col("a").alias("b"))])
     pairs = pairs.filter(pl.col("a").is_in(list(token)) & pl.col("b").is_in(list(token)))
-    fx = pair_effects(cells.select("product_id", "store_id", "week", "promo", "observed", "units"), pairs)
+    fx = pair_effects(
+        cells.select("product_id", "store_id", "week", "promo", "observed", "units"), pairs
+    )
     fx = fx.sort(["store_weeks", "a", "b"], descending=[True, False, False]).head(n_pairs)
     firsts = sorted({*own["product_id"].to_list(), *fx["a"].to_list()})
     if not firsts:
         return out | {"note": "no product promoted in enough held-out store-weeks"}
     tokens = np.array([token[p] for p in firsts])
-    jac = jacobian_rows(model, batch, size, tokens)                               # (n, V) d log E_i / d log p_j
+    jac = jacobian_rows(model, batch, size, tokens)  # (n, V) d log E_i / d log p_j
     row_of = {p: k for k, p in enumerate(firsts)}
     if own.height >= 3:
         log_cut = np.log1p(-own["depth"].fill_null(0.0).clip(0.0, 0.95).to_numpy())
         elasticity = np.array([jac[row_of[p], token[p]] for p in own["product_id"]])
         predicted, observed = elasticity * log_cut, own["observed_uplift"].to_numpy()
-        out |= {"own_spearman": float(spearmanr(predicted, observed)[0]),
-                "own_spearman_ci": _spearman_interval(predicted, observed, bootstrap, seed),
-                "own_observed_uplift_mean": float(observed.mean()),
-                "own_predicted_uplift_mean": float(predicted.mean())}
-    fx = fx.join(uplift.select("product_id", "depth"), left_on="a", right_on="product_id", how="left")
+        out |= {
+            "own_spearman": float(spearmanr(predicted, observed)[0]),
+            "own_spearman_ci": _spearman_interval(predicted, observed, bootstrap, seed),
+            "own_observed_uplift_mean": float(observed.mean()),
+            "own_predicted_uplift_mean": float(predicted.mean()),
+        }
+    fx = fx.join(
+        uplift.select("product_id", "depth"), left_on="a", right_on="product_id", how="left"
+    )
     if fx.height:
         # Row b of the Jacobian is needed: d log E[b] / d log p[a].
         need = sorted(set(fx["b"].to_list()) - set(row_of))
@@ -93,8 +139,11 @@ def observed_check(model, batch: dict, size, vocab, cells: pl.LazyFrame, edges: 
         cross = np.array([jac[row_of[b], token[a]] for a, b in zip(fx["a"], fx["b"], strict=True)])
         predicted = cross * np.log1p(-fx["depth"].fill_null(0.0).clip(0.0, 0.95).to_numpy())
         observed = fx["effect"].to_numpy()
-        out |= {"cross_pairs": fx.height, "cross_observed_mean": float(observed.mean()),
-                "cross_predicted_mean": float(predicted.mean()),
-                "cross_sign_agreement": float((np.sign(predicted) == np.sign(observed)).mean()),
-                "cross_mean_signs_agree": bool(np.sign(predicted.mean()) == np.sign(observed.mean()))}
+        out |= {
+            "cross_pairs": fx.height,
+            "cross_observed_mean": float(observed.mean()),
+            "cross_predicted_mean": float(predicted.mean()),
+            "cross_sign_agreement": float((np.sign(predicted) == np.sign(observed)).mean()),
+            "cross_mean_signs_agree": bool(np.sign(predicted.mean()) == np.sign(observed.mean())),
+        }
     return out

@@ -27,19 +27,39 @@ from retailsim_core.tokens import PAD, ProductVocab
 
 def _planted_context(truth_dir: Path, samples: pl.DataFrame) -> pl.DataFrame:
     weeks = sorted(samples["week"].unique().to_list())
-    baskets = pl.concat([pl.read_parquet(truth_dir / "baskets" / f"week_{w:03d}.parquet") for w in weeks
-                         if (truth_dir / "baskets" / f"week_{w:03d}.parquet").exists()])
+    baskets = pl.concat(
+        [
+            pl.read_parquet(truth_dir / "baskets" / f"week_{w:03d}.parquet")
+            for w in weeks
+            if (truth_dir / "baskets" / f"week_{w:03d}.parquet").exists()
+        ]
+    )
     ctx = samples.select("basket_id").join(
-        baskets.select("basket_id", "week", "customer_idx", "store_idx", "mission_focus", "price_mode", "basket_size"),
-        on="basket_id", how="left", maintain_order="left")
+        baskets.select(
+            "basket_id",
+            "week",
+            "customer_idx",
+            "store_idx",
+            "mission_focus",
+            "price_mode",
+            "basket_size",
+        ),
+        on="basket_id",
+        how="left",
+        maintain_order="left",
+    )
     if ctx["customer_idx"].null_count():
-        raise ValueError("ground truth lacks some evaluated baskets: is it the truth of these raw files?")
+        raise ValueError(
+            "ground truth lacks some evaluated baskets: is it the truth of these raw files?"
+        )
     return ctx
 
 
 def _tokens_of(world, vocab: ProductVocab) -> np.ndarray:
     lookup = dict(zip(vocab.products, range(1, vocab.n_products + 1)))
-    return np.array([lookup.get(code, PAD) for code in world.catalogue.product_code])     # catalogue -> token
+    return np.array(
+        [lookup.get(code, PAD) for code in world.catalogue.product_code]
+    )  # catalogue -> token
 
 
 def _scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab, probabilities):
@@ -54,15 +74,29 @@ def _scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab, probabi
         out = np.full((len(rows), vocab.size), -np.inf)
         part = ctx[rows].with_row_index("i").with_columns(row=pl.Series(rows))
         for (week,), group in part.group_by("week"):
-            out[np.ix_(group["i"].to_numpy(), token_of[known])] = probabilities(world, int(week), group)[:, known]
+            out[np.ix_(group["i"].to_numpy(), token_of[known])] = probabilities(
+                world, int(week), group
+            )[:, known]
         return torch.as_tensor(out)
+
     return score
 
 
 def oracle_scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab):
-    return _scorer(truth_dir, samples, vocab, lambda world, week, g: purchase_probabilities(
-        world, week, g["customer_idx"].to_numpy(), g["store_idx"].to_numpy(), g["mission_focus"].to_list(),
-        g["price_mode"].to_list(), g["basket_size"].to_list()))
+    return _scorer(
+        truth_dir,
+        samples,
+        vocab,
+        lambda world, week, g: purchase_probabilities(
+            world,
+            week,
+            g["customer_idx"].to_numpy(),
+            g["store_idx"].to_numpy(),
+            g["mission_focus"].to_list(),
+            g["price_mode"].to_list(),
+            g["basket_size"].to_list(),
+        ),
+    )
 
 
 def mission_posterior(world, customer: np.ndarray, hour: np.ndarray) -> dict[str, np.ndarray]:
@@ -70,9 +104,9 @@ def mission_posterior(world, customer: np.ndarray, hour: np.ndarray) -> dict[str
     (B, 3) size probabilities given the customer and the hour."""
     pop, beh = world.population, world.cfg.behaviour
     hour_col = np.clip(np.searchsorted(HOURS, hour), 0, len(HOURS) - 1)
-    types = pop.type_mix[customer] * HOUR_PROBS[:, hour_col].T                      # (B, 3)
+    types = pop.type_mix[customer] * HOUR_PROBS[:, hour_col].T  # (B, 3)
     types /= types.sum(1, keepdims=True)
-    size = types @ np.asarray(beh.size_given_type)                                   # (B, 3)
+    size = types @ np.asarray(beh.size_given_type)  # (B, 3)
     own = pop.price_segment[customer]
     mode = np.full((len(customer), len(PRICE_MODES)), 1.0 / len(PRICE_MODES))
     has_own = own < len(PRICE_MODES)
@@ -81,8 +115,11 @@ def mission_posterior(world, customer: np.ndarray, hour: np.ndarray) -> dict[str
     return {"focus": pop.focus_mix[customer], "mode": mode, "size": size}
 
 
-def honest_oracle_scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab, hours: np.ndarray):
+def honest_oracle_scorer(
+    truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab, hours: np.ndarray
+):
     """``oracle (no mission)``; ``hours`` (len(samples),) the shop hour of each sample."""
+
     def probabilities(world, week: int, group: pl.DataFrame) -> np.ndarray:
         customer, store = group["customer_idx"].to_numpy(), group["store_idx"].to_numpy()
         post = mission_posterior(world, customer, hours[group["row"].to_numpy()])
@@ -91,6 +128,9 @@ def honest_oracle_scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductV
             for m in range(len(PRICE_MODES)):
                 for z in range(len(BASKET_SIZES)):
                     w = post["focus"][:, f] * post["mode"][:, m] * post["size"][:, z]
-                    total += w[:, None] * purchase_probabilities(world, week, customer, store, f, m, z)
+                    total += w[:, None] * purchase_probabilities(
+                        world, week, customer, store, f, m, z
+                    )
         return total
+
     return _scorer(truth_dir, samples, vocab, probabilities)

@@ -11,14 +11,52 @@ import json
 
 import polars as pl
 
-METHOD_ORDER = ("world_model", "P-TopFreq", "GP-TopFreq", "Store-P-TopFreq", "TIFU-KNN", "UP-CF@r", "SASRec",
-                "BERT4Rec", "G-TopFreq", "P-TopFreq + co-purchase", "oracle (no mission)",
-                "world_model | given mission", "Mission-P-TopFreq", "oracle")
-CONDITIONAL = ("world_model | given mission", "Mission-P-TopFreq", "oracle")    # told the basket's mission
+METHOD_ORDER = (
+    "world_model",
+    "P-TopFreq",
+    "GP-TopFreq",
+    "Store-P-TopFreq",
+    "TIFU-KNN",
+    "UP-CF@r",
+    "SASRec",
+    "BERT4Rec",
+    "G-TopFreq",
+    "P-TopFreq + co-purchase",
+    "oracle (no mission)",
+    "world_model | given mission",
+    "Mission-P-TopFreq",
+    "oracle",
+)
+CONDITIONAL = (
+    "world_model | given mission",
+    "Mission-P-TopFreq",
+    "oracle",
+)  # told the basket's mission
 CEILINGS = ("oracle", "oracle (no mission)")
-HEADLINE = ("R@20", "NDCG@10", "P@10", "R@10", "MRR", "F1", "top3_hit", "category_coverage", "revenue_correlation",
-            "R@20_repeat", "R@20_explore")
-COLOURS = ("#4f43dd", "#8b83ee", "#2a9d8f", "#e76f51", "#f4a261", "#264653", "#e9c46a", "#a8dadc", "#999999")
+HEADLINE = (
+    "R@20",
+    "NDCG@10",
+    "P@10",
+    "R@10",
+    "MRR",
+    "F1",
+    "top3_hit",
+    "category_coverage",
+    "revenue_correlation",
+    "R@20_repeat",
+    "R@20_explore",
+)
+COLOURS = (
+    "#4f43dd",
+    "#8b83ee",
+    "#2a9d8f",
+    "#e76f51",
+    "#f4a261",
+    "#264653",
+    "#e9c46a",
+    "#a8dadc",
+    "#999999",
+)
 
 
 def _methods(by_method: dict) -> list[str]:
@@ -45,9 +83,16 @@ def verdict(metrics: dict, bounds: dict | None = None, slice_name: str = "all") 
         ci = diffs.get(rival, {}).get(f"diff_{k}") if model == "world_model" else None
         sure = ci is not None and ci[0] > 0
         words = "beats" if a > b else "DOES NOT beat"
-        extra = f"; difference 95% interval [{ci[0]:+.4f}, {ci[1]:+.4f}]" + (" excludes 0" if sure else "") if ci else ""
-        lines.append(f"[{slice_name}] {model} {k} {a:.4f} vs {rival} {b:.4f}: {words} it "
-                     f"({(a - b) / max(b, 1e-12):+.1%}{extra}).")
+        extra = (
+            f"; difference 95% interval [{ci[0]:+.4f}, {ci[1]:+.4f}]"
+            + (" excludes 0" if sure else "")
+            if ci
+            else ""
+        )
+        lines.append(
+            f"[{slice_name}] {model} {k} {a:.4f} vs {rival} {b:.4f}: {words} it "
+            f"({(a - b) / max(b, 1e-12):+.1%}{extra})."
+        )
 
     if "world_model" in nb:
         for rival in nb:
@@ -59,8 +104,10 @@ def verdict(metrics: dict, bounds: dict | None = None, slice_name: str = "all") 
             compare("world_model | given mission", "Mission-P-TopFreq", k)
     if "oracle (no mission)" in nb and "world_model" in nb:
         share = nb["world_model"]["R@20"] / max(nb["oracle (no mission)"]["R@20"], 1e-12)
-        lines.append(f"[{slice_name}] world model reaches {share:.1%} of the honest ceiling's R@20 "
-                     f"(oracle without the mission: {nb['oracle (no mission)']['R@20']:.4f}).")
+        lines.append(
+            f"[{slice_name}] world model reaches {share:.1%} of the honest ceiling's R@20 "
+            f"(oracle without the mission: {nb['oracle (no mission)']['R@20']:.4f})."
+        )
     return lines
 
 
@@ -69,23 +116,34 @@ def _table(by_method: dict, metrics: tuple[str, ...], bounds: dict | None = None
     methods = _methods(by_method)
     present = [k for k in metrics if any(k in by_method[m] for m in methods)]
     honest = [m for m in methods if m not in CONDITIONAL and m not in CEILINGS]
-    best = {k: max((by_method[m].get(k, float("-inf")) for m in honest), default=None) for k in present}
+    best = {
+        k: max((by_method[m].get(k, float("-inf")) for m in honest), default=None) for k in present
+    }
 
     def cell(m, k):
         if k not in by_method[m]:
             return "<td>–</td>"
         ci = (bounds or {}).get(m, {}).get(k)
-        text = f"{by_method[m][k]:.4f}" + (f" <small>[{ci[0]:.4f}, {ci[1]:.4f}]</small>" if ci else "")
-        return f"<td class='{'best' if m in honest and by_method[m][k] == best[k] else ''}'>{text}</td>"
+        text = f"{by_method[m][k]:.4f}" + (
+            f" <small>[{ci[0]:.4f}, {ci[1]:.4f}]</small>" if ci else ""
+        )
+        cls = "best" if m in honest and by_method[m][k] == best[k] else ""
+        return f"<td class='{cls}'>{text}</td>"
+
     head = "".join(f"<th>{html.escape(k)}</th>" for k in present)
-    body = "".join(f"<tr><th>{html.escape(m)}</th>{''.join(cell(m, k) for k in present)}</tr>" for m in methods)
+    body = "".join(
+        f"<tr><th>{html.escape(m)}</th>{''.join(cell(m, k) for k in present)}</tr>" for m in methods
+    )
     return f"<table><tr><th>method</th>{head}</tr>{body}</table>"
 
 
 def _inputs_table(inputs: dict) -> str:
-    rows = "".join(f"<tr><th>{html.escape(m)}</th><td style='text-align:left'>{html.escape(v)}</td></tr>"
-                   for m, v in inputs.items())
-    return f"<table><tr><th>method</th><th>what it sees when it predicts a basket</th></tr>{rows}</table>"
+    rows = "".join(
+        f"<tr><th>{html.escape(m)}</th><td style='text-align:left'>{html.escape(v)}</td></tr>"
+        for m, v in inputs.items()
+    )
+    head = "<tr><th>method</th><th>what it sees when it predicts a basket</th></tr>"
+    return f"<table>{head}{rows}</table>"
 
 
 def _bars(values: dict[str, float], title: str, width: int = 560) -> str:
@@ -94,32 +152,58 @@ def _bars(values: dict[str, float], title: str, width: int = 560) -> str:
     h = 22 * len(items) + 30
     bars = "".join(
         f"<text x='4' y='{30 + 22 * i + 12}' font-size='12'>{html.escape(k)}</text>"
-        f"<rect x='190' y='{30 + 22 * i}' width='{(width - 260) * v / top:.1f}' height='16' fill='{COLOURS[i % len(COLOURS)]}'/>"
-        f"<text x='{196 + (width - 260) * v / top:.1f}' y='{30 + 22 * i + 12}' font-size='11'>{v:.4f}</text>"
-        for i, (k, v) in enumerate(items))
-    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{h}' role='img'>"
-            f"<text x='4' y='16' font-size='13' font-weight='bold'>{html.escape(title)}</text>{bars}</svg>")
+        f"<rect x='190' y='{30 + 22 * i}' width='{(width - 260) * v / top:.1f}' height='16' "
+        f"fill='{COLOURS[i % len(COLOURS)]}'/>"
+        f"<text x='{196 + (width - 260) * v / top:.1f}' y='{30 + 22 * i + 12}' "
+        f"font-size='11'>{v:.4f}</text>"
+        for i, (k, v) in enumerate(items)
+    )
+    return (
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{h}' role='img'>"
+        "<text x='4' y='16' font-size='13' "
+        f"font-weight='bold'>{html.escape(title)}</text>{bars}</svg>"
+    )
 
 
 def _reliability(calibration: pl.DataFrame) -> str:
     svgs = []
-    for (head,), part in calibration.filter(pl.col("samples") > 0).group_by("head", maintain_order=True):
-        pts = " ".join(f"{20 + 160 * c:.1f},{180 - 160 * a:.1f}" for c, a in zip(part["confidence"], part["accuracy"]))
-        svgs.append(f"<svg xmlns='http://www.w3.org/2000/svg' width='200' height='210'>"
-                    f"<text x='4' y='14' font-size='12'>{html.escape(head)}</text>"
-                    f"<line x1='20' y1='180' x2='180' y2='20' stroke='#bbb' stroke-dasharray='4'/>"
-                    f"<polyline fill='none' stroke='#4f43dd' stroke-width='2' points='{pts}'/>"
-                    f"<text x='20' y='200' font-size='10'>confidence → accuracy</text></svg>")
-    summary = calibration.group_by("head", maintain_order=True).agg(pl.col("head_accuracy", "majority_accuracy", "ece").first())
-    rows = "".join(f"<tr><th>{h}</th><td>{a:.3f}</td><td>{m:.3f}</td><td>{e:.3f}</td></tr>" for h, a, m, e in summary.iter_rows())
-    return ("<table><tr><th>head</th><th>accuracy</th><th>majority class</th><th>ECE</th></tr>" + rows + "</table>"
-            + "".join(svgs))
+    for (head,), part in calibration.filter(pl.col("samples") > 0).group_by(
+        "head", maintain_order=True
+    ):
+        pts = " ".join(
+            f"{20 + 160 * c:.1f},{180 - 160 * a:.1f}"
+            for c, a in zip(part["confidence"], part["accuracy"])
+        )
+        svgs.append(
+            f"<svg xmlns='http://www.w3.org/2000/svg' width='200' height='210'>"
+            f"<text x='4' y='14' font-size='12'>{html.escape(head)}</text>"
+            f"<line x1='20' y1='180' x2='180' y2='20' stroke='#bbb' stroke-dasharray='4'/>"
+            f"<polyline fill='none' stroke='#4f43dd' stroke-width='2' points='{pts}'/>"
+            f"<text x='20' y='200' font-size='10'>confidence → accuracy</text></svg>"
+        )
+    summary = calibration.group_by("head", maintain_order=True).agg(
+        pl.col("head_accuracy", "majority_accuracy", "ece").first()
+    )
+    rows = "".join(
+        f"<tr><th>{h}</th><td>{a:.3f}</td><td>{m:.3f}</td><td>{e:.3f}</td></tr>"
+        for h, a, m, e in summary.iter_rows()
+    )
+    return (
+        "<table><tr><th>head</th><th>accuracy</th><th>majority class</th><th>ECE</th></tr>"
+        + rows
+        + "</table>"
+        + "".join(svgs)
+    )
 
 
 def _frame_table(df: pl.DataFrame) -> str:
-    fmt = lambda v: f"{v:.4f}" if isinstance(v, float) else html.escape(str(v))  # noqa: E731
+    def fmt(v):
+        return f"{v:.4f}" if isinstance(v, float) else html.escape(str(v))
+
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
-    body = "".join("<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in df.iter_rows())
+    body = "".join(
+        "<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in df.iter_rows()
+    )
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -128,12 +212,21 @@ def _scatter(xs, ys, xlabel: str, ylabel: str, size: int = 260) -> str:
     if not xs:
         return ""
     lo_x, hi_x, lo_y, hi_y = min(xs), max(xs), min(ys), max(ys)
-    sx = lambda v: 30 + (size - 40) * (v - lo_x) / ((hi_x - lo_x) or 1)  # noqa: E731
-    sy = lambda v: size - 30 - (size - 40) * (v - lo_y) / ((hi_y - lo_y) or 1)  # noqa: E731
-    dots = "".join(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3' fill='#4f43dd'/>" for x, y in zip(xs, ys))
-    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{size}' height='{size}'>{dots}"
-            f"<text x='30' y='{size - 8}' font-size='11'>{html.escape(xlabel)} →</text>"
-            f"<text x='4' y='12' font-size='11'>↑ {html.escape(ylabel)}</text></svg>")
+
+    def sx(v):
+        return 30 + (size - 40) * (v - lo_x) / ((hi_x - lo_x) or 1)
+
+    def sy(v):
+        return size - 30 - (size - 40) * (v - lo_y) / ((hi_y - lo_y) or 1)
+
+    dots = "".join(
+        f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3' fill='#4f43dd'/>" for x, y in zip(xs, ys)
+    )
+    return (
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{size}' height='{size}'>{dots}"
+        f"<text x='30' y='{size - 8}' font-size='11'>{html.escape(xlabel)} →</text>"
+        f"<text x='4' y='12' font-size='11'>↑ {html.escape(ylabel)}</text></svg>"
+    )
 
 
 def _observed_section(obs: dict) -> list[str]:
@@ -143,56 +236,93 @@ def _observed_section(obs: dict) -> list[str]:
         return parts + [f"<p>Not measured: {html.escape(str(obs.get('note', 'no data')))}.</p>"]
     if "own_spearman" in obs:
         lo, hi = obs["own_spearman_ci"]
-        parts.append(f"<p>Own promotions, {obs['own_products']} products with the most promoted "
-                     f"store-weeks: Spearman rank correlation of the predicted uplift (own elasticity × "
-                     f"log(1 − observed depth)) with the observed uplift <b>{obs['own_spearman']:.3f}</b> "
-                     f"[{lo:.3f}, {hi:.3f}]; mean uplift observed {obs['own_observed_uplift_mean']:.3f}, "
-                     f"predicted {obs['own_predicted_uplift_mean']:.3f} (log units).</p>")
+        parts.append(
+            f"<p>Own promotions, {obs['own_products']} products with the most promoted "
+            f"store-weeks: Spearman rank correlation of the predicted uplift (own elasticity × "
+            f"log(1 − observed depth)) with the observed uplift <b>{obs['own_spearman']:.3f}</b> "
+            f"[{lo:.3f}, {hi:.3f}]; mean uplift observed {obs['own_observed_uplift_mean']:.3f}, "
+            f"predicted {obs['own_predicted_uplift_mean']:.3f} (log units).</p>"
+        )
     if "cross_pairs" in obs:
-        parts.append(f"<p>Substitution edges, {obs['cross_pairs']} directed pairs (A on promotion, B "
-                     f"not): B's observed change {obs['cross_observed_mean']:+.3f}, predicted "
-                     f"{obs['cross_predicted_mean']:+.3f}; signs agree for "
-                     f"{obs['cross_sign_agreement']:.0%} of pairs; the mean signs "
-                     f"{'agree' if obs['cross_mean_signs_agree'] else 'DISAGREE'}.</p>")
+        parts.append(
+            f"<p>Substitution edges, {obs['cross_pairs']} directed pairs (A on promotion, B "
+            f"not): B's observed change {obs['cross_observed_mean']:+.3f}, predicted "
+            f"{obs['cross_predicted_mean']:+.3f}; signs agree for "
+            f"{obs['cross_sign_agreement']:.0%} of pairs; the mean signs "
+            f"{'agree' if obs['cross_mean_signs_agree'] else 'DISAGREE'}.</p>"
+        )
     return parts
 
 
 def _response_section(response: dict, tuning: dict) -> list[str]:
     own = response["own"].sort("model_elasticity")
-    cross = (response["elasticities"].filter(pl.col("kind") != "own")
-             .sort(pl.col("elasticity").abs(), descending=True).head(20).select("product_id", "other_id", "elasticity", "kind"))
+    cross = (
+        response["elasticities"]
+        .filter(pl.col("kind") != "own")
+        .sort(pl.col("elasticity").abs(), descending=True)
+        .head(20)
+        .select("product_id", "other_id", "elasticity", "kind")
+    )
     rho = response.get("planted_spearman")
-    parts = ["<h2>Price elasticities (autograd Jacobian)</h2>",
-             f"<p>Context: {html.escape(response['context'])} ({response['contexts']} baskets); the "
-             f"{own.height} products with the most expected units. Own-price elasticity = d log E[units] / d log price.</p>"]
+    parts = [
+        "<h2>Price elasticities (autograd Jacobian)</h2>",
+        f"<p>Context: {html.escape(response['context'])} ({response['contexts']} baskets); the "
+        f"{own.height} products with the most expected units. Own-price elasticity = d log "
+        "E[units] / d log price.</p>",
+    ]
     if rho is not None:
         neg = response["own_negative_share"]
-        parts.append(f"<p>Against the generator's planted own-price elasticities: <b>{neg:.0%}</b> of the model's are "
-                     f"negative (target ≥ 80%); Spearman rank correlation <b>{rho:.3f}</b> (target ≥ 0.5; Pearson "
-                     f"{response['planted_correlation']:.3f}). {'Both targets met.' if neg >= 0.8 and rho >= 0.5 else 'NOT MET.'} "
-                     "Each product's own promotion response is constrained to be non-negative (law of demand, "
-                     "decision D45), so the sign is partly structural; the ranking is learned.</p>")
-        parts.append(_scatter(own["planted_elasticity"], own["model_elasticity"], "planted", "model"))
+        parts.append(
+            f"<p>Against the generator's planted own-price elasticities: <b>{neg:.0%}</b> of the "
+            "model's are "
+            f"negative (target ≥ 80%); Spearman rank correlation <b>{rho:.3f}</b> (target ≥ 0.5; "
+            "Pearson "
+            f"{response['planted_correlation']:.3f}). "
+            f"{'Both targets met.' if neg >= 0.8 and rho >= 0.5 else 'NOT MET.'} "
+            "Each product's own promotion response is constrained to be non-negative (law of "
+            "demand, "
+            "decision D45), so the sign is partly structural; the ranking is learned.</p>"
+        )
+        parts.append(
+            _scatter(own["planted_elasticity"], own["model_elasticity"], "planted", "model")
+        )
     sub = response.get("substitution")
     if sub and sub.get("substitute_pairs") and sub.get("random_pairs"):
-        better = sub["substitute_median"] > sub["random_median"] and sub["substitute_positive_share"] > sub["random_positive_share"]
-        parts += ["<h3>Substitutes (planted pairs) vs random same-category pairs</h3>",
-                  "<p>Cross-price elasticity d log E[a] / d log p[b], both directions of each pair. A substitute should "
-                  "gain when the other's price rises (positive); an unrelated pair should barely move. The "
-                  "substitute weight is sign-constrained (decision D45): positive shares are structural, the "
-                  "magnitudes (means, medians) are learned. "
-                  f"{'Substitutes respond more than random pairs.' if better else 'NOT MET: substitutes do not respond more.'}</p>",
-                  _frame_table(pl.DataFrame([{k: float(v) for k, v in sub.items() if v is not None}]))]
+        better = (
+            sub["substitute_median"] > sub["random_median"]
+            and sub["substitute_positive_share"] > sub["random_positive_share"]
+        )
+        parts += [
+            "<h3>Substitutes (planted pairs) vs random same-category pairs</h3>",
+            "<p>Cross-price elasticity d log E[a] / d log p[b], both directions of each pair. A "
+            "substitute should gain when the other's price rises (positive); an unrelated pair "
+            "should barely move. The substitute weight is sign-constrained (decision D45): "
+            "positive shares are structural, the magnitudes (means, medians) are learned. "
+            + (
+                "Substitutes respond more than random pairs.</p>"
+                if better
+                else "NOT MET: substitutes do not respond more.</p>"
+            ),
+            _frame_table(pl.DataFrame([{k: float(v) for k, v in sub.items() if v is not None}])),
+        ]
     parts += _observed_section(response.get("observed") or {})
-    parts += ["<h3>Own-price</h3>", _frame_table(own), "<h3>Strongest cross-price pairs</h3>", _frame_table(cross)]
+    parts += [
+        "<h3>Own-price</h3>",
+        _frame_table(own),
+        "<h3>Strongest cross-price pairs</h3>",
+        _frame_table(cross),
+    ]
     sim = tuning.get("simulation", {})
     if sim:
         sizes = tuning.get("simulated_sizes", {})
-        parts += ["<h2>Simulated baskets vs real (test contexts, nothing of the basket given)</h2>",
-                  "<p>Sizes are drawn from the size head, then each slot from the model (decision D53). "
-                  f"Mean size ratio simulated / real: <b>{sim['mean_size_ratio']:.3f}</b> (target within 10%: "
-                  f"{'met' if abs(sim['mean_size_ratio'] - 1) <= 0.1 else 'NOT met'}).</p>",
-                  _frame_table(pl.DataFrame([{k: float(v) for k, v in sim.items()}]))]
+        parts += [
+            "<h2>Simulated baskets vs real (test contexts, nothing of the basket given)</h2>",
+            "<p>Sizes are drawn from the size head, then each slot from the model (decision D53). "
+            f"Mean size ratio simulated / real: <b>{sim['mean_size_ratio']:.3f}</b> (target "
+            "within 10%: "
+            f"{'met' if abs(sim['mean_size_ratio'] - 1) <= 0.1 else 'NOT met'}).</p>",
+            _frame_table(pl.DataFrame([{k: float(v) for k, v in sim.items()}])),
+        ]
         if sizes:
             parts.append(_size_bars(sizes["real"], sizes["simulated"]))
     return parts
@@ -200,70 +330,126 @@ def _response_section(response: dict, tuning: dict) -> list[str]:
 
 def _size_bars(real: list[int], simulated: list[int], width: int = 560) -> str:
     """Share of baskets by size, real (dark) and simulated (light), sizes 1..20 and > 20."""
+
     def shares(h):
         h = [*h[1:21], sum(h[21:])]
         total = max(sum(h), 1)
         return [v / total for v in h]
+
     r, q = shares(real), shares(simulated)
     top = max(r + q + [1e-9])
     step = (width - 40) / len(r)
     bars = "".join(
         f"<rect x='{30 + i * step:.1f}' y='{150 - 120 * a / top:.1f}' width='{step / 2 - 1:.1f}' "
         f"height='{120 * a / top:.1f}' fill='#4f43dd'/><rect x='{30 + i * step + step / 2:.1f}' "
-        f"y='{150 - 120 * b / top:.1f}' width='{step / 2 - 1:.1f}' height='{120 * b / top:.1f}' fill='#b8b2f2'/>"
-        for i, (a, b) in enumerate(zip(r, q)))
-    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='175' role='img'>"
-            f"<text x='4' y='14' font-size='13' font-weight='bold'>basket size: real (dark) vs simulated (light)"
-            f"</text>{bars}<text x='30' y='168' font-size='11'>1 product → 20, then &gt; 20</text></svg>")
+        f"y='{150 - 120 * b / top:.1f}' width='{step / 2 - 1:.1f}' height='{120 * b / top:.1f}' "
+        "fill='#b8b2f2'/>"
+        for i, (a, b) in enumerate(zip(r, q))
+    )
+    return (
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='175' role='img'>"
+        "<text x='4' y='14' font-size='13' font-weight='bold'>basket size: real (dark) vs "
+        "simulated (light)"
+        f"</text>{bars}<text x='30' y='168' font-size='11'>1 product → 20, then &gt; "
+        "20</text></svg>"
+    )
 
 
-def render_report(metrics: dict, calibration: pl.DataFrame, tuning: dict, response: dict | None = None,
-                  bounds: dict | None = None) -> str:
+def render_report(
+    metrics: dict,
+    calibration: pl.DataFrame,
+    tuning: dict,
+    response: dict | None = None,
+    bounds: dict | None = None,
+) -> str:
     nb, mi = metrics["next_basket"], metrics["masked_item"]
     bounds = bounds or {}
     head = headline_slice(metrics)
     slice_rows = {s: {m: v.get("R@20", 0.0) for m, v in by.items()} for s, by in nb.items()}
-    slice_table = _table({m: {s: slice_rows[s].get(m, 0.0) for s in slice_rows} for m in nb["all"]}, tuple(slice_rows))
+    slice_table = _table(
+        {m: {s: slice_rows[s].get(m, 0.0) for s in slice_rows} for m in nb["all"]},
+        tuple(slice_rows),
+    )
     buckets = {s: v for s, v in nb.items() if s.startswith("bucket_")}
-    bucket_svgs = "".join(_bars({m: v.get("R@20", 0.0) for m, v in by.items()}, f"R@20, {s}") for s, by in sorted(buckets.items()))
-    week_tables = [x for s in nb if s.startswith("test_")
-                   for x in (f"<h3>{html.escape(s)}</h3>", _table(nb[s], ("R@20", "NDCG@10", "MRR"),
-                                                                  bounds.get("next_basket", {}).get(s)))]
-    lines = verdict(metrics, bounds, head) + (verdict(metrics, bounds, "all") if head != "all" else [])
+    bucket_svgs = "".join(
+        _bars({m: v.get("R@20", 0.0) for m, v in by.items()}, f"R@20, {s}")
+        for s, by in sorted(buckets.items())
+    )
+    week_tables = [
+        x
+        for s in nb
+        if s.startswith("test_")
+        for x in (
+            f"<h3>{html.escape(s)}</h3>",
+            _table(nb[s], ("R@20", "NDCG@10", "MRR"), bounds.get("next_basket", {}).get(s)),
+        )
+    ]
+    lines = verdict(metrics, bounds, head) + (
+        verdict(metrics, bounds, "all") if head != "all" else []
+    )
     note = tuning.get("oracle_note")
     sections = [
         "<h1>RetailSim evaluation report</h1>",
-        f"<p>Test weeks, {tuning['test_samples']:,} baskets of carded customers; baselines tuned on "
-        f"{tuning['validation_samples']:,} validation baskets. Every method is scored on the same samples. "
+        f"<p>Test weeks, {tuning['test_samples']:,} baskets of carded customers; baselines tuned "
+        "on "
+        f"{tuning['validation_samples']:,} validation baskets. Every method is scored on the same "
+        "samples. "
         "Intervals are 95% customer-cluster bootstrap intervals.</p>",
         *([f"<p><b>{html.escape(note)}</b></p>"] if note else []),
-        "<h2>What each method sees</h2>", _inputs_table(tuning.get("method_inputs", {})),
-        "<p>Rows told the basket's mission (the conditional use) are compared only with each other.</p>",
+        "<h2>What each method sees</h2>",
+        _inputs_table(tuning.get("method_inputs", {})),
+        "<p>Rows told the basket's mission (the conditional use) are compared only with each "
+        "other.</p>",
         "<h2>Verdict</h2><ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in lines) + "</ul>",
-        "<h2>Next basket (all test baskets)</h2>", _table(nb["all"], HEADLINE, bounds.get("next_basket", {}).get("all")),
+        "<h2>Next basket (all test baskets)</h2>",
+        _table(nb["all"], HEADLINE, bounds.get("next_basket", {}).get("all")),
         _bars({m: v["R@20"] for m, v in nb["all"].items() if "R@20" in v}, "R@20 by method"),
-        _bars({m: v["NDCG@10"] for m, v in nb["all"].items() if "NDCG@10" in v}, "NDCG@10 by method"),
-        "<h2>Next basket by test-week slice</h2>", *week_tables,
+        _bars(
+            {m: v["NDCG@10"] for m, v in nb["all"].items() if "NDCG@10" in v}, "NDCG@10 by method"
+        ),
+        "<h2>Next basket by test-week slice</h2>",
+        *week_tables,
         "<h2>Masked items (BERT4Rec protocol)</h2>",
-        "<p>The world model and the co-purchase baseline see the basket's shown products; the other "
+        "<p>The world model and the co-purchase baseline see the basket's shown products; the "
+        "other "
         "methods rank with their next-basket scores.</p>",
         _table(mi["all"], ("Hit@10", "NDCG@10", "MRR"), bounds.get("masked_item", {}).get("all")),
-        _bars({m: v["Hit@10"] for m, v in mi["all"].items() if "Hit@10" in v}, "masked-item Hit@10 by method"),
-        "<h2>R@20 by slice</h2>", slice_table, "<h2>By history bucket</h2>", bucket_svgs,
-        "<h2>Auxiliary heads (no mission given): calibration</h2>", _reliability(calibration),
+        _bars(
+            {m: v["Hit@10"] for m, v in mi["all"].items() if "Hit@10" in v},
+            "masked-item Hit@10 by method",
+        ),
+        "<h2>R@20 by slice</h2>",
+        slice_table,
+        "<h2>By history bucket</h2>",
+        bucket_svgs,
+        "<h2>Auxiliary heads (no mission given): calibration</h2>",
+        _reliability(calibration),
         *(_response_section(response, tuning) if response is not None else []),
-        "<h2>Tuning and checkpoint</h2><pre>" + html.escape(json.dumps(tuning, indent=2, default=str)) + "</pre>",
+        "<h2>Tuning and checkpoint</h2><pre>"
+        + html.escape(json.dumps(tuning, indent=2, default=str))
+        + "</pre>",
     ]
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-             "table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ddd;padding:3px 7px;"
-             "text-align:right}th:first-child{text-align:left}td.best{font-weight:bold;background:#eef}")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>RetailSim evaluation</title>"
-            f"<style>{style}</style></head><body>{''.join(sections)}</body></html>")
+    style = (
+        "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+        "table{border-collapse:collapse;margin:1em 0;font-size:13px}"
+        "td,th{border:1px solid #ddd;padding:3px 7px;"
+        "text-align:right}th:first-child{text-align:left}td.best{font-weight:bold;background:#eef}"
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>RetailSim evaluation</title>"
+        f"<style>{style}</style></head><body>{''.join(sections)}</body></html>"
+    )
 
 
 def markdown_summary(metrics: dict) -> str:
     nb = metrics["next_basket"]["all"]
     lines = ["| method | R@20 | NDCG@10 | P@10 | MRR |", "|---|---|---|---|---|"]
-    lines += [f"| {m} | {nb[m].get('R@20', 0):.4f} | {nb[m].get('NDCG@10', 0):.4f} | {nb[m].get('P@10', 0):.4f} | "
-              f"{nb[m].get('MRR', 0):.4f} |" for m in _methods(nb)]
-    return "\n".join(lines + [""] + [f"- {v}" for v in verdict(metrics, None, headline_slice(metrics))])
+    lines += [
+        f"| {m} | {nb[m].get('R@20', 0):.4f} | {nb[m].get('NDCG@10', 0):.4f} | "
+        f"{nb[m].get('P@10', 0):.4f} | "
+        f"{nb[m].get('MRR', 0):.4f} |"
+        for m in _methods(nb)
+    ]
+    return "\n".join(
+        lines + [""] + [f"- {v}" for v in verdict(metrics, None, headline_slice(metrics))]
+    )

@@ -20,36 +20,35 @@ pairs.
 
 from __future__ import annotations
 
-
 import os
 from dataclasses import dataclass
 
 os.environ.setdefault("DGLBACKEND", "pytorch")  # DGL would otherwise write a config into $HOME
 
-import dgl  # noqa: E402
-import dgl.function as fn  # noqa: E402
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import dgl
+import dgl.function as fn
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-from retailsim_core.determinism import deterministic_kernels  # noqa: E402
+from retailsim_core.determinism import deterministic_kernels
 
 RELATIONS = ("copurchase", "substitution", "hierarchy")
 
 
 @dataclass(frozen=True)
 class GraphSAGEConfig:
-    sku_dim: int = 64        # per-product embedding
-    brand_dim: int = 32      # pseudo-brand embedding
-    category_dim: int = 32   # sub-commodity (products) or own category (category nodes)
-    tier_dim: int = 16       # value / mid / premium / category
-    hidden_dim: int = 256    # width of both layers' outputs (spec: 256-d)
+    sku_dim: int = 64  # per-product embedding
+    brand_dim: int = 32  # pseudo-brand embedding
+    category_dim: int = 32  # sub-commodity (products) or own category (category nodes)
+    tier_dim: int = 16  # value / mid / premium / category
+    hidden_dim: int = 256  # width of both layers' outputs (spec: 256-d)
     epochs: int = 60
     lr: float = 5e-3
     weight_decay: float = 1e-5
-    negatives: int = 5       # corrupted destinations per positive edge
-    max_edges_per_relation: int = 20_000   # positives sampled per relation and epoch
-    temperature: float = 0.2               # τ of the cosine score
+    negatives: int = 5  # corrupted destinations per positive edge
+    max_edges_per_relation: int = 20_000  # positives sampled per relation and epoch
+    temperature: float = 0.2  # τ of the cosine score
     seed: int = 0
 
     @property
@@ -61,10 +60,10 @@ class GraphSAGEConfig:
 class NodeIds:
     """Integer inputs of layer 0, one entry per node (0 = none)."""
 
-    sku: torch.Tensor       # (N,) product index + 1, 0 for categories
-    brand: torch.Tensor     # (N,) pseudo-brand id + 1, 0 for categories / unknown
+    sku: torch.Tensor  # (N,) product index + 1, 0 for categories
+    brand: torch.Tensor  # (N,) pseudo-brand id + 1, 0 for categories / unknown
     category: torch.Tensor  # (N,) category vocabulary index
-    tier: torch.Tensor      # (N,) 0 value, 1 mid, 2 premium, 3 category
+    tier: torch.Tensor  # (N,) 0 value, 1 mid, 2 premium, 3 category
 
 
 class NodeEncoder(nn.Module):
@@ -78,8 +77,15 @@ class NodeEncoder(nn.Module):
         self.tier = nn.Embedding(4, cfg.tier_dim)
 
     def forward(self, ids: NodeIds) -> torch.Tensor:
-        return torch.cat([self.sku(ids.sku), self.brand(ids.brand), self.category(ids.category),
-                          self.tier(ids.tier)], dim=-1)                                   # (N, D0)
+        return torch.cat(
+            [
+                self.sku(ids.sku),
+                self.brand(ids.brand),
+                self.category(ids.category),
+                self.tier(ids.tier),
+            ],
+            dim=-1,
+        )  # (N, D0)
 
 
 class EdgeTypeSAGELayer(nn.Module):
@@ -95,9 +101,9 @@ class EdgeTypeSAGELayer(nn.Module):
         for sub in graphs:  # one homogeneous graph per relation, in RELATIONS order
             with sub.local_scope():
                 sub.ndata["h"] = h
-                sub.update_all(fn.u_mul_e("h", "weight", "m"), fn.mean("m", "agg"))   # (N, in)
+                sub.update_all(fn.u_mul_e("h", "weight", "m"), fn.mean("m", "agg"))  # (N, in)
                 parts.append(sub.ndata["agg"])
-        out = self.linear(torch.cat(parts, dim=-1))                                    # (N, out)
+        out = self.linear(torch.cat(parts, dim=-1))  # (N, out)
         return F.relu(out) if self.activation else out
 
 
@@ -111,15 +117,19 @@ class ProductGraphSAGE(nn.Module):
         self.temperature = cfg.temperature
 
     def forward(self, graphs: list[dgl.DGLGraph], ids: NodeIds) -> torch.Tensor:
-        x = self.encoder(ids)                                                          # (N, 144)
-        return self.layer2(graphs, self.layer1(graphs, x))                             # (N, 256)
+        x = self.encoder(ids)  # (N, 144)
+        return self.layer2(graphs, self.layer1(graphs, x))  # (N, 256)
 
-    def score(self, unit: torch.Tensor, rel: int, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+    def score(
+        self, unit: torch.Tensor, rel: int, src: torch.Tensor, dst: torch.Tensor
+    ) -> torch.Tensor:
         """Cosine score of node pairs; ``unit`` are the L2-normalised embeddings (N, H)."""
-        return (unit[src] * unit[dst]).sum(-1) / self.temperature + self.bias[rel]        # (E,)
+        return (unit[src] * unit[dst]).sum(-1) / self.temperature + self.bias[rel]  # (E,)
 
 
-def model_graph(edges: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]], n_nodes: int) -> list[dgl.DGLGraph]:
+def model_graph(
+    edges: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]], n_nodes: int
+) -> list[dgl.DGLGraph]:
     """One graph per relation (RELATIONS order), each edge in both directions, weights in
     ``edata['weight']``. Built once: slicing a heterograph per call costs more than the hop."""
     graphs = []
@@ -131,11 +141,12 @@ def model_graph(edges: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     return graphs
 
 
-def link_prediction_loss(model: ProductGraphSAGE, z: torch.Tensor, edges, cfg: GraphSAGEConfig,
-                         gen: torch.Generator) -> torch.Tensor:
+def link_prediction_loss(
+    model: ProductGraphSAGE, z: torch.Tensor, edges, cfg: GraphSAGEConfig, gen: torch.Generator
+) -> torch.Tensor:
     losses = []
     n = z.shape[0]
-    unit = F.normalize(z, dim=-1)   # once per step, not per pair
+    unit = F.normalize(z, dim=-1)  # once per step, not per pair
     for r, rel in enumerate(RELATIONS):
         s, d, _ = edges[rel]
         if len(s) == 0:
@@ -147,14 +158,24 @@ def link_prediction_loss(model: ProductGraphSAGE, z: torch.Tensor, edges, cfg: G
         neg_src = s.repeat(cfg.negatives)
         neg_dst = torch.randint(0, n, (len(neg_src),), generator=gen)
         neg = model.score(unit, r, neg_src, neg_dst)
-        losses.append(F.binary_cross_entropy_with_logits(pos, torch.ones_like(pos))
-                      + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg)))
+        losses.append(
+            F.binary_cross_entropy_with_logits(pos, torch.ones_like(pos))
+            + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg))
+        )
     return torch.stack(losses).mean()
 
 
-def train(g: list[dgl.DGLGraph], ids: NodeIds, edges, sizes: tuple[int, int, int], cfg: GraphSAGEConfig,
-          progress=None) -> tuple[ProductGraphSAGE, list[float]]:
-    """Full-batch training on CPU; returns the model and the loss per epoch (same seed, same bytes)."""
+def train(
+    g: list[dgl.DGLGraph],
+    ids: NodeIds,
+    edges,
+    sizes: tuple[int, int, int],
+    cfg: GraphSAGEConfig,
+    progress=None,
+) -> tuple[ProductGraphSAGE, list[float]]:
+    """Full-batch training on CPU; returns the model and the loss per epoch (same seed, same
+    bytes).
+    """
     with deterministic_kernels():
         return _train(g, ids, edges, sizes, cfg, progress)
 

@@ -42,7 +42,7 @@ assert RESPONSE_SHELF_FEATURES[_PRODUCT_RESPONSE_COLUMNS] == ("discount_depth",)
 MISSION_FEATURES = ("log_count_given_type", "log_count_given_focus")
 SUBSTITUTE_FEATURES = ("log_substitute_count",)
 _COUNT = HISTORY_FEATURES.index("log_count")
-NEG = -1e4    # "impossible" in log space: finite, so no NaN gradients through logaddexp
+NEG = -1e4  # "impossible" in log space: finite, so no NaN gradients through logaddexp
 
 
 class PriceResponse(nn.Module):
@@ -62,18 +62,26 @@ class PriceResponse(nn.Module):
 
     def __init__(self, d_model: int, vocab_size: int, substitutes: torch.Tensor):
         super().__init__()
-        self.register_buffer("substitute_edges", substitutes.long().reshape(2, -1))   # (2, E) src -> dst
+        self.register_buffer(
+            "substitute_edges", substitutes.long().reshape(2, -1)
+        )  # (2, E) src -> dst
         ones = torch.ones(self.substitute_edges.shape[1])
         degree = torch.zeros(vocab_size).index_add_(0, self.substitute_edges[1], ones)
-        self.register_buffer("inverse_degree", 1.0 / degree.clamp(min=1.0), persistent=False)   # (V,)
+        self.register_buffer(
+            "inverse_degree", 1.0 / degree.clamp(min=1.0), persistent=False
+        )  # (V,)
         self.register_buffer("response_columns", torch.tensor(_RESPONSE_COLUMNS), persistent=False)
-        self.context_weights = nn.Linear(d_model, len(RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS]))
+        self.context_weights = nn.Linear(
+            d_model, len(RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS])
+        )
         self.scale = nn.Linear(d_model, 1)
         for layer in (self.context_weights, self.scale):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
         # softplus(0) = 0.69, softplus(-4) = 0.018 (near zero with a usable gradient under Adam)
-        self.raw_product_weights = nn.Parameter(torch.tensor([0.0, -4.0]).repeat(vocab_size, 1))   # (V, 2)
+        self.raw_product_weights = nn.Parameter(
+            torch.tensor([0.0, -4.0]).repeat(vocab_size, 1)
+        )  # (V, 2)
         self.register_buffer("product_signs", torch.tensor([1.0, -1.0]), persistent=False)
 
     @property
@@ -82,9 +90,11 @@ class PriceResponse(nn.Module):
         return F.softplus(self.raw_product_weights) * self.product_signs
 
     def features(self, shelf: torch.Tensor) -> torch.Tensor:
-        """(B, V, S) shelf -> (B, V, R + 1) response features: R shelf columns + substitutes' depth."""
+        """(B, V, S) shelf -> (B, V, R + 1) response features: R shelf columns + substitutes'
+        depth.
+        """
         src, dst = self.substitute_edges
-        depth = shelf[..., SHELF_FEATURES.index("discount_depth")]                  # (B, V)
+        depth = shelf[..., SHELF_FEATURES.index("discount_depth")]  # (B, V)
         sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) * self.inverse_degree
         return torch.cat([shelf.index_select(-1, self.response_columns), sub[..., None]], dim=-1)
 
@@ -92,9 +102,9 @@ class PriceResponse(nn.Module):
         """h (M, D) states of slots in basket rows ``rows`` (M,); feats (B, V, R + 1) -> (M, V)."""
         context = feats[..., _CONTEXT_RESPONSE_COLUMNS]
         product = feats[..., _PRODUCT_RESPONSE_COLUMNS]
-        own = (product * self.product_weights).sum(-1)                               # (B, V)
-        out = torch.exp(self.scale(h)) * own[rows]                                   # (M, V)
-        for s, w in enumerate(self.context_weights(h).unbind(-1)):                  # 2 features
+        own = (product * self.product_weights).sum(-1)  # (B, V)
+        out = torch.exp(self.scale(h)) * own[rows]  # (M, V)
+        for s, w in enumerate(self.context_weights(h).unbind(-1)):  # 2 features
             out = out.addcmul(w[:, None], context[..., s][rows])
         return out
 
@@ -109,8 +119,8 @@ class CopurchaseResponse(nn.Module):
     def __init__(self, d_model: int, vocab_size: int, edges: torch.Tensor, lift: torch.Tensor):
         super().__init__()
         self.vocab_size = vocab_size
-        self.register_buffer("edges", edges.long().reshape(2, -1))                    # (2, E) src -> dst
-        self.register_buffer("log_lift", torch.log(lift.float().clamp(min=1.0)))      # (E,)
+        self.register_buffer("edges", edges.long().reshape(2, -1))  # (2, E) src -> dst
+        self.register_buffer("log_lift", torch.log(lift.float().clamp(min=1.0)))  # (E,)
         self.weight = nn.Linear(d_model, 1)
         nn.init.zeros_(self.weight.weight)
         nn.init.zeros_(self.weight.bias)
@@ -119,34 +129,40 @@ class CopurchaseResponse(nn.Module):
         """(V, V) sparse: row d, column s = log-lift of the edge s -> d (rebuilt per call, about a
         millisecond, so it can never go stale after ``load_state_dict``)."""
         src, dst = self.edges
-        return torch.sparse_coo_tensor(torch.stack([dst, src]), self.log_lift,
-                                       (self.vocab_size, self.vocab_size)).coalesce()
+        return torch.sparse_coo_tensor(
+            torch.stack([dst, src]), self.log_lift, (self.vocab_size, self.vocab_size)
+        ).coalesce()
 
     def forward(self, h: torch.Tensor, shown: torch.Tensor) -> torch.Tensor:
         """h (M, D), shown (M, V) bool -> (M, V) score offsets."""
-        counts = shown.sum(1, keepdim=True).clamp(min=1).float()                    # (M, 1)
-        mean = torch.sparse.mm(self.matrix(), shown.T.float()).T / counts           # (M, V)
+        counts = shown.sum(1, keepdim=True).clamp(min=1).float()  # (M, 1)
+        mean = torch.sparse.mm(self.matrix(), shown.T.float()).T / counts  # (M, V)
         return self.weight(h) * mean
 
 
 def mission_features(values: torch.Tensor, t6: torch.Tensor) -> torch.Tensor:
     """(B, U, 2): the history counts among trips of the basket's given mission type and focus
     (0 where the mission is not given: T6 code 0), from the per-type/focus columns."""
-    by_type = F.pad(values[..., TYPE_COLUMNS], (1, 0))                               # (B, U, 4), 0 = none
-    by_focus = F.pad(values[..., FOCUS_COLUMNS], (1, 0))                             # (B, U, 5)
-    mission_type = t6[:, 0].clamp(max=by_type.shape[-1] - 1)                         # XX -> no class
+    by_type = F.pad(values[..., TYPE_COLUMNS], (1, 0))  # (B, U, 4), 0 = none
+    by_focus = F.pad(values[..., FOCUS_COLUMNS], (1, 0))  # (B, U, 5)
+    mission_type = t6[:, 0].clamp(max=by_type.shape[-1] - 1)  # XX -> no class
     focus = t6[:, 1].clamp(max=by_focus.shape[-1] - 1)
-    pick = lambda table, code: table.gather(-1, code[:, None, None].expand(-1, table.shape[1], 1))  # noqa: E731
+
+    def pick(table, code):
+        return table.gather(-1, code[:, None, None].expand(-1, table.shape[1], 1))
+
     return torch.cat([pick(by_type, mission_type), pick(by_focus, focus)], dim=-1)
 
 
-def substitute_counts(values: torch.Tensor, products: torch.Tensor, edges: torch.Tensor, vocab_size: int) -> torch.Tensor:
+def substitute_counts(
+    values: torch.Tensor, products: torch.Tensor, edges: torch.Tensor, vocab_size: int
+) -> torch.Tensor:
     """(B, U, 1) log(1 + history count of each product's substitutes), from the log counts of the
     row's history products and the (2, E) substitution edges (src -> dst)."""
-    counts = torch.expm1(values[..., _COUNT]) * (products != PAD)                    # (B, U)
-    dense = counts.new_zeros(len(products), vocab_size).scatter_add(1, products, counts)   # (B, V)
+    counts = torch.expm1(values[..., _COUNT]) * (products != PAD)  # (B, U)
+    dense = counts.new_zeros(len(products), vocab_size).scatter_add(1, products, counts)  # (B, V)
     src, dst = edges
-    subs = torch.zeros_like(dense).index_add(1, dst, dense[:, src])                 # (B, V)
+    subs = torch.zeros_like(dense).index_add(1, dst, dense[:, src])  # (B, V)
     return torch.log1p(subs.gather(1, products))[..., None]
 
 
@@ -169,40 +185,65 @@ class RepeatHead(nn.Module):
         self.query = nn.Linear(d_model, rank)
 
     @staticmethod
-    def raw_features(values: torch.Tensor, products: torch.Tensor, t6: torch.Tensor,
-                     substitutes: torch.Tensor, vocab_size: int) -> torch.Tensor:
-        """(B, U, F + 3): the history features, those of the given mission, the substitutes' count."""
-        return torch.cat([values, mission_features(values, t6),
-                          substitute_counts(values, products, substitutes, vocab_size)], dim=-1)
+    def raw_features(
+        values: torch.Tensor,
+        products: torch.Tensor,
+        t6: torch.Tensor,
+        substitutes: torch.Tensor,
+        vocab_size: int,
+    ) -> torch.Tensor:
+        """(B, U, F + 3): the history features, those of the given mission, the substitutes'
+        count.
+        """
+        return torch.cat(
+            [
+                values,
+                mission_features(values, t6),
+                substitute_counts(values, products, substitutes, vocab_size),
+            ],
+            dim=-1,
+        )
 
     @torch.no_grad()
     def fit_scaling(self, raw: torch.Tensor, products: torch.Tensor) -> None:
         """Standardise with the mean and sd of real entries of a sample of training batches
         (``raw`` from ``raw_features`` with no mission given; the given-mission columns take the
         statistics of the first type and focus columns)."""
-        real = raw[products != PAD]                                                  # (N, F + 3)
+        real = raw[products != PAD]  # (N, F + 3)
         n = len(HISTORY_FEATURES)
-        real[:, n:n + 2] = real[:, [TYPE_COLUMNS[0], FOCUS_COLUMNS[0]]]
+        real[:, n : n + 2] = real[:, [TYPE_COLUMNS[0], FOCUS_COLUMNS[0]]]
         self.feature_shift.copy_(real.mean(0))
         self.feature_scale.copy_(real.std(0).clamp(min=1e-3))
 
-    def encode(self, raw: torch.Tensor, products: torch.Tensor, product_table: torch.Tensor
-               ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, U) base scores and (B, U, rank) keys of each history product; ``raw`` (B, U, F + 3)."""
-        x = (self.features((raw - self.feature_shift) / self.feature_scale)
-             + self.product(product_table[products]))
-        z = self.mix(x)                                                              # (B, U, hidden)
+    def encode(
+        self, raw: torch.Tensor, products: torch.Tensor, product_table: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, U) base scores and (B, U, rank) keys of each history product; ``raw`` (B, U, F +
+        3).
+        """
+        x = self.features((raw - self.feature_shift) / self.feature_scale) + self.product(
+            product_table[products]
+        )
+        z = self.mix(x)  # (B, U, hidden)
         return self.base(z)[..., 0], self.key(z)
 
-    def forward(self, encoded: tuple[torch.Tensor, torch.Tensor], rows: torch.Tensor,
-                h: torch.Tensor) -> torch.Tensor:
-        """(M, U) scores of the history products of basket rows ``rows`` for slot states h (M, D)."""
+    def forward(
+        self, encoded: tuple[torch.Tensor, torch.Tensor], rows: torch.Tensor, h: torch.Tensor
+    ) -> torch.Tensor:
+        """(M, U) scores of the history products of basket rows ``rows`` for slot states h (M,
+        D).
+        """
         base, keys = encoded
         return base[rows] + torch.einsum("mr,mur->mu", self.query(h), keys[rows])
 
 
-def mixture_log_probs(explore: torch.Tensor, repeat: torch.Tensor | None, repeat_products: torch.Tensor | None,
-                      share_logit: torch.Tensor | None, excluded: torch.Tensor) -> torch.Tensor:
+def mixture_log_probs(
+    explore: torch.Tensor,
+    repeat: torch.Tensor | None,
+    repeat_products: torch.Tensor | None,
+    share_logit: torch.Tensor | None,
+    excluded: torch.Tensor,
+) -> torch.Tensor:
     """(M, V) log p(c) = log(pi p_repeat(c) + (1 - pi) p_explore(c)).
 
     explore (M, V) logits; repeat (M, U) logits of ``repeat_products`` (M, U) ([PAD] slots unused);
@@ -212,12 +253,12 @@ def mixture_log_probs(explore: torch.Tensor, repeat: torch.Tensor | None, repeat
     log_explore = F.log_softmax(explore.masked_fill(excluded, NEG), dim=-1)
     if repeat is None:
         return log_explore.masked_fill(excluded, NEG)
-    invalid = (repeat_products == PAD) | excluded.gather(1, repeat_products)        # (M, U)
-    has = ~invalid.all(1)                                                            # (M,)
+    invalid = (repeat_products == PAD) | excluded.gather(1, repeat_products)  # (M, U)
+    has = ~invalid.all(1)  # (M,)
     log_repeat = F.log_softmax(repeat.masked_fill(invalid, NEG), dim=-1)
     log_pi = torch.where(has, F.logsigmoid(share_logit), torch.full_like(share_logit, NEG))
     log_rest = torch.where(has, F.logsigmoid(-share_logit), torch.zeros_like(share_logit))
-    out = log_rest[:, None] + log_explore                                            # (M, V)
-    at = out.gather(1, repeat_products)                                              # (M, U)
+    out = log_rest[:, None] + log_explore  # (M, V)
+    at = out.gather(1, repeat_products)  # (M, U)
     mixed = torch.where(invalid, at, torch.logaddexp(at, log_pi[:, None] + log_repeat))
     return out.scatter(1, repeat_products, mixed).masked_fill(excluded, NEG)

@@ -19,11 +19,11 @@ from retailsim_core.tokens import PAD, ProductVocab
 
 @dataclass(frozen=True)
 class InputConfig:
-    d_model: int = 512              # D (spec `paper`)
-    product_dim: int = 256          # GraphSAGE width (T2)
-    n_frequencies: int = 8          # learned Fourier frequencies (spec §3.3: 8)
-    freeze_product_embeddings: bool = False   # fine-tune the GraphSAGE rows by default
-    max_len: int = 64               # positions, context token included
+    d_model: int = 512  # D (spec `paper`)
+    product_dim: int = 256  # GraphSAGE width (T2)
+    n_frequencies: int = 8  # learned Fourier frequencies (spec §3.3: 8)
+    freeze_product_embeddings: bool = False  # fine-tune the GraphSAGE rows by default
+    max_len: int = 64  # positions, context token included
 
 
 class FourierPriceEncoder(nn.Module):
@@ -41,14 +41,22 @@ class FourierPriceEncoder(nn.Module):
         self.dynamics = nn.Linear(6, 8)
 
     def forward(self, prices: torch.Tensor) -> torch.Tensor:
-        price = prices[..., 0:1]                                                    # (B, L, 1)
-        angle = 2 * math.pi * price * self.frequencies                              # (B, L, F)
-        return torch.cat([self.fourier(torch.cat([angle.sin(), angle.cos()], dim=-1)),
-                          self.log_price(prices[..., 1:2]), self.relative(prices[..., 2:3]),
-                          self.dynamics(prices[..., 3:9])], dim=-1)                 # (B, L, 64)
+        price = prices[..., 0:1]  # (B, L, 1)
+        angle = 2 * math.pi * price * self.frequencies  # (B, L, F)
+        return torch.cat(
+            [
+                self.fourier(torch.cat([angle.sin(), angle.cos()], dim=-1)),
+                self.log_price(prices[..., 1:2]),
+                self.relative(prices[..., 2:3]),
+                self.dynamics(prices[..., 3:9]),
+            ],
+            dim=-1,
+        )  # (B, L, 64)
 
 
-def graphsage_rows(vocab: ProductVocab, vectors: torch.Tensor, id_map: pl.DataFrame, seed: int = 0) -> torch.Tensor:
+def graphsage_rows(
+    vocab: ProductVocab, vectors: torch.Tensor, id_map: pl.DataFrame, seed: int = 0
+) -> torch.Tensor:
     """(V, G) initial product table aligned to the T2 vocabulary: row 0 ([PAD]) zero, row
     token(p) = GraphSAGE vector of p scaled to unit length (GraphSAGE is trained on cosine
     scores, so only directions carry meaning, and raw norms reach 1e4), [MASK]/[EOS] small random
@@ -57,7 +65,9 @@ def graphsage_rows(vocab: ProductVocab, vectors: torch.Tensor, id_map: pl.DataFr
     vectors = torch.nn.functional.normalize(vectors.float(), dim=1)
     table = torch.zeros(vocab.size, vectors.shape[1])
     rows = vocab.frame().join(id_map.select("product_id", "row"), on="product_id", how="inner")
-    table[torch.tensor(rows["token"].to_numpy(), dtype=torch.long)] = vectors[torch.tensor(rows["row"].to_numpy(), dtype=torch.long)]
+    table[torch.tensor(rows["token"].to_numpy(), dtype=torch.long)] = vectors[
+        torch.tensor(rows["row"].to_numpy(), dtype=torch.long)
+    ]
     g = torch.Generator().manual_seed(seed)
     table[[vocab.mask, vocab.eos]] = 0.02 * torch.randn(2, vectors.shape[1], generator=g)
     return table
@@ -72,62 +82,107 @@ class ProductFusion(nn.Module):
 
     def __init__(self, cfg: InputConfig, product_table: torch.Tensor):
         super().__init__()
-        self.products = nn.Embedding.from_pretrained(product_table.clone(), freeze=cfg.freeze_product_embeddings,
-                                                     padding_idx=PAD)
+        self.products = nn.Embedding.from_pretrained(
+            product_table.clone(), freeze=cfg.freeze_product_embeddings, padding_idx=PAD
+        )
         self.prices = FourierPriceEncoder(cfg.n_frequencies)
         self.project = nn.Linear(product_table.shape[1] + 64, cfg.d_model)
         self.position = nn.Embedding(cfg.max_len, cfg.d_model)
 
-    def forward(self, tokens: torch.Tensor, prices: torch.Tensor, context: torch.Tensor,
-                hidden: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        prices: torch.Tensor,
+        context: torch.Tensor,
+        hidden: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """tokens (B, L), prices (B, L, P), context (B, D), hidden (B, L) bool -> (B, L + 1, D)."""
         if hidden is not None:
             prices = prices.masked_fill(hidden[..., None], 0.0)
-        items = self.project(torch.cat([self.products(tokens), self.prices(prices)], dim=-1))   # (B, L, D)
+        items = self.project(
+            torch.cat([self.products(tokens), self.prices(prices)], dim=-1)
+        )  # (B, L, D)
         # The context is added to every slot too: measured, a slot reached only through attention
         # to token 0 ignored the mission (decision D35).
         items = items + context[:, None, :]
-        items = items.masked_fill((tokens == PAD)[..., None], 0.0)                   # PAD stays zero
-        seq = torch.cat([context[:, None, :], items], dim=1)                         # (B, L + 1, D)
+        items = items.masked_fill((tokens == PAD)[..., None], 0.0)  # PAD stays zero
+        seq = torch.cat([context[:, None, :], items], dim=1)  # (B, L + 1, D)
         positions = torch.arange(seq.shape[1], device=seq.device)
-        return seq + self.position(positions)[None] * (torch.cat(
-            [torch.ones_like(tokens[:, :1]), tokens != PAD], dim=1)[..., None])
+        return (
+            seq
+            + self.position(positions)[None]
+            * (torch.cat([torch.ones_like(tokens[:, :1]), tokens != PAD], dim=1)[..., None])
+        )
 
 
 class ContextFusion(nn.Module):
     """T1 + T3 + T5 + T6 -> D with LayerNorm + GELU (spec §5.2.1). Categorical codes are
     embedded, continuous values projected; the history vector comes from the encoder."""
 
-    def __init__(self, cfg: InputConfig, n_t1_numeric: int, history_dim: int, n_stores: int = 100_000):
+    def __init__(
+        self, cfg: InputConfig, n_t1_numeric: int, history_dim: int, n_stores: int = 100_000
+    ):
         super().__init__()
-        e = lambda n, d: nn.Embedding(n, d, padding_idx=0)  # noqa: E731 - code 0 = missing
-        self.segments = nn.ModuleList([e(8, 32), e(9, 32)])                          # price sensitivity, lifestage
+
+        def e(n, d):
+            return nn.Embedding(n, d, padding_idx=0)  # code 0 = missing
+
+        self.segments = nn.ModuleList([e(8, 32), e(9, 32)])  # price sensitivity, lifestage
         self.t1_numeric = nn.Linear(n_t1_numeric, 32)
         # Codes are shifted by one where 0 is a real value (hour 0, no holiday, winter).
-        self.week, self.weekday, self.hour, self.holiday, self.season = e(54, 16), e(8, 8), e(25, 8), e(3, 8), e(5, 8)
-        self.t3_numeric = nn.Linear(2, 16)                                            # trend, recency (log days)
-        self.store = nn.ModuleList([e(5, 24), e(13, 24), e(n_stores, 16)])           # format, region, id
+        self.week, self.weekday, self.hour, self.holiday, self.season = (
+            e(54, 16),
+            e(8, 8),
+            e(25, 8),
+            e(3, 8),
+            e(5, 8),
+        )
+        self.t3_numeric = nn.Linear(2, 16)  # trend, recency (log days)
+        self.store = nn.ModuleList([e(5, 24), e(13, 24), e(n_stores, 16)])  # format, region, id
         self.t5_numeric = nn.Linear(4, 32)
-        self.trip = nn.ModuleList([e(5, 16), e(6, 16), e(5, 8), e(4, 8)])            # type, focus, price mode, size
-        t1_width, t3_width, t5_width, t6_width = 64 + 32 + history_dim, 16 + 8 + 8 + 8 + 8 + 16, 24 + 24 + 16 + 32, 48
+        self.trip = nn.ModuleList(
+            [e(5, 16), e(6, 16), e(5, 8), e(4, 8)]
+        )  # type, focus, price mode, size
+        t1_width, t3_width, t5_width, t6_width = (
+            64 + 32 + history_dim,
+            16 + 8 + 8 + 8 + 8 + 16,
+            24 + 24 + 16 + 32,
+            48,
+        )
         width = t1_width + t3_width + t5_width + t6_width
-        self.project = nn.Sequential(nn.Linear(width, cfg.d_model), nn.LayerNorm(cfg.d_model), nn.GELU())
+        self.project = nn.Sequential(
+            nn.Linear(width, cfg.d_model), nn.LayerNorm(cfg.d_model), nn.GELU()
+        )
 
     def forward(self, batch: dict[str, torch.Tensor], history: torch.Tensor) -> torch.Tensor:
         """``batch`` from ``TrainingSet``; ``history`` (B, H_dim) from the encoder -> (B, D)."""
         t1c, t3, t5c, t6 = batch["t1_codes"], batch["t3"], batch["t5_codes"], batch["t6"]
-        segment = torch.cat([emb(t1c[:, i]) for i, emb in enumerate(self.segments)], dim=-1)    # (B, 64)
+        segment = torch.cat(
+            [emb(t1c[:, i]) for i, emb in enumerate(self.segments)], dim=-1
+        )  # (B, 64)
         alpha = batch["t1_alpha"][:, None]
         behaviour = torch.cat([self.t1_numeric(batch["t1_numeric"]), history], dim=-1)
         # Spec §4.2.1's cold-start blend: segments weigh more when the history is short.
         t1 = torch.cat([alpha * segment, (1 - alpha) * behaviour], dim=-1)
         recency = torch.log1p(t3[:, 6].clamp(min=0))[:, None]
-        t3v = torch.cat([self.week(t3[:, 0].long()), self.weekday(t3[:, 1].long()), self.hour(t3[:, 2].long() + 1),
-                         self.holiday(t3[:, 3].long() + 1), self.season(t3[:, 4].long() + 1),
-                         self.t3_numeric(torch.cat([t3[:, 5:6], recency], dim=-1))], dim=-1)
-        t5 = torch.cat([emb(t5c[:, i]) for i, emb in enumerate(self.store)] + [self.t5_numeric(batch["t5_numeric"])], dim=-1)
+        t3v = torch.cat(
+            [
+                self.week(t3[:, 0].long()),
+                self.weekday(t3[:, 1].long()),
+                self.hour(t3[:, 2].long() + 1),
+                self.holiday(t3[:, 3].long() + 1),
+                self.season(t3[:, 4].long() + 1),
+                self.t3_numeric(torch.cat([t3[:, 5:6], recency], dim=-1)),
+            ],
+            dim=-1,
+        )
+        t5 = torch.cat(
+            [emb(t5c[:, i]) for i, emb in enumerate(self.store)]
+            + [self.t5_numeric(batch["t5_numeric"])],
+            dim=-1,
+        )
         t6v = torch.cat([emb(t6[:, i]) for i, emb in enumerate(self.trip)], dim=-1)
-        return self.project(torch.cat([t1, t3v, t5, t6v], dim=-1))                  # (B, D)
+        return self.project(torch.cat([t1, t3v, t5, t6v], dim=-1))  # (B, D)
 
 
 def vocab_rows_of(vocab: ProductVocab, products: list[str]) -> np.ndarray:

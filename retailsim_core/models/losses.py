@@ -24,21 +24,31 @@ from retailsim_core.tokens import PAD
 
 @dataclass(frozen=True)
 class LossWeights:
-    focal: float = 0.6               # w1 (spec §5.6.1 phase 2)
-    contrastive: float = 0.2         # w2
-    basket_size: float = 0.08        # w3
+    focal: float = 0.6  # w1 (spec §5.6.1 phase 2)
+    contrastive: float = 0.2  # w2
+    basket_size: float = 0.08  # w3
     price_sensitivity: float = 0.08  # w4
-    mission: float = 0.04            # w5, split evenly between mission type and mission focus
-    basket_length: float = 0.04      # the number of products (simulation's size head, D53)
+    mission: float = 0.04  # w5, split evenly between mission type and mission focus
+    basket_length: float = 0.04  # the number of products (simulation's size head, D53)
 
     @classmethod
     def focal_only(cls) -> LossWeights:
-        return cls(focal=1.0, contrastive=0.0, basket_size=0.0, price_sensitivity=0.0, mission=0.0,
-                   basket_length=0.0)
+        return cls(
+            focal=1.0,
+            contrastive=0.0,
+            basket_size=0.0,
+            price_sensitivity=0.0,
+            mission=0.0,
+            basket_length=0.0,
+        )
 
     def of_head(self, name: str) -> float:
-        return {"basket_size": self.basket_size, "price_sensitivity": self.price_sensitivity,
-                "mission_type": self.mission / 2, "mission_focus": self.mission / 2}[name]
+        return {
+            "basket_size": self.basket_size,
+            "price_sensitivity": self.price_sensitivity,
+            "mission_type": self.mission / 2,
+            "mission_focus": self.mission / 2,
+        }[name]
 
 
 def focal_loss(log_p: torch.Tensor, gamma: float = 2.0) -> torch.Tensor:
@@ -46,18 +56,29 @@ def focal_loss(log_p: torch.Tensor, gamma: float = 2.0) -> torch.Tensor:
     return -((1 - log_p.exp()) ** gamma) * log_p
 
 
-def info_nce(model_hidden: torch.Tensor, projection: nn.Module, visible: torch.Tensor,
-             generator: torch.Generator, temperature: float = 0.07) -> torch.Tensor:
+def info_nce(
+    model_hidden: torch.Tensor,
+    projection: nn.Module,
+    visible: torch.Tensor,
+    generator: torch.Generator,
+    temperature: float = 0.07,
+) -> torch.Tensor:
     """InfoNCE over in-basket pairs: two random visible products of each basket are a positive pair,
     the other baskets' picks are negatives (symmetric). hidden (B, L + 1, D); visible (B, L)."""
-    scores = torch.rand(visible.shape, generator=generator).to(visible.device).masked_fill(~visible, -1.0)
+    scores = (
+        torch.rand(visible.shape, generator=generator)
+        .to(visible.device)
+        .masked_fill(~visible, -1.0)
+    )
     top = scores.topk(min(2, visible.shape[1]), dim=1)
-    ok = (top.values > -1.0).all(1) & (top.values.shape[1] == 2)                   # baskets with >= 2 products
+    ok = (top.values > -1.0).all(1) & (top.values.shape[1] == 2)  # baskets with >= 2 products
     if ok.sum() < 2:
         return model_hidden.sum() * 0.0
     rows = torch.nonzero(ok)[:, 0]
-    z = F.normalize(projection(model_hidden[rows[:, None], top.indices[rows] + 1]), dim=-1)   # (n, 2, D)
-    logits = z[:, 0] @ z[:, 1].T / temperature                                       # (n, n)
+    z = F.normalize(
+        projection(model_hidden[rows[:, None], top.indices[rows] + 1]), dim=-1
+    )  # (n, 2, D)
+    logits = z[:, 0] @ z[:, 1].T / temperature  # (n, n)
     labels = torch.arange(len(rows), device=logits.device)
     return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels)) / 2
 
@@ -84,20 +105,30 @@ def slot_targets(targets: torch.Tensor, basket_targets: tuple[torch.Tensor, torc
     return rows, cols, slot_of, tokens
 
 
-def world_model_loss(model: WorldModel, out: ModelOutput, batch: dict[str, torch.Tensor], inputs: torch.Tensor,
-                     targets: torch.Tensor, given_mission: torch.Tensor, weights: LossWeights,
-                     generator: torch.Generator, contrastive_head: nn.Module, gamma: float = 2.0,
-                     temperature: float = 0.07,
-                     basket_targets: tuple[torch.Tensor, torch.Tensor] | None = None) -> LossParts:
-    """``targets`` (B, L): the true token at predicted positions, [PAD] elsewhere. ``basket_targets``
-    (rows, tokens): next-basket queries, every product of the basket a target of the single [MASK]
-    at position 0. Products shown unmasked in a basket cannot fill its other slots."""
+def world_model_loss(
+    model: WorldModel,
+    out: ModelOutput,
+    batch: dict[str, torch.Tensor],
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    given_mission: torch.Tensor,
+    weights: LossWeights,
+    generator: torch.Generator,
+    contrastive_head: nn.Module,
+    gamma: float = 2.0,
+    temperature: float = 0.07,
+    basket_targets: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> LossParts:
+    """``targets`` (B, L): the true token at predicted positions, [PAD] elsewhere.
+    ``basket_targets`` (rows, tokens): next-basket queries, every product of the basket a target
+    of the single [MASK] at position 0. Products shown unmasked in a basket cannot fill its other
+    slots."""
     rows, cols, slot_of, tokens = slot_targets(targets, basket_targets)
-    shown = shown_products(inputs, targets, model.vocab_size)[rows]                 # (M, V)
-    log_p = model.slot_log_probs(out, rows, cols, shown)                             # (M, V)
-    target_log_p = log_p[slot_of, tokens]                                            # (T,)
+    shown = shown_products(inputs, targets, model.vocab_size)[rows]  # (M, V)
+    log_p = model.slot_log_probs(out, rows, cols, shown)  # (M, V)
+    target_log_p = log_p[slot_of, tokens]  # (T,)
     row_of_target = rows[slot_of]
-    per_row = torch.bincount(row_of_target, minlength=len(inputs)).float()          # targets per row
+    per_row = torch.bincount(row_of_target, minlength=len(inputs)).float()  # targets per row
     weight = 1.0 / per_row[row_of_target]
     n_rows = max(int((per_row > 0).sum()), 1)
     focal = (focal_loss(target_log_p, gamma) * weight).sum() / n_rows

@@ -20,8 +20,8 @@ import torch
 
 def _chunk_terms(x, delta, A, Bm, t0, t1):
     """Decays and inputs of steps [t0, t1): (T, B, E, N) each."""
-    d = delta[:, t0:t1].transpose(0, 1)                                             # (T, B, E)
-    dA = torch.exp(d[..., None] * A)                                                # (T, B, E, N)
+    d = delta[:, t0:t1].transpose(0, 1)  # (T, B, E)
+    dA = torch.exp(d[..., None] * A)  # (T, B, E, N)
     dBx = (d * x[:, t0:t1].transpose(0, 1))[..., None] * Bm[:, t0:t1].transpose(0, 1)[:, :, None, :]
     return d, dA, dBx
 
@@ -59,23 +59,23 @@ class _SelectiveScan(torch.autograd.Function):
         dx, ddelta = torch.empty_like(x), torch.empty_like(delta)
         dB, dC = torch.empty_like(Bm), torch.empty_like(Cm)
         dA_param = torch.zeros_like(A)
-        carry = torch.zeros_like(starts[0])                                          # dA_{t+1} * g_{t+1}
+        carry = torch.zeros_like(starts[0])  # dA_{t+1} * g_{t+1}
         for c in reversed(range(len(starts))):
             t0, t1 = c * chunk, min(c * chunk + chunk, length)
             d, dA, dBx = _chunk_terms(x, delta, A, Bm, t0, t1)
-            hs = _states(dA, dBx, starts[c])                                          # recomputed (T, B, E, N)
-            dy_c = dy[:, t0:t1].transpose(0, 1)                                       # (T, B, E)
-            c_c = Cm[:, t0:t1].transpose(0, 1)                                        # (T, B, N)
-            gin = dy_c[..., None] * c_c[:, :, None, :]                                # (T, B, E, N)
+            hs = _states(dA, dBx, starts[c])  # recomputed (T, B, E, N)
+            dy_c = dy[:, t0:t1].transpose(0, 1)  # (T, B, E)
+            c_c = Cm[:, t0:t1].transpose(0, 1)  # (T, B, N)
+            gin = dy_c[..., None] * c_c[:, :, None, :]  # (T, B, E, N)
             gs = torch.empty_like(gin)
             for t in reversed(range(t1 - t0)):
                 g = torch.add(gin[t], carry, out=gs[t])
                 carry = dA[t] * g
-            h_prev = torch.cat([starts[c][None], hs[:-1]], dim=0)                     # (T, B, E, N)
-            ddA = gs * h_prev * dA                                                    # d loss / d log-decay
-            b_c = Bm[:, t0:t1].transpose(0, 1)                                        # (T, B, N)
-            x_c = x[:, t0:t1].transpose(0, 1)                                         # (T, B, E)
-            gB = torch.einsum("tben,tbn->tbe", gs, b_c)                               # sum_n g * B
+            h_prev = torch.cat([starts[c][None], hs[:-1]], dim=0)  # (T, B, E, N)
+            ddA = gs * h_prev * dA  # d loss / d log-decay
+            b_c = Bm[:, t0:t1].transpose(0, 1)  # (T, B, N)
+            x_c = x[:, t0:t1].transpose(0, 1)  # (T, B, E)
+            gB = torch.einsum("tben,tbn->tbe", gs, b_c)  # sum_n g * B
             ddelta[:, t0:t1] = (torch.einsum("tben,en->tbe", ddA, A) + gB * x_c).transpose(0, 1)
             dA_param += torch.einsum("tben,tbe->en", ddA, d)
             dx[:, t0:t1] = (gB * d).transpose(0, 1)
@@ -88,5 +88,12 @@ class _SelectiveScan(torch.autograd.Function):
 
 def selective_scan_fast(x, delta, A, Bm, Cm, Dv, chunk: int = 64):
     """Same signature and result as ``mamba.selective_scan_ref``; fp32, any device."""
-    return _SelectiveScan.apply(x.contiguous(), delta.contiguous(), A.contiguous(), Bm.contiguous(),
-                                Cm.contiguous(), Dv, chunk)
+    return _SelectiveScan.apply(
+        x.contiguous(),
+        delta.contiguous(),
+        A.contiguous(),
+        Bm.contiguous(),
+        Cm.contiguous(),
+        Dv,
+        chunk,
+    )

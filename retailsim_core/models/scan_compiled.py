@@ -28,7 +28,7 @@ SOURCE = Path(__file__).parent / "csrc" / "selective_scan.c"
 # linking, so crtfastmath.o (which would flush denormals for the whole process) is not linked.
 COMPILE_FLAGS = ("-O3", "-ffast-math", "-march=native", "-fopenmp", "-fPIC")
 LINK_FLAGS = ("-shared", "-fopenmp", "-lm")
-GROUPS = 8        # channel groups per batch row: fixed, so results do not depend on threads
+GROUPS = 8  # channel groups per batch row: fixed, so results do not depend on threads
 
 
 @functools.cache
@@ -52,45 +52,95 @@ def available(*scan_inputs: torch.Tensor) -> bool:
     if lib is None or not scan_inputs:
         return lib is not None
     _, _, A, _, _ = scan_inputs
-    return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in scan_inputs) \
+    return (
+        all(t.device.type == "cpu" and t.dtype == torch.float32 for t in scan_inputs)
         and A.shape[-1] <= lib.rs_scan_max_state()
+    )
 
 
 def inference_available(hidden: torch.Tensor, d_state: int) -> bool:
     """True when the fused inference kernels can run a block on ``hidden``: built, fp32 CPU
     input, a supported d_state, and no autograd (they have no backward)."""
     lib = _library()
-    return (lib is not None and not torch.is_grad_enabled() and hidden.device.type == "cpu"
-            and hidden.dtype == torch.float32 and d_state <= lib.rs_scan_max_state())
+    return (
+        lib is not None
+        and not torch.is_grad_enabled()
+        and hidden.device.type == "cpu"
+        and hidden.dtype == torch.float32
+        and d_state <= lib.rs_scan_max_state()
+    )
 
 
-def conv_silu(xz: torch.Tensor, mask: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+def conv_silu(
+    xz: torch.Tensor, mask: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
+) -> torch.Tensor:
     """silu(causal depthwise conv(x * mask)) * mask of x = xz[..., :E]: xz (B, L, 2E), mask (B, L)
     float, weight (E, 1, K), bias (E,) -> (B, L, E). Inference only."""
     b, length, two_e = xz.shape
     e, k = weight.shape[0], weight.shape[-1]
     if two_e != 2 * e or mask.shape != (b, length) or bias.shape != (e,):
-        raise ValueError(f"conv_silu: xz {tuple(xz.shape)}, mask {tuple(mask.shape)}, weight {tuple(weight.shape)}")
+        raise ValueError(
+            f"conv_silu: xz {tuple(xz.shape)}, mask {tuple(mask.shape)}, weight "
+            f"{tuple(weight.shape)}"
+        )
     u = xz.new_empty(b, length, e)
     wt, xz, mask = weight.reshape(e, k).t().contiguous(), xz.contiguous(), mask.contiguous()
-    _library().rs_conv_silu(_p(xz), _p(mask), _p(wt), _p(bias.contiguous()), _p(u), b, length, e, k,
-                            torch.get_num_threads())
+    _library().rs_conv_silu(
+        _p(xz),
+        _p(mask),
+        _p(wt),
+        _p(bias.contiguous()),
+        _p(u),
+        b,
+        length,
+        e,
+        k,
+        torch.get_num_threads(),
+    )
     return u
 
 
-def gated_scan(u: torch.Tensor, dt: torch.Tensor, dt_bias: torch.Tensor, mask: torch.Tensor, A: torch.Tensor,
-               dbc: torch.Tensor, dt_rank: int, Dv: torch.Tensor, xz: torch.Tensor) -> torch.Tensor:
+def gated_scan(
+    u: torch.Tensor,
+    dt: torch.Tensor,
+    dt_bias: torch.Tensor,
+    mask: torch.Tensor,
+    A: torch.Tensor,
+    dbc: torch.Tensor,
+    dt_rank: int,
+    Dv: torch.Tensor,
+    xz: torch.Tensor,
+) -> torch.Tensor:
     """(selective_scan(u, softplus(dt + dt_bias) * mask, A, B, C) + D u) * silu(z), with B and C
-    read from the x_proj output dbc (B, L, R + 2N) and z = xz[..., E:]. (B, L, E). Inference only."""
+    read from the x_proj output dbc (B, L, R + 2N) and z = xz[..., E:]. (B, L, E). Inference
+    only."""
     b, length, e = u.shape
     n, p = A.shape[1], dbc.shape[-1]
-    if (dt.shape != u.shape or xz.shape != (b, length, 2 * e) or dbc.shape[:2] != (b, length) or p != dt_rank + 2 * n
-            or mask.shape != (b, length) or A.shape[0] != e or dt_bias.shape != (e,) or Dv.shape != (e,)):
+    if (
+        dt.shape != u.shape
+        or xz.shape != (b, length, 2 * e)
+        or dbc.shape[:2] != (b, length)
+        or p != dt_rank + 2 * n
+        or mask.shape != (b, length)
+        or A.shape[0] != e
+        or dt_bias.shape != (e,)
+        or Dv.shape != (e,)
+    ):
         raise ValueError("gated_scan: inconsistent shapes (the kernel reads raw pointers)")
     out = torch.empty_like(u)
     args = [t.contiguous() for t in (u, dt, dt_bias, mask, A, dbc, Dv, xz)]
-    _library().rs_gated_scan(*map(_p, args), _p(out), b, length, e, n, p, dt_rank, min(GROUPS, e),
-                             torch.get_num_threads())
+    _library().rs_gated_scan(
+        *map(_p, args),
+        _p(out),
+        b,
+        length,
+        e,
+        n,
+        p,
+        dt_rank,
+        min(GROUPS, e),
+        torch.get_num_threads(),
+    )
     return out
 
 
@@ -107,9 +157,23 @@ class _CompiledScan(torch.autograd.Function):
         n_chunks = -(-length // chunk)
         y = torch.empty_like(x)
         keep = any(ctx.needs_input_grad)
-        starts = x.new_empty(b, n_chunks, e, n) if keep else None                 # state before each chunk
-        lib.rs_scan_forward(_p(x), _p(delta), _p(A), _p(Bm), _p(Cm), _p(y), _p(starts),
-                            b, length, e, n, chunk, groups, torch.get_num_threads())
+        starts = x.new_empty(b, n_chunks, e, n) if keep else None  # state before each chunk
+        lib.rs_scan_forward(
+            _p(x),
+            _p(delta),
+            _p(A),
+            _p(Bm),
+            _p(Cm),
+            _p(y),
+            _p(starts),
+            b,
+            length,
+            e,
+            n,
+            chunk,
+            groups,
+            torch.get_num_threads(),
+        )
         if keep:
             ctx.save_for_backward(x, delta, A, Bm, Cm, Dv, starts)
             ctx.sizes = (chunk, groups)
@@ -124,18 +188,56 @@ class _CompiledScan(torch.autograd.Function):
         n = A.shape[1]
         dy = dy.contiguous()
         dx, ddelta = torch.empty_like(x), torch.empty_like(delta)
-        dA_part = x.new_empty(b, e, n)                                            # per batch row
-        dB_part, dC_part = x.new_empty(groups, b, length, n), x.new_empty(groups, b, length, n)  # per group
-        lib.rs_scan_backward(_p(x), _p(delta), _p(A), _p(Bm), _p(Cm), _p(starts), _p(dy), _p(dx), _p(ddelta),
-                             _p(dA_part), _p(dB_part), _p(dC_part), b, length, e, n, chunk, groups,
-                             torch.get_num_threads())
+        dA_part = x.new_empty(b, e, n)  # per batch row
+        dB_part, dC_part = (
+            x.new_empty(groups, b, length, n),
+            x.new_empty(groups, b, length, n),
+        )  # per group
+        lib.rs_scan_backward(
+            _p(x),
+            _p(delta),
+            _p(A),
+            _p(Bm),
+            _p(Cm),
+            _p(starts),
+            _p(dy),
+            _p(dx),
+            _p(ddelta),
+            _p(dA_part),
+            _p(dB_part),
+            _p(dC_part),
+            b,
+            length,
+            e,
+            n,
+            chunk,
+            groups,
+            torch.get_num_threads(),
+        )
         dx += dy * Dv
-        return dx, ddelta, dA_part.sum(0), dB_part.sum(0), dC_part.sum(0), (dy * x).sum(dim=(0, 1)), None
+        return (
+            dx,
+            ddelta,
+            dA_part.sum(0),
+            dB_part.sum(0),
+            dC_part.sum(0),
+            (dy * x).sum(dim=(0, 1)),
+            None,
+        )
 
 
 def selective_scan_compiled(x, delta, A, Bm, Cm, Dv, chunk: int = 64):
     """Same signature and result as ``mamba.selective_scan_ref``; needs ``available()``."""
     if not available(x, delta, A, Bm, Cm):
-        raise RuntimeError("the compiled selective scan is not available here (see scan_compiled.available)")
-    return _CompiledScan.apply(x.contiguous(), delta.contiguous(), A.contiguous(), Bm.contiguous(),
-                               Cm.contiguous(), Dv, chunk)
+        raise RuntimeError(
+            "the compiled selective scan is not available here (see scan_compiled.available)"
+        )
+    return _CompiledScan.apply(
+        x.contiguous(),
+        delta.contiguous(),
+        A.contiguous(),
+        Bm.contiguous(),
+        Cm.contiguous(),
+        Dv,
+        chunk,
+    )

@@ -28,7 +28,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from retailsim_core.models.heads import CopurchaseResponse, PriceResponse, RepeatHead, mixture_log_probs
+from retailsim_core.models.heads import (
+    CopurchaseResponse,
+    PriceResponse,
+    RepeatHead,
+    mixture_log_probs,
+)
 from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
 from retailsim_core.tensors import BASKET_TYPES, MISSIONS, PRICE_SENSITIVITY_CODES, SIZES
@@ -36,39 +41,53 @@ from retailsim_core.tokens import PAD
 
 # Auxiliary heads: name -> (column of the T6 codes, number of classes). Codes are 1-based, 0
 # missing; LGSR's "XX" (unknown, always the last code) is no class: those rows carry no loss.
-AUX_HEADS = {"mission_type": (0, len(BASKET_TYPES) - 1), "mission_focus": (1, len(MISSIONS) - 1),
-             "price_sensitivity": (2, len(PRICE_SENSITIVITY_CODES) - 1), "basket_size": (3, len(SIZES))}
-MISSION_COLUMNS = (0, 1)        # T6 columns a "given mission" reveals: mission type and focus
+AUX_HEADS = {
+    "mission_type": (0, len(BASKET_TYPES) - 1),
+    "mission_focus": (1, len(MISSIONS) - 1),
+    "price_sensitivity": (2, len(PRICE_SENSITIVITY_CODES) - 1),
+    "basket_size": (3, len(SIZES)),
+}
+MISSION_COLUMNS = (0, 1)  # T6 columns a "given mission" reveals: mission type and focus
 
 
 @dataclass(frozen=True)
 class WorldModelConfig:
-    d_model: int = 512             # D (spec §5: 512)
-    encoder_layers: int = 4        # Mamba blocks over the trip history
-    d_state: int = 64              # Mamba state N
-    d_conv: int = 4                # Mamba causal conv kernel
-    decoder_layers: int = 2        # Transformer decoder layers
+    d_model: int = 512  # D (spec §5: 512)
+    encoder_layers: int = 4  # Mamba blocks over the trip history
+    d_state: int = 64  # Mamba state N
+    d_conv: int = 4  # Mamba causal conv kernel
+    decoder_layers: int = 2  # Transformer decoder layers
     n_heads: int = 8
     d_ffn: int = 2048
     dropout: float = 0.1
-    product_dim: int = 256         # G, GraphSAGE width (T2)
-    max_items: int = 50            # basket products; + [EOS] + context token = positions
+    product_dim: int = 256  # G, GraphSAGE width (T2)
+    max_items: int = 50  # basket products; + [EOS] + context token = positions
     freeze_product_embeddings: bool = False
-    repeat_path: bool = True       # the repeat distribution over the customer's history (D51)
-    repeat_hidden: int = 64        # width of the repeat head's product encoding
-    repeat_rank: int = 16          # rank of the slot-state x product interaction in the repeat head
-    shelf_prices: bool = True      # candidate-side shelf prices in the product scores (D39)
-    scan: str = "auto"             # Mamba scan: auto | reference | fast | cuda
+    repeat_path: bool = True  # the repeat distribution over the customer's history (D51)
+    repeat_hidden: int = 64  # width of the repeat head's product encoding
+    repeat_rank: int = 16  # rank of the slot-state x product interaction in the repeat head
+    shelf_prices: bool = True  # candidate-side shelf prices in the product scores (D39)
+    scan: str = "auto"  # Mamba scan: auto | reference | fast | cuda
 
     @classmethod
     def preset(cls, name: str) -> WorldModelConfig:
         if name == "paper":
             return cls()
-        if name == "small":   # the CPU demo: trains on the default data in minutes
-            return cls(d_model=64, encoder_layers=2, d_state=16, decoder_layers=2, n_heads=4, d_ffn=256)
-        if name == "tiny":    # tests
-            return cls(d_model=32, encoder_layers=1, d_state=8, decoder_layers=1, n_heads=2, d_ffn=64,
-                       repeat_hidden=16, repeat_rank=4)
+        if name == "small":  # the CPU demo: trains on the default data in minutes
+            return cls(
+                d_model=64, encoder_layers=2, d_state=16, decoder_layers=2, n_heads=4, d_ffn=256
+            )
+        if name == "tiny":  # tests
+            return cls(
+                d_model=32,
+                encoder_layers=1,
+                d_state=8,
+                decoder_layers=1,
+                n_heads=2,
+                d_ffn=64,
+                repeat_hidden=16,
+                repeat_rank=4,
+            )
         raise ValueError(f"unknown model preset {name!r} (paper | small | tiny)")
 
     def to_dict(self) -> dict:
@@ -77,13 +96,13 @@ class WorldModelConfig:
 
 @dataclass
 class ModelOutput:
-    hidden: torch.Tensor                      # (B, L + 1, D) decoder states, position 0 = context token
-    repeat: tuple | None                      # RepeatHead encodings of the history products
-    repeat_products: torch.Tensor | None      # (B, U) their tokens, [PAD] in unused slots
-    shelf: torch.Tensor | None                # (B, V, R + 1) candidate price features
-    has_history: torch.Tensor | None = None   # (B,) the customer has at least one earlier trip
-    aux_logits: dict[str, torch.Tensor] = field(default_factory=dict)   # name -> (B, classes)
-    size_logits: torch.Tensor | None = None   # (B, max_items): P(basket holds k + 1 products)
+    hidden: torch.Tensor  # (B, L + 1, D) decoder states, position 0 = context token
+    repeat: tuple | None  # RepeatHead encodings of the history products
+    repeat_products: torch.Tensor | None  # (B, U) their tokens, [PAD] in unused slots
+    shelf: torch.Tensor | None  # (B, V, R + 1) candidate price features
+    has_history: torch.Tensor | None = None  # (B,) the customer has at least one earlier trip
+    aux_logits: dict[str, torch.Tensor] = field(default_factory=dict)  # name -> (B, classes)
+    size_logits: torch.Tensor | None = None  # (B, max_items): P(basket holds k + 1 products)
 
 
 class TripEncoder(nn.Module):
@@ -100,29 +119,38 @@ class TripEncoder(nn.Module):
         mamba = MambaConfig(d_model=d, d_state=cfg.d_state, d_conv=cfg.d_conv)
         self.blocks = nn.ModuleList(MambaBlock(mamba) for _ in range(cfg.encoder_layers))
         self.norm = nn.LayerNorm(d)
-        self.empty = nn.Parameter(torch.zeros(d))                # history vector of a customer with no trips
+        self.empty = nn.Parameter(torch.zeros(d))  # history vector of a customer with no trips
         self.scan = cfg.scan
 
     def forward(self, product_table: torch.Tensor, batch: dict[str, torch.Tensor]):
-        mask = batch["history_mask"]                                                 # (B, H)
+        mask = batch["history_mask"]  # (B, H)
         b, h = mask.shape
         # The mean over a trip's products commutes with the linear map, so the (V, G) table is
         # projected once and embedding_bag averages D-wide rows over the flat item list (every
         # product of every trip; an empty bag gives the bias alone, as items(0) would).
-        projected = product_table @ self.items.weight.T                              # (V, D)
-        bags = F.embedding_bag(batch["history_items"], projected, batch["history_offsets"], mode="mean",
-                               padding_idx=PAD)                                      # (B * H, D)
-        days = batch["history_days_before"].float().clamp(min=0)[..., None]          # (B, H, 1)
+        projected = product_table @ self.items.weight.T  # (V, D)
+        bags = F.embedding_bag(
+            batch["history_items"],
+            projected,
+            batch["history_offsets"],
+            mode="mean",
+            padding_idx=PAD,
+        )  # (B * H, D)
+        days = batch["history_days_before"].float().clamp(min=0)[..., None]  # (B, H, 1)
         ctx = batch["history_context"]
-        x = ((bags + self.items.bias).reshape(b, h, -1) + self.trip_type(ctx[..., 0])
-             + self.trip_focus(ctx[..., 1]) + self.gap(torch.cat([torch.log1p(days), days / 365.0], -1)))
-        x = x * mask[..., None]                                                      # (B, H, D)
+        x = (
+            (bags + self.items.bias).reshape(b, h, -1)
+            + self.trip_type(ctx[..., 0])
+            + self.trip_focus(ctx[..., 1])
+            + self.gap(torch.cat([torch.log1p(days), days / 365.0], -1))
+        )
+        x = x * mask[..., None]  # (B, H, D)
         for block in self.blocks:
             x = block(x, mask, scan=self.scan)
-        states = self.norm(x) * mask[..., None]                                      # (B, H, D)
-        n = mask.sum(1)                                                              # (B,)
-        last = states[torch.arange(b, device=x.device), (n - 1).clamp(min=0)]        # most recent trip
-        summary = torch.where((n > 0)[:, None], last, self.empty.expand(b, -1))      # (B, D)
+        states = self.norm(x) * mask[..., None]  # (B, H, D)
+        n = mask.sum(1)  # (B,)
+        last = states[torch.arange(b, device=x.device), (n - 1).clamp(min=0)]  # most recent trip
+        summary = torch.where((n > 0)[:, None], last, self.empty.expand(b, -1))  # (B, D)
         return states, summary
 
 
@@ -134,19 +162,29 @@ class BasketDecoder(nn.Module):
     def __init__(self, cfg: WorldModelConfig):
         super().__init__()
         self.layers = nn.ModuleList(
-            nn.TransformerDecoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ffn, cfg.dropout, activation="gelu",
-                                       batch_first=True, norm_first=True)
-            for _ in range(cfg.decoder_layers))
+            nn.TransformerDecoderLayer(
+                cfg.d_model,
+                cfg.n_heads,
+                cfg.d_ffn,
+                cfg.dropout,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+            )
+            for _ in range(cfg.decoder_layers)
+        )
         self.memory_token = nn.Parameter(torch.zeros(1, 1, cfg.d_model))
         self.norm = nn.LayerNorm(cfg.d_model)
 
     def forward(self, seq, seq_pad, states, states_mask):
         b = seq.shape[0]
-        memory = torch.cat([self.memory_token.expand(b, -1, -1), states], dim=1)    # (B, H + 1, D)
+        memory = torch.cat([self.memory_token.expand(b, -1, -1), states], dim=1)  # (B, H + 1, D)
         memory_pad = torch.cat([torch.zeros_like(states_mask[:, :1]), ~states_mask], dim=1)
         for layer in self.layers:
-            seq = layer(seq, memory, tgt_key_padding_mask=seq_pad, memory_key_padding_mask=memory_pad)
-        return self.norm(seq)                                                        # (B, L + 1, D)
+            seq = layer(
+                seq, memory, tgt_key_padding_mask=seq_pad, memory_key_padding_mask=memory_pad
+            )
+        return self.norm(seq)  # (B, L + 1, D)
 
 
 def visible_t6(t6: torch.Tensor, given_mission: torch.Tensor | None) -> torch.Tensor:
@@ -159,18 +197,29 @@ def visible_t6(t6: torch.Tensor, given_mission: torch.Tensor | None) -> torch.Te
 
 
 class WorldModel(nn.Module):
-    def __init__(self, cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int,
-                 substitutes: torch.Tensor | None = None,
-                 copurchase: tuple[torch.Tensor, torch.Tensor] | None = None):
+    def __init__(
+        self,
+        cfg: WorldModelConfig,
+        product_table: torch.Tensor,
+        n_t1_numeric: int,
+        substitutes: torch.Tensor | None = None,
+        copurchase: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ):
         super().__init__()
         self.cfg, self.vocab_size = cfg, product_table.shape[0]
-        inputs = InputConfig(d_model=cfg.d_model, product_dim=cfg.product_dim, max_len=cfg.max_items + 2,
-                             freeze_product_embeddings=cfg.freeze_product_embeddings)
+        inputs = InputConfig(
+            d_model=cfg.d_model,
+            product_dim=cfg.product_dim,
+            max_len=cfg.max_items + 2,
+            freeze_product_embeddings=cfg.freeze_product_embeddings,
+        )
         self.products = ProductFusion(inputs, product_table)
         self.encoder = TripEncoder(cfg)
         self.context = ContextFusion(inputs, n_t1_numeric, history_dim=cfg.d_model)
         self.decoder = BasketDecoder(cfg)
-        self.item_out = nn.Linear(cfg.product_dim, cfg.d_model)      # output embeddings tied to the product table
+        self.item_out = nn.Linear(
+            cfg.product_dim, cfg.d_model
+        )  # output embeddings tied to the product table
         self.item_bias = nn.Parameter(torch.zeros(self.vocab_size))
         self.query = nn.Linear(cfg.d_model, cfg.d_model)
         if substitutes is None:
@@ -179,56 +228,83 @@ class WorldModel(nn.Module):
         if copurchase is None:
             copurchase = (torch.zeros(2, 0, dtype=torch.long), torch.zeros(0))
         self.copurchase = CopurchaseResponse(cfg.d_model, self.vocab_size, *copurchase)
-        self.repeat_head = RepeatHead(cfg.d_model, cfg.product_dim, cfg.repeat_hidden, cfg.repeat_rank)
-        self.repeat_share = nn.Linear(cfg.d_model, 1)             # logit of pi, the share of repeats
-        self.aux = nn.ModuleDict({name: nn.Linear(cfg.d_model, n) for name, (_, n) in AUX_HEADS.items()})
+        self.repeat_head = RepeatHead(
+            cfg.d_model, cfg.product_dim, cfg.repeat_hidden, cfg.repeat_rank
+        )
+        self.repeat_share = nn.Linear(cfg.d_model, 1)  # logit of pi, the share of repeats
+        self.aux = nn.ModuleDict(
+            {name: nn.Linear(cfg.d_model, n) for name, (_, n) in AUX_HEADS.items()}
+        )
         self.size_head = nn.Linear(cfg.d_model, cfg.max_items)
 
     @property
     def product_table(self) -> torch.Tensor:
-        return self.products.products.weight                                        # (V, G)
+        return self.products.products.weight  # (V, G)
 
     @property
     def mask_token(self) -> int:
         return self.vocab_size - 2
 
-    def forward(self, batch: dict[str, torch.Tensor], tokens: torch.Tensor, hidden: torch.Tensor | None = None,
-                given_mission: torch.Tensor | None = None) -> ModelOutput:
-        """``tokens`` (B, L) decoder inputs (corrupted by the caller); ``hidden`` (B, L) the positions
-        to predict (their prices are zeroed); ``given_mission`` (B,) rows whose true mission type
-        and focus the model is told (default: none, the honest next-basket setting)."""
+    def forward(
+        self,
+        batch: dict[str, torch.Tensor],
+        tokens: torch.Tensor,
+        hidden: torch.Tensor | None = None,
+        given_mission: torch.Tensor | None = None,
+    ) -> ModelOutput:
+        """``tokens`` (B, L) decoder inputs (corrupted by the caller); ``hidden`` (B, L) the
+        positions to predict (their prices are zeroed); ``given_mission`` (B,) rows whose true
+        mission type and focus the model is told (default: none, the honest next-basket setting)."""
         batch = {**batch, "t6": visible_t6(batch["t6"], given_mission)}
-        states, summary = self.encoder(self.product_table, batch)                   # (B, H, D), (B, D)
-        context = self.context(batch, summary)                                       # (B, D)
-        seq = self.products(tokens, batch["t4_prices"], context, hidden)             # (B, L + 1, D)
+        states, summary = self.encoder(self.product_table, batch)  # (B, H, D), (B, D)
+        context = self.context(batch, summary)  # (B, D)
+        seq = self.products(tokens, batch["t4_prices"], context, hidden)  # (B, L + 1, D)
         pad = torch.cat([torch.zeros_like(tokens[:, :1], dtype=torch.bool), tokens == PAD], dim=1)
-        out = self.decoder(seq, pad, states, batch["history_mask"])                  # (B, L + 1, D)
+        out = self.decoder(seq, pad, states, batch["history_mask"])  # (B, L + 1, D)
         repeat = products = None
         if self.cfg.repeat_path:
-            products = batch["repeat_products"]                                      # (B, U)
-            raw = self.repeat_head.raw_features(batch["repeat_values"], products, batch["t6"],
-                                                self.price_response.substitute_edges, self.vocab_size)
+            products = batch["repeat_products"]  # (B, U)
+            raw = self.repeat_head.raw_features(
+                batch["repeat_values"],
+                products,
+                batch["t6"],
+                self.price_response.substitute_edges,
+                self.vocab_size,
+            )
             repeat = self.repeat_head.encode(raw, products, self.product_table)
         shelf = batch.get("shelf") if self.cfg.shelf_prices else None
-        shelf = self.price_response.features(shelf) if shelf is not None else None   # (B, V, R + 1)
-        return ModelOutput(hidden=out, repeat=repeat, repeat_products=products, shelf=shelf,
-                           has_history=batch["history_mask"].any(1),
-                           aux_logits={name: head(out[:, 0]) for name, head in self.aux.items()},
-                           size_logits=self.size_head(out[:, 0]))
+        shelf = self.price_response.features(shelf) if shelf is not None else None  # (B, V, R + 1)
+        return ModelOutput(
+            hidden=out,
+            repeat=repeat,
+            repeat_products=products,
+            shelf=shelf,
+            has_history=batch["history_mask"].any(1),
+            aux_logits={name: head(out[:, 0]) for name, head in self.aux.items()},
+            size_logits=self.size_head(out[:, 0]),
+        )
 
     def query_inputs(self, batch: dict[str, torch.Tensor]) -> tuple[dict, torch.Tensor]:
-        """The next-basket query (D34): one [MASK] slot after the context token, its price hidden."""
+        """The next-basket query (D34): one [MASK] slot after the context token, its price
+        hidden.
+        """
         b = len(batch["t6"])
         query = torch.full((b, 1), self.mask_token, dtype=torch.long, device=batch["t6"].device)
         prices = batch["t4_prices"].new_zeros(b, 1, batch["t4_prices"].shape[-1])
         return {**batch, "t4_prices": prices}, query
 
-    def next_basket(self, batch: dict[str, torch.Tensor], given_mission: torch.Tensor | None = None
-                    ) -> tuple[ModelOutput, torch.Tensor]:
+    def next_basket(
+        self, batch: dict[str, torch.Tensor], given_mission: torch.Tensor | None = None
+    ) -> tuple[ModelOutput, torch.Tensor]:
         """Decoder output and (B, V) log-probabilities of the next-basket query slot: the ranking
         of what the basket holds, from what is known before the trip."""
         inputs, query = self.query_inputs(batch)
-        out = self(inputs, query, hidden=torch.ones_like(query, dtype=torch.bool), given_mission=given_mission)
+        out = self(
+            inputs,
+            query,
+            hidden=torch.ones_like(query, dtype=torch.bool),
+            given_mission=given_mission,
+        )
         b = len(query)
         return out, self.slot_log_probs(out, torch.arange(b), torch.zeros(b, dtype=torch.long))
 
@@ -238,25 +314,30 @@ class WorldModel(nn.Module):
         out[:, [PAD, self.vocab_size - 2, self.vocab_size - 1]] = True
         return out if shown is None else out | shown
 
-    def slot_log_probs(self, out: ModelOutput, rows: torch.Tensor, cols: torch.Tensor,
-                       shown: torch.Tensor | None = None) -> torch.Tensor:
+    def slot_log_probs(
+        self,
+        out: ModelOutput,
+        rows: torch.Tensor,
+        cols: torch.Tensor,
+        shown: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """(M, V) log p(product) of the slots (rows, cols) (basket coordinates; +1 for the context
         token); ``shown`` (M, V) products that cannot fill them. Excluded entries are ``NEG``."""
-        h = out.hidden[rows, cols + 1]                                               # (M, D)
-        emb = self.item_out(self.product_table)                                      # (V, D)
-        explore = self.query(h) @ emb.T / self.cfg.d_model ** 0.5 + self.item_bias  # (M, V)
+        h = out.hidden[rows, cols + 1]  # (M, D)
+        emb = self.item_out(self.product_table)  # (V, D)
+        explore = self.query(h) @ emb.T / self.cfg.d_model**0.5 + self.item_bias  # (M, V)
         price = self.price_response(h, out.shelf, rows) if out.shelf is not None else None
         if price is not None:
             explore = explore + price
         if shown is not None and shown.any():
-            offset = self.copurchase(h, shown)                                       # (M, V)
+            offset = self.copurchase(h, shown)  # (M, V)
             price = offset if price is None else price + offset
             explore = explore + offset
         excluded = self.excluded(len(rows), shown, h.device)
         if out.repeat is None:
             return mixture_log_probs(explore, None, None, None, excluded)
-        products = out.repeat_products[rows]                                         # (M, U)
-        repeat = self.repeat_head(out.repeat, rows, h)                               # (M, U)
+        products = out.repeat_products[rows]  # (M, U)
+        repeat = self.repeat_head(out.repeat, rows, h)  # (M, U)
         if price is not None:
             repeat = repeat + price.gather(1, products)
         share = self.repeat_share(h)[:, 0].masked_fill(~out.has_history[rows], -30.0)

@@ -11,7 +11,14 @@ from collections.abc import Callable, Iterable
 
 import polars as pl
 
-from retailsim_core.customers import AFFINITY_SCHEMA, CustomerState, advance, affinity_snapshot, mission_snapshot, visits
+from retailsim_core.customers import (
+    AFFINITY_SCHEMA,
+    CustomerState,
+    advance,
+    affinity_snapshot,
+    mission_snapshot,
+    visits,
+)
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.warehouse import Warehouse
@@ -26,8 +33,9 @@ def _week_visits(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:
     return visits(warehouse.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA)).collect()
 
 
-def snapshot_weeks(warehouse: Warehouse, weeks: Iterable[int],
-                   log: Callable[[str], None] = lambda _: None) -> pl.DataFrame:
+def snapshot_weeks(
+    warehouse: Warehouse, weeks: Iterable[int], log: Callable[[str], None] = lambda _: None
+) -> pl.DataFrame:
     """Write both snapshot tables for ``weeks`` (ascending); returns a per-week summary."""
     weeks = sorted(weeks)
     state = CustomerState.empty()
@@ -39,26 +47,55 @@ def snapshot_weeks(warehouse: Warehouse, weeks: Iterable[int],
     rows = []
     for i, week in enumerate(weeks, 1):
         affinity, missions = affinity_snapshot(state, week), mission_snapshot(state, week)
-        warehouse.write_set(week, {AFFINITY_TABLE: (affinity, AFFINITY_SCHEMA),
-                                   MISSIONS_TABLE: (missions, MISSION_SCHEMA)})
-        rows.append({"week": week, "customers": affinity.height,
-                     "mean_loyalty": affinity["loyalty_score"].mean(),
-                     "mean_switching_rate": affinity["switching_rate"].mean(),
-                     "mean_consistency": missions["mission_consistency"].mean()})
+        warehouse.write_set(
+            week,
+            {
+                AFFINITY_TABLE: (affinity, AFFINITY_SCHEMA),
+                MISSIONS_TABLE: (missions, MISSION_SCHEMA),
+            },
+        )
+        rows.append(
+            {
+                "week": week,
+                "customers": affinity.height,
+                "mean_loyalty": affinity["loyalty_score"].mean(),
+                "mean_switching_rate": affinity["switching_rate"].mean(),
+                "mean_consistency": missions["mission_consistency"].mean(),
+            }
+        )
         state = advance(state, _week_visits(warehouse, [week]), week)
         log(f"[{i}/{len(weeks)}] snapshots week {week}: {affinity.height:,} customers")
-    return pl.DataFrame(rows, schema={"week": pl.Int16, "customers": pl.Int64, "mean_loyalty": pl.Float64,
-                                      "mean_switching_rate": pl.Float64, "mean_consistency": pl.Float64})
+    return pl.DataFrame(
+        rows,
+        schema={
+            "week": pl.Int16,
+            "customers": pl.Int64,
+            "mean_loyalty": pl.Float64,
+            "mean_switching_rate": pl.Float64,
+            "mean_consistency": pl.Float64,
+        },
+    )
 
 
-MISSION_SCHEMA = pl.Schema({
-    "customer_id": pl.String, "week": pl.Int16,
-    "mission_type_dist": pl.Struct({"Top Up": pl.Float64, "Small Shop": pl.Float64, "Full Shop": pl.Float64}),
-    "dominant_mission_type": pl.String, "mission_type_entropy": pl.Float64,
-    "mission_focus_dist": pl.Struct({"Fresh": pl.Float64, "Grocery": pl.Float64, "Mixed": pl.Float64,
-                                     "Nonfood": pl.Float64}),
-    "dominant_focus": pl.String, "focus_entropy": pl.Float64,
-    "mean_price_sensitivity": pl.Float64, "sensitivity_volatility": pl.Float64,
-    "mean_basket_size": pl.Float64, "basket_size_variance": pl.Float64,
-    "mission_consistency": pl.Float64, "n_trips": pl.Int32,
-})
+MISSION_SCHEMA = pl.Schema(
+    {
+        "customer_id": pl.String,
+        "week": pl.Int16,
+        "mission_type_dist": pl.Struct(
+            {"Top Up": pl.Float64, "Small Shop": pl.Float64, "Full Shop": pl.Float64}
+        ),
+        "dominant_mission_type": pl.String,
+        "mission_type_entropy": pl.Float64,
+        "mission_focus_dist": pl.Struct(
+            {"Fresh": pl.Float64, "Grocery": pl.Float64, "Mixed": pl.Float64, "Nonfood": pl.Float64}
+        ),
+        "dominant_focus": pl.String,
+        "focus_entropy": pl.Float64,
+        "mean_price_sensitivity": pl.Float64,
+        "sensitivity_volatility": pl.Float64,
+        "mean_basket_size": pl.Float64,
+        "basket_size_variance": pl.Float64,
+        "mission_consistency": pl.Float64,
+        "n_trips": pl.Int32,
+    }
+)

@@ -27,8 +27,17 @@ from retailsim_core.evaluation.oracle import honest_oracle_scorer, oracle_scorer
 from retailsim_core.evaluation.price_response import price_response, simulation_check
 from retailsim_core.evaluation.report_html import render_report
 from retailsim_core.evaluation.run import (
-    METHOD_INPUTS, EvalConfig, aux_calibration, intervals, masked_ranks, nested_metrics, score_rows, slices,
-    subsample, world_model_masked_scorer, world_model_scorer,
+    METHOD_INPUTS,
+    EvalConfig,
+    aux_calibration,
+    intervals,
+    masked_ranks,
+    nested_metrics,
+    score_rows,
+    slices,
+    subsample,
+    world_model_masked_scorer,
+    world_model_scorer,
 )
 from retailsim_core.evaluation.sequential import fit_sequential, sequential_scores
 from retailsim_core.io import atomic_write_parquet, atomic_write_text
@@ -49,15 +58,21 @@ from retailsim_core.warehouse import Warehouse
 REPORT_TABLE = "evaluation_report"
 
 
-def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None, cfg: EvalConfig = EvalConfig(),
-             log: Callable[[str], None] = lambda _: None, checkpoint: Path | None = None,
-             folder: Path | None = None) -> dict:
+def evaluate(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    truth_dir: Path | None,
+    cfg: EvalConfig = EvalConfig(),
+    log: Callable[[str], None] = lambda _: None,
+    checkpoint: Path | None = None,
+    folder: Path | None = None,
+) -> dict:
     """Tune the baselines on validation weeks, score every method on the test baskets, write the
     report (default folders: the warehouse's ``trained_checkpoint`` and ``evaluation_report``).
     ``truth_dir``: the generator's planted truth (adds the oracles and the planted-elasticity
     check when it was generated with the ingested files, else skipped with a note), or None."""
     start = time.perf_counter()
-    binding = bind_truth(truth_dir, warehouse)     # first: a mismatch is said before any work
+    binding = bind_truth(truth_dir, warehouse)  # first: a mismatch is said before any work
     truth_dir, oracle_note = binding.truth_dir, binding.note
     if oracle_note:
         log(oracle_note)
@@ -65,11 +80,15 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
     model, vocab, config = load_model(checkpoint or warehouse.table_dir(CHECKPOINT_TABLE))
     inputs = load_model_inputs(warehouse)
     if inputs.vocab != vocab:
-        raise ValueError("the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain")
+        raise ValueError(
+            "the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain"
+        )
     samples = inputs.samples.filter(pl.col("split") != "train")
     data = inputs.training_set(samples, TensorConfig(**config["tensors"]))
     split_col = samples["split"].to_numpy()
-    valid_rows = subsample(np.flatnonzero(split_col == "validation"), cfg.max_valid_samples, cfg.seed)
+    valid_rows = subsample(
+        np.flatnonzero(split_col == "validation"), cfg.max_valid_samples, cfg.seed
+    )
     test_rows = subsample(np.flatnonzero(split_col == "test"), cfg.max_test_samples, cfg.seed + 1)
     trips = bl.trip_matrix(data)
     valid_day = _first_day(inputs.store.trips, split.train_end + 1)
@@ -79,9 +98,17 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
     ctx = _context(data, samples, inputs.store, trips, categories, _mean_prices(inputs, vocab.size))
 
     def valid_r20(scores, rows):
-        truth = truth_matrix(data.item_tokens, data.item_starts[rows], data.item_counts[rows], vocab.size)
-        m = next_basket_metrics(torch.as_tensor(scores), truth, repeat=ctx["repeat_of"](rows),
-                                basket_len=ctx["basket_len"][rows], categories=categories, outside=data.item_oov[rows])
+        truth = truth_matrix(
+            data.item_tokens, data.item_starts[rows], data.item_counts[rows], vocab.size
+        )
+        m = next_basket_metrics(
+            torch.as_tensor(scores),
+            truth,
+            repeat=ctx["repeat_of"](rows),
+            basket_len=ctx["basket_len"][rows],
+            categories=categories,
+            outside=data.item_oov[rows],
+        )
         return float(m["R@20"].mean())
 
     tuned = tune_baselines(data, trips, valid_rows, valid_day, test_day, pop, valid_r20, cfg, log)
@@ -90,7 +117,9 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
         "world_model | given mission": world_model_scorer(model, given_mission=True),
         "G-TopFreq": lambda rows, b: bl.g_topfreq(pop["test"], len(rows)),
         "P-TopFreq": lambda rows, b: bl.p_topfreq(bl.personal_counts(data, rows, trips)),
-        "GP-TopFreq": lambda rows, b: bl.gp_topfreq(bl.personal_counts(data, rows, trips), pop["test"]),
+        "GP-TopFreq": lambda rows, b: bl.gp_topfreq(
+            bl.personal_counts(data, rows, trips), pop["test"]
+        ),
         "Store-P-TopFreq": lambda rows, b: bl.store_p_topfreq(data, rows, trips, pop["test"]),
         "Mission-P-TopFreq": lambda rows, b: bl.mission_p_topfreq(data, rows, trips, pop["test"]),
         **tuned["scorers"],
@@ -98,123 +127,236 @@ def evaluate(warehouse: Warehouse, split: TemporalSplit, truth_dir: Path | None,
     if truth_dir is not None and (Path(truth_dir) / "config.json").exists():
         try:
             scorers["oracle"] = oracle_scorer(Path(truth_dir), samples, vocab)
-            scorers["oracle (no mission)"] = honest_oracle_scorer(Path(truth_dir), samples, vocab,
-                                                                   data.basket_context.hour)
-        except ValueError as err:   # a truth folder of other raw files: no oracle, said in the report
+            scorers["oracle (no mission)"] = honest_oracle_scorer(
+                Path(truth_dir), samples, vocab, data.basket_context.hour
+            )
+        except (
+            ValueError
+        ) as err:  # a truth folder of other raw files: no oracle, said in the report
             oracle_note = f"oracle skipped: {err}"
             log(oracle_note)
-    masked = {"world_model": world_model_masked_scorer(model),
-              "P-TopFreq + co-purchase": tuned["copurchase"]}
+    masked = {
+        "world_model": world_model_masked_scorer(model),
+        "P-TopFreq + co-purchase": tuned["copurchase"],
+    }
     results = score_rows(data, test_rows, scorers, masked, ctx, cfg, log)
     slice_rows = slices(samples, data, results.rows, cfg.week_slices)
     metrics = nested_metrics(results, slice_rows)
     customers = samples["customer_id"].cast(pl.Categorical).to_physical().to_numpy()
     bounds = intervals(results, slice_rows, customers[results.rows], cfg)
     calibration = aux_calibration(model, data, results.rows)
-    response = price_response(model, data, results.rows, categories, truth_dir if "oracle" in scorers else None)
+    response = price_response(
+        model, data, results.rows, categories, truth_dir if "oracle" in scorers else None
+    )
     sim_rows = results.rows[:: max(len(results.rows) // 512, 1)][:512]
     sim_samples = samples[sim_rows]
-    sim_prices = (warehouse.scan(PRICE_FEATURES_TABLE, sorted(set(sim_samples["week"].to_list())))
-                  .filter(pl.col("store_id").is_in(sim_samples["store_id"].unique().implode())).collect())
-    simulation = simulation_check(model, data, sim_rows, sim_prices, sim_samples["store_id"].to_list(),
-                                  sim_samples["week"].to_list(), seed=cfg.seed)
+    sim_prices = (
+        warehouse.scan(PRICE_FEATURES_TABLE, sorted(set(sim_samples["week"].to_list())))
+        .filter(pl.col("store_id").is_in(sim_samples["store_id"].unique().implode()))
+        .collect()
+    )
+    simulation = simulation_check(
+        model,
+        data,
+        sim_rows,
+        sim_prices,
+        sim_samples["store_id"].to_list(),
+        sim_samples["week"].to_list(),
+        seed=cfg.seed,
+    )
     response["observed"] = observed_response(warehouse, split, model, data, results.rows, cfg.seed)
-    log(f"elasticities for {response['context']}; simulation check {simulation['summary']}; "
-        f"against held-out weeks {response['observed']}")
-    tuning = {**tuned["info"], "test_samples": len(test_rows), "validation_samples": len(valid_rows),
-              "checkpoint": config["summary"], "simulation": simulation["summary"],
-              "simulated_sizes": simulation["sizes"], "method_inputs": METHOD_INPUTS, "oracle_note": oracle_note,
-              "elasticity_context": response["context"], "elasticity_contexts": response["contexts"],
-              "planted_elasticity_correlation": response.get("planted_correlation"),
-              "planted_elasticity_spearman": response.get("planted_spearman"),
-              "own_elasticity_negative_share": response.get("own_negative_share"),
-              "substitution": response.get("substitution"), "observed_response": response["observed"],
-              "seconds": round(time.perf_counter() - start, 1)}
-    write_report(folder or warehouse.table_dir(REPORT_TABLE), metrics, bounds, calibration, tuning, response)
-    return {"metrics": metrics, "intervals": bounds, "tuning": tuning, "calibration": calibration,
-            "price_response": response}
+    log(
+        f"elasticities for {response['context']}; simulation check {simulation['summary']}; "
+        f"against held-out weeks {response['observed']}"
+    )
+    tuning = {
+        **tuned["info"],
+        "test_samples": len(test_rows),
+        "validation_samples": len(valid_rows),
+        "checkpoint": config["summary"],
+        "simulation": simulation["summary"],
+        "simulated_sizes": simulation["sizes"],
+        "method_inputs": METHOD_INPUTS,
+        "oracle_note": oracle_note,
+        "elasticity_context": response["context"],
+        "elasticity_contexts": response["contexts"],
+        "planted_elasticity_correlation": response.get("planted_correlation"),
+        "planted_elasticity_spearman": response.get("planted_spearman"),
+        "own_elasticity_negative_share": response.get("own_negative_share"),
+        "substitution": response.get("substitution"),
+        "observed_response": response["observed"],
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    write_report(
+        folder or warehouse.table_dir(REPORT_TABLE), metrics, bounds, calibration, tuning, response
+    )
+    return {
+        "metrics": metrics,
+        "intervals": bounds,
+        "tuning": tuning,
+        "calibration": calibration,
+        "price_response": response,
+    }
 
 
-def observed_response(warehouse: Warehouse, split: TemporalSplit, model, data: TrainingSet,
-                      rows: np.ndarray, seed: int) -> dict:
+def observed_response(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    model,
+    data: TrainingSet,
+    rows: np.ndarray,
+    seed: int,
+) -> dict:
     """The model's own- and cross-price response against the test weeks' promotions (128 test
     contexts; the substitution edges of the product graph)."""
     weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.valid_end]
     if not weeks:
         return {"note": "no test week of derived_prices is materialized"}
-    cells = (warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
-             .select("product_id", "store_id", "week", pl.col("promo_flag").fill_null(False).alias("promo"),
-                     (pl.col("imputation_method") == "observed").alias("observed"),
-                     pl.col("units").fill_null(0).cast(pl.Int64), "discount_depth")
-             .cast(dict(EVAL_CELLS_SCHEMA)))
+    cells = (
+        warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
+        .select(
+            "product_id",
+            "store_id",
+            "week",
+            pl.col("promo_flag").fill_null(False).alias("promo"),
+            (pl.col("imputation_method") == "observed").alias("observed"),
+            pl.col("units").fill_null(0).cast(pl.Int64),
+            "discount_depth",
+        )
+        .cast(dict(EVAL_CELLS_SCHEMA))
+    )
     batch = data[rows[:: max(len(rows) // 128, 1)][:128]]
     size = expected_basket_size(model, batch)
-    return {"weeks": [weeks[0], weeks[-1]],
-            **observed_check(model, batch, size, data.vocab, cells, load_graph(warehouse).edges, seed=seed)}
+    return {
+        "weeks": [weeks[0], weeks[-1]],
+        **observed_check(
+            model, batch, size, data.vocab, cells, load_graph(warehouse).edges, seed=seed
+        ),
+    }
 
 
-def tune_baselines(data: TrainingSet, trips, valid_rows: np.ndarray, valid_day: int, test_day: int, pop: dict,
-                   valid_r20: Callable, cfg: EvalConfig, log: Callable[[str], None]) -> dict:
+def tune_baselines(
+    data: TrainingSet,
+    trips,
+    valid_rows: np.ndarray,
+    valid_day: int,
+    test_day: int,
+    pop: dict,
+    valid_r20: Callable,
+    cfg: EvalConfig,
+    log: Callable[[str], None],
+) -> dict:
     """Every tunable baseline chosen on validation weeks (neighbour pools as of the validation
     start), then set up on the test period (pools as of the test start)."""
-    pools = {"valid": (bl.tifu_pool(data, trips, valid_day), bl.upcf_pool(data, trips, valid_day)),
-             "test": (bl.tifu_pool(data, trips, test_day), bl.upcf_pool(data, trips, test_day))}
+    pools = {
+        "valid": (bl.tifu_pool(data, trips, valid_day), bl.upcf_pool(data, trips, valid_day)),
+        "test": (bl.tifu_pool(data, trips, test_day), bl.upcf_pool(data, trips, test_day)),
+    }
 
     def tifu(c, rows, period):
         vectors, customers = pools[period][0]
-        return bl.tifu_knn(bl.tifu_vectors(data, rows, trips, c), vectors(c), c, bl.sample_customers(data, rows),
-                           customers)
+        return bl.tifu_knn(
+            bl.tifu_vectors(data, rows, trips, c),
+            vectors(c),
+            c,
+            bl.sample_customers(data, rows),
+            customers,
+        )
 
     def upcf(c, rows, period):
         recent, sets, customers = pools[period][1]
         start, end, n = bl.sample_history(data, rows)
-        return bl.upcf(bl.recent_popularity(start, end, n, trips, c.recency), bl.history_weights(start, end, n) @ trips,
-                       recent(c), sets, c, bl.sample_customers(data, rows), customers, pop[period])
+        return bl.upcf(
+            bl.recent_popularity(start, end, n, trips, c.recency),
+            bl.history_weights(start, end, n) @ trips,
+            recent(c),
+            sets,
+            c,
+            bl.sample_customers(data, rows),
+            customers,
+            pop[period],
+        )
 
-    grid = lambda f, points: max(((valid_r20(f(c, valid_rows, "valid"), valid_rows), -i, c)  # noqa: E731
-                                  for i, c in enumerate(points)), key=lambda t: t[:2])
+    def grid(f, points):
+        return max(
+            (
+                (valid_r20(f(c, valid_rows, "valid"), valid_rows), -i, c)
+                for i, c in enumerate(points)
+            ),
+            key=lambda t: t[:2],
+        )
+
     tifu_r20, _, tifu_best = grid(tifu, cfg.tifu.grid())
     upcf_r20, _, upcf_best = grid(upcf, cfg.upcf.grid())
-    log(f"tuned on validation: TIFU-KNN {tifu_best} (R@20 {tifu_r20:.4f}); UP-CF@r {upcf_best} (R@20 {upcf_r20:.4f})")
+    log(
+        f"tuned on validation: TIFU-KNN {tifu_best} (R@20 {tifu_r20:.4f}); UP-CF@r {upcf_best} "
+        f"(R@20 {upcf_r20:.4f})"
+    )
     train_last_day = valid_day - 1
-    sasrec, sas_info = fit_sequential(data, train_last_day, valid_rows, valid_r20, cfg.sequential, log)
-    bert, bert_info = fit_sequential(data, train_last_day, valid_rows, valid_r20,
-                                     replace(cfg.sequential, kind="bert4rec"), log)
+    sasrec, sas_info = fit_sequential(
+        data, train_last_day, valid_rows, valid_r20, cfg.sequential, log
+    )
+    bert, bert_info = fit_sequential(
+        data, train_last_day, valid_rows, valid_r20, replace(cfg.sequential, kind="bert4rec"), log
+    )
     copurchase = bl.copurchase_matrix(trips[data.trip_day < valid_day])
     weight, co_hits = tune_copurchase(data, trips, copurchase, valid_rows, cfg)
     log(f"co-purchase weight {weight} (validation masked Hit@10 {co_hits:.4f})")
-    return {"scorers": {"TIFU-KNN": lambda rows, b: tifu(tifu_best, rows, "test"),
-                        "UP-CF@r": lambda rows, b: upcf(upcf_best, rows, "test"),
-                        "SASRec": lambda rows, b: sequential_scores(sasrec, data, rows, cfg.seed),
-                        "BERT4Rec": lambda rows, b: sequential_scores(bert, data, rows, cfg.seed)},
-            "copurchase": copurchase_scorer(data, trips, copurchase, weight),
-            "info": {"TIFU-KNN": {**asdict(tifu_best), "valid_R@20": tifu_r20},
-                     "UP-CF@r": {**asdict(upcf_best), "valid_R@20": upcf_r20},
-                     "SASRec": sas_info, "BERT4Rec": bert_info,
-                     "P-TopFreq + co-purchase": {"weight": weight, "valid_Hit@10": co_hits}}}
+    return {
+        "scorers": {
+            "TIFU-KNN": lambda rows, b: tifu(tifu_best, rows, "test"),
+            "UP-CF@r": lambda rows, b: upcf(upcf_best, rows, "test"),
+            "SASRec": lambda rows, b: sequential_scores(sasrec, data, rows, cfg.seed),
+            "BERT4Rec": lambda rows, b: sequential_scores(bert, data, rows, cfg.seed),
+        },
+        "copurchase": copurchase_scorer(data, trips, copurchase, weight),
+        "info": {
+            "TIFU-KNN": {**asdict(tifu_best), "valid_R@20": tifu_r20},
+            "UP-CF@r": {**asdict(upcf_best), "valid_R@20": upcf_r20},
+            "SASRec": sas_info,
+            "BERT4Rec": bert_info,
+            "P-TopFreq + co-purchase": {"weight": weight, "valid_Hit@10": co_hits},
+        },
+    }
 
 
 def copurchase_scorer(data: TrainingSet, trips, copurchase, weight: float):
     """Masked-item scores from personal frequency and co-purchase with the shown products."""
+
     def score(rows, batch, m_in, m_tg) -> torch.Tensor:
         r, _ = np.nonzero(m_tg != PAD)
         shown = np.where((m_tg == PAD) & (m_in >= 1) & (m_in <= data.vocab.n_products), m_in, PAD)
         rr, cc = np.nonzero(shown[r] != PAD)
-        shown_m = sp.csr_matrix((np.ones(len(rr)), (rr, shown[r][rr, cc])), shape=(len(r), data.vocab.size))
-        return bl.copurchase_scores(bl.personal_counts(data, rows[r], trips), shown_m, copurchase, weight)
+        shown_m = sp.csr_matrix(
+            (np.ones(len(rr)), (rr, shown[r][rr, cc])), shape=(len(r), data.vocab.size)
+        )
+        return bl.copurchase_scores(
+            bl.personal_counts(data, rows[r], trips), shown_m, copurchase, weight
+        )
+
     return score
 
 
-def tune_copurchase(data: TrainingSet, trips, copurchase, rows: np.ndarray, cfg: EvalConfig) -> tuple[float, float]:
+def tune_copurchase(
+    data: TrainingSet, trips, copurchase, rows: np.ndarray, cfg: EvalConfig
+) -> tuple[float, float]:
     """The co-purchase weight with the best validation masked-item Hit@10 (the test's masking)."""
     hits = {w: [] for w in cfg.copurchase_weights}
     for i in range(0, len(rows), cfg.chunk):
-        chunk = rows[i:i + cfg.chunk]
+        chunk = rows[i : i + cfg.chunk]
         batch = shuffled(data[chunk], data.vocab, cfg.seed + i)
-        m_in, m_tg = evaluation_mask(batch["tokens"].numpy(), data.vocab, cfg.mask_rate, cfg.seed + i)
+        m_in, m_tg = evaluation_mask(
+            batch["tokens"].numpy(), data.vocab, cfg.mask_rate, cfg.seed + i
+        )
         r, c = np.nonzero(m_tg != PAD)
         for w in cfg.copurchase_weights:
-            ranks = masked_ranks(copurchase_scorer(data, trips, copurchase, w)(chunk, batch, m_in, m_tg), r, c, m_in, m_tg)
+            ranks = masked_ranks(
+                copurchase_scorer(data, trips, copurchase, w)(chunk, batch, m_in, m_tg),
+                r,
+                c,
+                m_in,
+                m_tg,
+            )
             hits[w].append(ranks)
     scores = {w: masked_item_summary(np.concatenate(v))["Hit@10"] for w, v in hits.items()}
     best = max(scores, key=lambda w: (scores[w], -w))
@@ -228,12 +370,26 @@ def _context(data: TrainingSet, samples: pl.DataFrame, store, trips, categories,
     rows = np.arange(len(samples))
     w = bl.history_weights(*bl.sample_history(data, rows))
     n = np.asarray(w.sum(1)).ravel()
-    basket_len = np.where(n > 0, np.rint((w @ sizes) / np.maximum(n, 1)), np.median(sizes)).astype(np.int64)
-    spend = samples.join(store.trips.select("basket_id", "spend"), on="basket_id", how="left",
-                         maintain_order="left")["spend"].fill_null(0.0).to_numpy()
-    return {"repeat_of": lambda r: (bl.personal_counts(data, r, trips) > 0).astype(np.float32),
-            "basket_len": basket_len, "categories": categories, "spend": spend,
-            "prices_of": lambda r: np.broadcast_to(prices, (len(r), len(prices)))}
+    basket_len = np.where(n > 0, np.rint((w @ sizes) / np.maximum(n, 1)), np.median(sizes)).astype(
+        np.int64
+    )
+    spend = (
+        samples.join(
+            store.trips.select("basket_id", "spend"),
+            on="basket_id",
+            how="left",
+            maintain_order="left",
+        )["spend"]
+        .fill_null(0.0)
+        .to_numpy()
+    )
+    return {
+        "repeat_of": lambda r: (bl.personal_counts(data, r, trips) > 0).astype(np.float32),
+        "basket_len": basket_len,
+        "categories": categories,
+        "spend": spend,
+        "prices_of": lambda r: np.broadcast_to(prices, (len(r), len(prices))),
+    }
 
 
 def _popularity(data: TrainingSet, trips, before_day: int) -> np.ndarray:
@@ -242,9 +398,13 @@ def _popularity(data: TrainingSet, trips, before_day: int) -> np.ndarray:
 
 def _categories(warehouse: Warehouse, vocab) -> np.ndarray:
     _, id_map = load_embeddings(warehouse)
-    codes = vocab.frame().join(id_map.select("product_id", "prod_code_10"), on="product_id", how="left")
+    codes = vocab.frame().join(
+        id_map.select("product_id", "prod_code_10"), on="product_id", how="left"
+    )
     out = np.zeros(vocab.size, dtype=np.int64)
-    out[codes["token"].to_numpy()] = codes["prod_code_10"].cast(pl.Categorical).to_physical().to_numpy() + 1
+    out[codes["token"].to_numpy()] = (
+        codes["prod_code_10"].cast(pl.Categorical).to_physical().to_numpy() + 1
+    )
     return out
 
 
@@ -254,8 +414,12 @@ def _first_day(trips: pl.DataFrame, week: int) -> int:
 
 
 def _mean_prices(inputs, vocab_size: int) -> np.ndarray:
-    """Mean week price of each token over the loaded price rows (for revenue of a predicted basket)."""
-    prices = inputs.tables["price_features"].group_by("product_id").agg(pl.col("actual_price").mean())
+    """Mean week price of each token over the loaded price rows (for revenue of a predicted
+    basket).
+    """
+    prices = (
+        inputs.tables["price_features"].group_by("product_id").agg(pl.col("actual_price").mean())
+    )
     tokens = inputs.vocab.frame().join(prices, on="product_id", how="left")
     out = np.zeros(vocab_size)
     out[tokens["token"].to_numpy()] = tokens["actual_price"].fill_null(0.0).to_numpy()
@@ -263,19 +427,43 @@ def _mean_prices(inputs, vocab_size: int) -> np.ndarray:
 
 
 def long_metrics(metrics: dict) -> pl.DataFrame:
-    rows = [{"task": t, "slice": s, "method": m, "metric": k, "value": float(v)}
-            for t, by_slice in metrics.items() for s, by_method in by_slice.items()
-            for m, vals in by_method.items() for k, v in vals.items()]
-    return pl.DataFrame(rows, schema={"task": pl.String, "slice": pl.String, "method": pl.String,
-                                      "metric": pl.String, "value": pl.Float64})
+    rows = [
+        {"task": t, "slice": s, "method": m, "metric": k, "value": float(v)}
+        for t, by_slice in metrics.items()
+        for s, by_method in by_slice.items()
+        for m, vals in by_method.items()
+        for k, v in vals.items()
+    ]
+    return pl.DataFrame(
+        rows,
+        schema={
+            "task": pl.String,
+            "slice": pl.String,
+            "method": pl.String,
+            "metric": pl.String,
+            "value": pl.Float64,
+        },
+    )
 
 
-def write_report(folder: Path, metrics: dict, bounds: dict, calibration: pl.DataFrame, tuning: dict,
-                 response: dict) -> None:
+def write_report(
+    folder: Path,
+    metrics: dict,
+    bounds: dict,
+    calibration: pl.DataFrame,
+    tuning: dict,
+    response: dict,
+) -> None:
     atomic_write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", folder / "metrics.json")
-    atomic_write_text(json.dumps(bounds, indent=2, sort_keys=True) + "\n", folder / "intervals.json")
+    atomic_write_text(
+        json.dumps(bounds, indent=2, sort_keys=True) + "\n", folder / "intervals.json"
+    )
     atomic_write_parquet(long_metrics(metrics), folder / "metrics.parquet")
     atomic_write_parquet(calibration, folder / "calibration.parquet")
-    atomic_write_text(json.dumps(tuning, indent=2, sort_keys=True, default=str) + "\n", folder / "tuning.json")
+    atomic_write_text(
+        json.dumps(tuning, indent=2, sort_keys=True, default=str) + "\n", folder / "tuning.json"
+    )
     atomic_write_parquet(response["elasticities"], folder / "elasticities.parquet")
-    atomic_write_text(render_report(metrics, calibration, tuning, response, bounds), folder / "report.html")
+    atomic_write_text(
+        render_report(metrics, calibration, tuning, response, bounds), folder / "report.html"
+    )

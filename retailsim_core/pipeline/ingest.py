@@ -10,7 +10,12 @@ from pathlib import Path
 import polars as pl
 
 from retailsim_core.ingest import (
-    IngestResult, LGSRFileError, check_raw_folder, expected_file_name, find_week_file, ingest_week,
+    IngestResult,
+    LGSRFileError,
+    check_raw_folder,
+    expected_file_name,
+    find_week_file,
+    ingest_week,
 )
 from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.warehouse import Warehouse
@@ -19,43 +24,71 @@ RAW_TABLE = "raw_transactions"
 QUARANTINE_TABLE = "raw_transactions_quarantine"
 WEEKS_IN_FLIGHT = 2
 
-INGEST_REPORT_SCHEMA = pl.Schema({
-    "week": pl.Int16, "source_file": pl.String, "status": pl.String, "header_variant": pl.String,
-    "rows_read": pl.Int64, "rows_kept": pl.Int64, "rows_rejected": pl.Int64, "seconds": pl.Float64,
-})
+INGEST_REPORT_SCHEMA = pl.Schema(
+    {
+        "week": pl.Int16,
+        "source_file": pl.String,
+        "status": pl.String,
+        "header_variant": pl.String,
+        "rows_read": pl.Int64,
+        "rows_kept": pl.Int64,
+        "rows_rejected": pl.Int64,
+        "seconds": pl.Float64,
+    }
+)
 
 
 def _write_week(warehouse: Warehouse, result: IngestResult) -> None:
     manifest = {
-        "status": "missing" if result.missing else "ok", "expected_file": expected_file_name(result.week),
-        "source_file": result.source_file, "header_variant": result.header_variant,
-        "rows_read": result.rows_read, "rows_kept": result.kept.height, "rows_rejected": result.quarantine.height,
+        "status": "missing" if result.missing else "ok",
+        "expected_file": expected_file_name(result.week),
+        "source_file": result.source_file,
+        "header_variant": result.header_variant,
+        "rows_read": result.rows_read,
+        "rows_kept": result.kept.height,
+        "rows_rejected": result.quarantine.height,
         "source_sha256": result.source_sha256,
     }
     # One set: the kept rows and their quarantine are published by the same rename.
-    warehouse.write_set(result.week, {
-        RAW_TABLE: (result.kept, RAW_TRANSACTIONS_SCHEMA),
-        QUARANTINE_TABLE: (result.quarantine, QUARANTINE_SCHEMA)}, manifest)
+    warehouse.write_set(
+        result.week,
+        {
+            RAW_TABLE: (result.kept, RAW_TRANSACTIONS_SCHEMA),
+            QUARANTINE_TABLE: (result.quarantine, QUARANTINE_SCHEMA),
+        },
+        manifest,
+    )
 
 
-def _refuse_vanished_files(raw_dir: Path, warehouse: Warehouse, weeks: list[int],
-                           replace: bool) -> None:
+def _refuse_vanished_files(
+    raw_dir: Path, warehouse: Warehouse, weeks: list[int], replace: bool
+) -> None:
     """A week ingested from a file whose file is now gone is not replaced by an empty partition
     unless asked: a wrong or half-copied raw folder must not destroy good data."""
-    vanished = [w for w in weeks if find_week_file(raw_dir, w) is None
-                and (warehouse.manifest(RAW_TABLE, w) or {}).get("status") == "ok"]
+    vanished = [
+        w
+        for w in weeks
+        if find_week_file(raw_dir, w) is None
+        and (warehouse.manifest(RAW_TABLE, w) or {}).get("status") == "ok"
+    ]
     if vanished and not replace:
         names = ", ".join(expected_file_name(w) for w in vanished[:5])
         more = ", ..." if len(vanished) > 5 else ""
-        raise LGSRFileError(f"{len(vanished)} week(s) were ingested from a file that {raw_dir} "
-                            f"no longer holds ({names}{more}); restore the files, or set the "
-                            "raw_source resource's replace_vanished_weeks to true to replace "
-                            "those partitions by empty, missing-file ones")
+        raise LGSRFileError(
+            f"{len(vanished)} week(s) were ingested from a file that {raw_dir} "
+            f"no longer holds ({names}{more}); restore the files, or set the "
+            "raw_source resource's replace_vanished_weeks to true to replace "
+            "those partitions by empty, missing-file ones"
+        )
 
 
-def ingest_weeks(raw_dir: Path, warehouse: Warehouse, weeks: Iterable[int],
-                 log: Callable[[str], None] = lambda _: None,
-                 replace_vanished: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+def ingest_weeks(
+    raw_dir: Path,
+    warehouse: Warehouse,
+    weeks: Iterable[int],
+    log: Callable[[str], None] = lambda _: None,
+    replace_vanished: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Ingest each week into ``raw_transactions`` and ``raw_transactions_quarantine``.
 
     Returns (per-week report, quarantine reason counts). A missing week file is written as an
@@ -81,15 +114,33 @@ def ingest_weeks(raw_dir: Path, warehouse: Warehouse, weeks: Iterable[int],
     with ThreadPoolExecutor(max_workers=WEEKS_IN_FLIGHT, thread_name_prefix="ingest") as pool:
         for i, (result, seconds) in enumerate(pool.map(one_week, weeks), 1):
             status = "missing" if result.missing else "ok"
-            reports.append({"week": result.week, "source_file": result.source_file, "status": status,
-                            "header_variant": result.header_variant, "rows_read": result.rows_read,
-                            "rows_kept": result.kept.height, "rows_rejected": result.quarantine.height,
-                            "seconds": seconds})
+            reports.append(
+                {
+                    "week": result.week,
+                    "source_file": result.source_file,
+                    "status": status,
+                    "header_variant": result.header_variant,
+                    "rows_read": result.rows_read,
+                    "rows_kept": result.kept.height,
+                    "rows_rejected": result.quarantine.height,
+                    "seconds": seconds,
+                }
+            )
             if result.quarantine.height:
-                reasons.append(result.quarantine.select(pl.col("reason").str.split(";")).explode("reason"))
-            log(f"[{i}/{len(weeks)}] week {result.week}: {status}, {result.rows_read:,} read, "
-                f"{result.quarantine.height:,} rejected, {seconds:.2f}s")
+                reasons.append(
+                    result.quarantine.select(pl.col("reason").str.split(";")).explode("reason")
+                )
+            log(
+                f"[{i}/{len(weeks)}] week {result.week}: {status}, {result.rows_read:,} read, "
+                f"{result.quarantine.height:,} rejected, {seconds:.2f}s"
+            )
     report = pl.DataFrame(reports, schema=INGEST_REPORT_SCHEMA)
-    reason_counts = (pl.concat(reasons).group_by("reason").len("rows").sort("rows", "reason", descending=[True, False])
-                     if reasons else pl.DataFrame(schema={"reason": pl.String, "rows": pl.UInt32}))
+    reason_counts = (
+        pl.concat(reasons)
+        .group_by("reason")
+        .len("rows")
+        .sort("rows", "reason", descending=[True, False])
+        if reasons
+        else pl.DataFrame(schema={"reason": pl.String, "rows": pl.UInt32})
+    )
     return report, reason_counts

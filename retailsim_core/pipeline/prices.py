@@ -19,7 +19,13 @@ import polars as pl
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.price_cells import CellState, advance, restore
-from retailsim_core.prices import DERIVED_PRICES_SCHEMA, VALIDATION_FLAGS, PriceConfig, flag, observed_prices
+from retailsim_core.prices import (
+    DERIVED_PRICES_SCHEMA,
+    VALIDATION_FLAGS,
+    PriceConfig,
+    flag,
+    observed_prices,
+)
 from retailsim_core.warehouse import Warehouse
 
 PRICES_TABLE = "derived_prices"
@@ -30,7 +36,8 @@ _STATE_COLUMNS = ("product_id", "store_id", "actual_price", "observed_price")
 def _observed_week(warehouse: Warehouse, week: int) -> pl.DataFrame:
     warehouse.require_weeks(RAW_TABLE, [week])
     raw = warehouse.scan(RAW_TABLE, [week], schema=RAW_TRANSACTIONS_SCHEMA).select(
-        "store_id", "store_region", "store_format", "product_id", "week", "spend", "quantity")
+        "store_id", "store_region", "store_format", "product_id", "week", "spend", "quantity"
+    )
     return observed_prices(raw).collect()
 
 
@@ -41,18 +48,29 @@ def state_from_warehouse(warehouse: Warehouse, week: int, cfg: PriceConfig) -> C
     weeks = range(max(1, week - cfg.history_weeks), week)
     if any(warehouse.manifest(PRICES_TABLE, w) is None for w in weeks):
         return None
-    frames = {w: warehouse.scan(PRICES_TABLE, [w], schema=DERIVED_PRICES_SCHEMA)
-              .select(pl.all() if w == week - 1 else pl.col(_STATE_COLUMNS)).collect() for w in weeks}
+    frames = {
+        w: warehouse.scan(PRICES_TABLE, [w], schema=DERIVED_PRICES_SCHEMA)
+        .select(pl.all() if w == week - 1 else pl.col(_STATE_COLUMNS))
+        .collect()
+        for w in weeks
+    }
     return restore(cfg, frames)
 
 
-def derive_price_weeks(warehouse: Warehouse, weeks: Iterable[int], cfg: PriceConfig = PriceConfig(),
-                       log: Callable[[str], None] = lambda _: None) -> pl.DataFrame:
+def derive_price_weeks(
+    warehouse: Warehouse,
+    weeks: Iterable[int],
+    cfg: PriceConfig = PriceConfig(),
+    log: Callable[[str], None] = lambda _: None,
+) -> pl.DataFrame:
     """Write derived_prices for ``weeks`` (ascending, contiguous); returns a per-week summary."""
     weeks = sorted(weeks)
     state = state_from_warehouse(warehouse, weeks[0], cfg)
     if state is None:  # rebuild the state from raw data, writing nothing
-        log(f"derived_prices: partitions before week {weeks[0]} incomplete; rebuilding state from week 1")
+        log(
+            f"derived_prices: partitions before week {weeks[0]} incomplete; rebuilding state from "
+            "week 1"
+        )
         state = CellState(cfg)
         for week in range(1, weeks[0]):
             advance(state, _observed_week(warehouse, week), week)
@@ -68,39 +86,56 @@ def derive_price_weeks(warehouse: Warehouse, weeks: Iterable[int], cfg: PriceCon
                 next_observed = pool.submit(_observed_week, warehouse, weeks[i + 1])
             table = advance(state, observed, week)
             if pending is not None:
-                pending.result()   # surfaces a failed write before going on
+                pending.result()  # surfaces a failed write before going on
             pending = pool.submit(_write_week, warehouse, week, table)
             summaries.append(summarise(table).with_columns(week=pl.lit(week, pl.Int16)))
-            log(f"[{i + 1}/{len(weeks)}] derived_prices week {week}: {table.height:,} cells, "
-                f"{observed.height:,} observed")
+            log(
+                f"[{i + 1}/{len(weeks)}] derived_prices week {week}: {table.height:,} cells, "
+                f"{observed.height:,} observed"
+            )
         pending.result()
     return pl.concat(summaries, how="vertical_relaxed")
 
 
 def _write_week(warehouse: Warehouse, week: int, table: pl.DataFrame) -> None:
     raw_manifest = warehouse.manifest(RAW_TABLE, week) or {}
-    warehouse.write_partition(PRICES_TABLE, week, table, DERIVED_PRICES_SCHEMA,
-                              {"source_status": raw_manifest.get("status", "absent")}, compression=PRICES_COMPRESSION)
+    warehouse.write_partition(
+        PRICES_TABLE,
+        week,
+        table,
+        DERIVED_PRICES_SCHEMA,
+        {"source_status": raw_manifest.get("status", "absent")},
+        compression=PRICES_COMPRESSION,
+    )
 
 
 def summarise(table: pl.DataFrame) -> pl.DataFrame:
     """One row of counts per week, for asset metadata and checks."""
-    flags = table.select(flag(name).sum().alias(name) for name in VALIDATION_FLAGS).row(0, named=True)
+    flags = table.select(flag(name).sum().alias(name) for name in VALIDATION_FLAGS).row(
+        0, named=True
+    )
     counts = {f"flag_{name}": int(flags[name]) for name in VALIDATION_FLAGS}
-    return pl.DataFrame([{
-        "cells": table.height, "observed": int((table["imputation_method"] == "observed").sum()),
-        "promo_cells": int(table["promo_flag"].sum()), "max_depth": float(table["discount_depth"].max() or 0.0),
-        "min_price": float(table["actual_price"].min() or 0.0), "max_price": float(table["actual_price"].max() or 0.0),
-        **counts,
-    }])
+    return pl.DataFrame(
+        [
+            {
+                "cells": table.height,
+                "observed": int((table["imputation_method"] == "observed").sum()),
+                "promo_cells": int(table["promo_flag"].sum()),
+                "max_depth": float(table["discount_depth"].max() or 0.0),
+                "min_price": float(table["actual_price"].min() or 0.0),
+                "max_price": float(table["actual_price"].max() or 0.0),
+                **counts,
+            }
+        ]
+    )
 
 
 @dataclass(frozen=True)
 class RuleResult:
     rule: str
-    observed: float      # what was measured (a count or a share)
-    threshold: float     # the largest acceptable value
-    cells: int           # cells the share is taken over
+    observed: float  # what was measured (a count or a share)
+    threshold: float  # the largest acceptable value
+    cells: int  # cells the share is taken over
 
     @property
     def passed(self) -> bool:
@@ -111,14 +146,25 @@ class RuleResult:
 # rules tolerate what real shelves do (a few large discounts, base prices that drift down after
 # a price cut, rarely sold products, volatile categories).
 PRICE_RULE_TOLERANCES = {
-    "price_nonpositive": 0.0, "price_over_max": 0.0, "depth_over_max": 0.001,
-    "base_price_decrease": 0.10, "low_coverage": 0.5, "high_volatility": 0.05,
+    "price_nonpositive": 0.0,
+    "price_over_max": 0.0,
+    "depth_over_max": 0.001,
+    "base_price_decrease": 0.10,
+    "low_coverage": 0.5,
+    "high_volatility": 0.05,
 }
 
 
 def price_rule_report(warehouse: Warehouse, weeks: Iterable[int] | None = None) -> list[RuleResult]:
     """Share of cells breaking each business rule over the given (default: all) weeks."""
     lf = warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
-    counts = lf.select(pl.len().alias("cells"), *[flag(n).sum() for n in VALIDATION_FLAGS]).collect().row(0, named=True)
+    counts = (
+        lf.select(pl.len().alias("cells"), *[flag(n).sum() for n in VALIDATION_FLAGS])
+        .collect()
+        .row(0, named=True)
+    )
     cells = int(counts["cells"])
-    return [RuleResult(rule, counts[rule] / max(cells, 1), tol, cells) for rule, tol in PRICE_RULE_TOLERANCES.items()]
+    return [
+        RuleResult(rule, counts[rule] / max(cells, 1), tol, cells)
+        for rule, tol in PRICE_RULE_TOLERANCES.items()
+    ]

@@ -14,7 +14,12 @@ import polars as pl
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.samples import (
-    METADATA_SCHEMA, SAMPLES_SCHEMA, HistoryState, advance_history, samples_from_metadata, week_metadata,
+    METADATA_SCHEMA,
+    SAMPLES_SCHEMA,
+    HistoryState,
+    advance_history,
+    samples_from_metadata,
+    week_metadata,
 )
 from retailsim_core.split import TemporalSplit
 from retailsim_core.trips import TRIPS_SCHEMA, TripStore, trips_of
@@ -23,37 +28,70 @@ from retailsim_core.warehouse import Warehouse
 METADATA_TABLE = "temporal_metadata"
 TRIPS_TABLE = "customer_trips"
 SAMPLES_TABLE = "bucketed_samples"
-_COLUMNS = ["week", "basket_id", "customer_id", "store_id", "store_format", "store_region", "shop_date", "shop_hour",
-            "product_id", "spend",
-            "basket_type", "basket_dominant_mission", "basket_price_sensitivity", "basket_size",
-            "cust_price_sensitivity", "cust_lifestage"]
+_COLUMNS = [
+    "week",
+    "basket_id",
+    "customer_id",
+    "store_id",
+    "store_format",
+    "store_region",
+    "shop_date",
+    "shop_hour",
+    "product_id",
+    "spend",
+    "basket_type",
+    "basket_dominant_mission",
+    "basket_price_sensitivity",
+    "basket_size",
+    "cust_price_sensitivity",
+    "cust_lifestage",
+]
 
 
 def _raw(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:
     weeks = list(weeks)
     warehouse.require_weeks(RAW_TABLE, weeks)
-    return warehouse.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA).select(_COLUMNS).collect()
+    return (
+        warehouse.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA).select(_COLUMNS).collect()
+    )
 
 
-def training_data_weeks(warehouse: Warehouse, weeks: Iterable[int], split: TemporalSplit,
-                        log: Callable[[str], None] = lambda _: None) -> pl.DataFrame:
+def training_data_weeks(
+    warehouse: Warehouse,
+    weeks: Iterable[int],
+    split: TemporalSplit,
+    log: Callable[[str], None] = lambda _: None,
+) -> pl.DataFrame:
     weeks = sorted(weeks)
     state = HistoryState.empty()
     if weeks[0] > 1:
-        for (week,), part in sorted(_raw(warehouse, range(1, weeks[0])).partition_by("week", as_dict=True).items()):
+        for (week,), part in sorted(
+            _raw(warehouse, range(1, weeks[0])).partition_by("week", as_dict=True).items()
+        ):
             state = advance_history(state, part, week)
     rows = []
     for i, week in enumerate(weeks, 1):
         raw = _raw(warehouse, [week])
         metadata = week_metadata(raw, state, week, split)
         samples = samples_from_metadata(metadata)
-        warehouse.write_set(week, {METADATA_TABLE: (metadata, METADATA_SCHEMA),
-                                   SAMPLES_TABLE: (samples, SAMPLES_SCHEMA),
-                                   TRIPS_TABLE: (trips_of(raw.lazy()).collect(), TRIPS_SCHEMA)})
+        warehouse.write_set(
+            week,
+            {
+                METADATA_TABLE: (metadata, METADATA_SCHEMA),
+                SAMPLES_TABLE: (samples, SAMPLES_SCHEMA),
+                TRIPS_TABLE: (trips_of(raw.lazy()).collect(), TRIPS_SCHEMA),
+            },
+        )
         state = advance_history(state, raw, week)
-        rows.append({"week": week, "baskets": metadata.height, "samples": samples.height,
-                     "cold_start": int(samples["is_cold_start"].sum()),
-                     "novel_products": int(samples["is_novel_products"].sum())})
+        rows.append(
+            {
+                "week": week,
+                "baskets": metadata.height,
+                "samples": samples.height,
+                "cold_start": int(samples["is_cold_start"].sum()),
+                "novel_products": int(samples["is_novel_products"].sum()),
+            }
+        )
         log(f"[{i}/{len(weeks)}] training data week {week}: {samples.height:,} samples")
     return pl.DataFrame(rows)
 

@@ -21,8 +21,8 @@ from retailsim_core.warehouse import Warehouse
 
 @dataclass(frozen=True)
 class TruthBinding:
-    truth_dir: Path | None   # the planted truth to use, None when there is none or it does not match
-    note: str | None         # why a configured truth folder is not used (None when it is used)
+    truth_dir: Path | None  # the planted truth to use, None when there is none or it does not match
+    note: str | None  # why a configured truth folder is not used (None when it is used)
 
 
 def ingested_files(warehouse: Warehouse) -> dict[int, str]:
@@ -43,16 +43,22 @@ def bind_truth(truth_dir: Path | None, warehouse: Warehouse) -> TruthBinding:
     skipped = f"planted truth in {truth_dir} (RETAILSIM_TRUTH_DIR) not used: "
     path = truth_dir / FINGERPRINT_FILE
     if not path.exists():
-        return TruthBinding(None, skipped + f"it has no {FINGERPRINT_FILE} (not written by this "
-                            "generator version); regenerate it with the raw files (make data)")
+        return TruthBinding(
+            None,
+            skipped + f"it has no {FINGERPRINT_FILE} (not written by this "
+            "generator version); regenerate it with the raw files (make data)",
+        )
     planted = {int(w): sha for w, sha in json.loads(path.read_text())["weeks"].items()}
     ingested = ingested_files(warehouse)
     if not ingested:
         return TruthBinding(None, skipped + "no week has been ingested from a file")
     other = sorted(w for w, sha in ingested.items() if planted.get(w) != sha)
     if other:
-        return TruthBinding(None, skipped + f"{len(other)} of {len(ingested)} ingested week files "
-                            f"are not the files it was generated with (first: week {other[0]}); "
-                            "oracles and planted-truth checks are skipped (set RETAILSIM_TRUTH_DIR= "
-                            "for real data)")
+        return TruthBinding(
+            None,
+            skipped + f"{len(other)} of {len(ingested)} ingested week files "
+            f"are not the files it was generated with (first: week {other[0]}); "
+            "oracles and planted-truth checks are skipped (set RETAILSIM_TRUTH_DIR= "
+            "for real data)",
+        )
     return TruthBinding(truth_dir, None)

@@ -48,19 +48,31 @@ CHECKPOINT_TABLE = "trained_checkpoint"
 @dataclass
 class ModelInputs:
     """Everything a TrainingSet needs, loaded once from the warehouse."""
+
     vocab: ProductVocab
-    product_table: torch.Tensor        # (V, G) GraphSAGE rows in token order
+    product_table: torch.Tensor  # (V, G) GraphSAGE rows in token order
     store: TripStore
     samples: pl.DataFrame
     tables: dict[str, pl.DataFrame]
     shelf: ShelfPrices
-    substitutes: torch.Tensor          # (2, E) substitution edges of the product graph, as tokens
-    copurchase: tuple[torch.Tensor, torch.Tensor]   # (2, E) co-purchase edges as tokens, (E,) lifts
+    substitutes: torch.Tensor  # (2, E) substitution edges of the product graph, as tokens
+    copurchase: tuple[torch.Tensor, torch.Tensor]  # (2, E) co-purchase edges as tokens, (E,) lifts
 
-    def training_set(self, samples: pl.DataFrame, cfg: TensorConfig = TensorConfig()) -> TrainingSet:
+    def training_set(
+        self, samples: pl.DataFrame, cfg: TensorConfig = TensorConfig()
+    ) -> TrainingSet:
         t = self.tables
-        return TrainingSet(samples, self.store, self.vocab, t[AFFINITY_TABLE], t[MISSIONS_TABLE],
-                           t[PRICE_FEATURES_TABLE], t[STORE_FEATURES_TABLE], cfg, self.shelf)
+        return TrainingSet(
+            samples,
+            self.store,
+            self.vocab,
+            t[AFFINITY_TABLE],
+            t[MISSIONS_TABLE],
+            t[PRICE_FEATURES_TABLE],
+            t[STORE_FEATURES_TABLE],
+            cfg,
+            self.shelf,
+        )
 
 
 def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) -> ModelInputs:
@@ -71,25 +83,50 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
     weeks = sorted(weeks) if weeks is not None else warehouse.weeks(SAMPLES_TABLE)
     samples = warehouse.scan(SAMPLES_TABLE, weeks, schema=SAMPLES_SCHEMA).collect()
     store = build_trip_store(warehouse, max_week=max(weeks))
-    cells = (store.trips.lazy().filter(pl.col("basket_id").is_in(samples["basket_id"].implode()))
-             .select("store_id", "week", pl.col("products").alias("product_id")).explode("product_id").unique())
+    cells = (
+        store.trips.lazy()
+        .filter(pl.col("basket_id").is_in(samples["basket_id"].implode()))
+        .select("store_id", "week", pl.col("products").alias("product_id"))
+        .explode("product_id")
+        .unique()
+    )
     price_weeks = sorted({max(weeks[0] - 1, 1), *weeks})
-    all_prices = (warehouse.scan(PRICE_FEATURES_TABLE, price_weeks)
-                  .select("product_id", "store_id", "week", *PRICE_COLUMNS).collect())
+    all_prices = (
+        warehouse.scan(PRICE_FEATURES_TABLE, price_weeks)
+        .select("product_id", "store_id", "week", *PRICE_COLUMNS)
+        .collect()
+    )
     prices = all_prices.join(cells.collect(), on=["product_id", "store_id", "week"], how="semi")
-    observed = (warehouse.scan(PRICES_TABLE, price_weeks, schema=DERIVED_PRICES_SCHEMA)
-                .filter(pl.col("imputation_method") == "observed")
-                .select("product_id", "store_id", "store_region", "week", "discount_depth").collect())
-    # Every store with a shelf row sold something (its cells are pairs it sold), so its region is here.
+    observed = (
+        warehouse.scan(PRICES_TABLE, price_weeks, schema=DERIVED_PRICES_SCHEMA)
+        .filter(pl.col("imputation_method") == "observed")
+        .select("product_id", "store_id", "store_region", "week", "discount_depth")
+        .collect()
+    )
+    # Every store with a shelf row sold something (its cells are pairs it sold), so its region is
+    # here.
     regions = observed.select("store_id", "store_region").unique()
-    shelf = ShelfPrices.build(all_prices.filter(pl.col("week") < max(weeks)), observed, regions, vocab)
+    shelf = ShelfPrices.build(
+        all_prices.filter(pl.col("week") < max(weeks)), observed, regions, vocab
+    )
     key_weeks = pl.col("week").is_in(weeks)
-    tables = {AFFINITY_TABLE: warehouse.scan(AFFINITY_TABLE, weeks).filter(key_weeks).collect(),
-              MISSIONS_TABLE: warehouse.scan(MISSIONS_TABLE, weeks).filter(key_weeks).collect(),
-              PRICE_FEATURES_TABLE: prices, STORE_FEATURES_TABLE: warehouse.scan(STORE_FEATURES_TABLE, weeks).collect()}
+    tables = {
+        AFFINITY_TABLE: warehouse.scan(AFFINITY_TABLE, weeks).filter(key_weeks).collect(),
+        MISSIONS_TABLE: warehouse.scan(MISSIONS_TABLE, weeks).filter(key_weeks).collect(),
+        PRICE_FEATURES_TABLE: prices,
+        STORE_FEATURES_TABLE: warehouse.scan(STORE_FEATURES_TABLE, weeks).collect(),
+    }
     edges = load_graph(warehouse).edges
-    return ModelInputs(vocab, graphsage_rows(vocab, vectors, id_map), store, samples, tables, shelf,
-                       substitute_edges(edges, vocab), copurchase_edges(edges, vocab))
+    return ModelInputs(
+        vocab,
+        graphsage_rows(vocab, vectors, id_map),
+        store,
+        samples,
+        tables,
+        shelf,
+        substitute_edges(edges, vocab),
+        copurchase_edges(edges, vocab),
+    )
 
 
 def substitute_edges(edges: pl.DataFrame, vocab: ProductVocab) -> torch.Tensor:
@@ -97,85 +134,165 @@ def substitute_edges(edges: pl.DataFrame, vocab: ProductVocab) -> torch.Tensor:
     sub = edges.filter(pl.col("edge_type") == "substitution").select("src", "dst")
     both = pl.concat([sub, sub.select(src="dst", dst="src")]).unique()
     tok = vocab.frame()
-    pairs = (both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
-             .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner").sort("s", "d"))
-    return torch.as_tensor(np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1))
+    pairs = (
+        both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
+        .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner")
+        .sort("s", "d")
+    )
+    return torch.as_tensor(
+        np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1)
+    )
 
 
 def copurchase_edges(edges: pl.DataFrame, vocab: ProductVocab) -> tuple[torch.Tensor, torch.Tensor]:
     """(2, E) token pairs (src, dst) of the product graph's co-purchase edges, both directions,
     and (E,) their lifts."""
     cop = edges.filter(pl.col("edge_type") == "copurchase").select("src", "dst", "lift")
-    both = pl.concat([cop, cop.select(src="dst", dst="src", lift="lift")]).unique(["src", "dst"], keep="first")
+    both = pl.concat([cop, cop.select(src="dst", dst="src", lift="lift")]).unique(
+        ["src", "dst"], keep="first"
+    )
     tok = vocab.frame()
-    pairs = (both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
-             .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner").sort("s", "d"))
+    pairs = (
+        both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
+        .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner")
+        .sort("s", "d")
+    )
     index = np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1)
     return torch.as_tensor(index), torch.as_tensor(pairs["lift"].to_numpy().astype(np.float32))
 
 
 def fit_feature_scaling(model: WorldModel, data: TrainingSet, seed: int, n: int = 1_000) -> None:
     """Standardise the repeat head's history features with a seeded sample of training baskets."""
-    rows = np.sort(np.random.default_rng([seed, 5]).choice(len(data), min(n, len(data)), replace=False))
+    rows = np.sort(
+        np.random.default_rng([seed, 5]).choice(len(data), min(n, len(data)), replace=False)
+    )
     batch = data[rows]
     products = batch["repeat_products"]
-    raw = model.repeat_head.raw_features(batch["repeat_values"], products, torch.zeros_like(batch["t6"]),
-                                         model.price_response.substitute_edges, model.vocab_size)
+    raw = model.repeat_head.raw_features(
+        batch["repeat_values"],
+        products,
+        torch.zeros_like(batch["t6"]),
+        model.price_response.substitute_edges,
+        model.vocab_size,
+    )
     model.repeat_head.fit_scaling(raw, products)
 
 
-def build_model(cfg: WorldModelConfig, product_table: torch.Tensor, n_t1_numeric: int, seed: int,
-                substitutes: torch.Tensor | None = None,
-                copurchase: tuple[torch.Tensor, torch.Tensor] | None = None) -> WorldModel:
+def build_model(
+    cfg: WorldModelConfig,
+    product_table: torch.Tensor,
+    n_t1_numeric: int,
+    seed: int,
+    substitutes: torch.Tensor | None = None,
+    copurchase: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> WorldModel:
     torch.manual_seed(seed)
     return WorldModel(cfg, product_table, n_t1_numeric, substitutes, copurchase)
 
 
-def train_world_model(warehouse: Warehouse, split: TemporalSplit, model_cfg: WorldModelConfig, train_cfg: TrainConfig,
-                      tensor_cfg: TensorConfig = TensorConfig(max_history_trips=50),
-                      log: Callable[[str], None] = lambda _: None, model_out: bool = False,
-                      folder: Path | None = None) -> dict:
+def train_world_model(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    model_cfg: WorldModelConfig,
+    train_cfg: TrainConfig,
+    tensor_cfg: TensorConfig = TensorConfig(max_history_trips=50),
+    log: Callable[[str], None] = lambda _: None,
+    model_out: bool = False,
+    folder: Path | None = None,
+) -> dict:
     """Train on training weeks, early-stop on validation weeks, write the checkpoint folder (rank 0
     only under torchrun; default the warehouse's ``trained_checkpoint``). ``model_out`` adds the
     trained model to the summary."""
     start = time.perf_counter()
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     inputs = load_model_inputs(warehouse, range(1, split.valid_end + 1))
-    usable = inputs.samples.filter(~pl.col("truncated"))                           # spec §4.7.5 case 5
+    usable = inputs.samples.filter(~pl.col("truncated"))  # spec §4.7.5 case 5
     train_samples = usable.filter(pl.col("split") == "train")
     train_data = inputs.training_set(train_samples, tensor_cfg)
     valid_data = inputs.training_set(usable.filter(pl.col("split") == "validation"), tensor_cfg)
-    log(f"tensors: {len(train_data):,} training / {len(valid_data):,} validation samples "
-        f"in {time.perf_counter() - start:.1f}s; vocabulary {inputs.vocab.n_products:,} products")
-    model = build_model(model_cfg, inputs.product_table, train_data.t1_numeric.shape[1], train_cfg.seed,
-                        inputs.substitutes, inputs.copurchase)
+    log(
+        f"tensors: {len(train_data):,} training / {len(valid_data):,} validation samples "
+        f"in {time.perf_counter() - start:.1f}s; vocabulary {inputs.vocab.n_products:,} products"
+    )
+    model = build_model(
+        model_cfg,
+        inputs.product_table,
+        train_data.t1_numeric.shape[1],
+        train_cfg.seed,
+        inputs.substitutes,
+        inputs.copurchase,
+    )
     fit_feature_scaling(model, train_data, train_cfg.seed)
     popularity = popularity_scores(train_data, np.arange(len(train_data)))
     folder = folder or warehouse.table_dir(CHECKPOINT_TABLE)
-    fingerprint = hashlib.sha256(json.dumps([model_cfg.to_dict(), train_cfg.to_dict(), tensor_cfg.__dict__,
-                                             inputs.vocab.n_products, train_samples["basket_id"].hash().sum(),
-                                             len(valid_data)], default=str).encode()).hexdigest()
-    result = train(model, train_data, train_samples["bucket"].to_numpy(), valid_data, popularity, train_cfg,
-                   state_dir=folder / "training_state", log=log, fingerprint=fingerprint)
+    fingerprint = hashlib.sha256(
+        json.dumps(
+            [
+                model_cfg.to_dict(),
+                train_cfg.to_dict(),
+                tensor_cfg.__dict__,
+                inputs.vocab.n_products,
+                train_samples["basket_id"].hash().sum(),
+                len(valid_data),
+            ],
+            default=str,
+        ).encode()
+    ).hexdigest()
+    result = train(
+        model,
+        train_data,
+        train_samples["bucket"].to_numpy(),
+        valid_data,
+        popularity,
+        train_cfg,
+        state_dir=folder / "training_state",
+        log=log,
+        fingerprint=fingerprint,
+    )
     model.load_state_dict(result.best_weights)
     best = next(h for h in result.state.history if h["epoch"] == result.state.best_epoch)
-    summary = {"parameters": parameter_count(model), "epochs": result.state.epoch, "best_epoch": result.state.best_epoch,
-               "training_seconds": round(result.state.seconds, 1), "train_samples": len(train_data),
-               "valid_samples": len(valid_data), "vocabulary": inputs.vocab.n_products,
-               "best": {k: v for k, v in best.items() if isinstance(v, float)}}
+    summary = {
+        "parameters": parameter_count(model),
+        "epochs": result.state.epoch,
+        "best_epoch": result.state.best_epoch,
+        "training_seconds": round(result.state.seconds, 1),
+        "train_samples": len(train_data),
+        "valid_samples": len(valid_data),
+        "vocabulary": inputs.vocab.n_products,
+        "best": {k: v for k, v in best.items() if isinstance(v, float)},
+    }
     if distributed.rank_and_world()[0] == 0:
-        write_checkpoint(folder, model, inputs.vocab, tensor_cfg, train_cfg, summary, result.state.history)
-        shutil.rmtree(folder / "training_state", ignore_errors=True)    # finished: the next run trains afresh
+        write_checkpoint(
+            folder, model, inputs.vocab, tensor_cfg, train_cfg, summary, result.state.history
+        )
+        shutil.rmtree(
+            folder / "training_state", ignore_errors=True
+        )  # finished: the next run trains afresh
     return summary | {"history": result.state.history} | ({"model": model} if model_out else {})
 
 
-def write_checkpoint(folder: Path, model: WorldModel, vocab: ProductVocab, tensor_cfg: TensorConfig,
-                     train_cfg: TrainConfig, summary: dict, history: list[dict]) -> None:
+def write_checkpoint(
+    folder: Path,
+    model: WorldModel,
+    vocab: ProductVocab,
+    tensor_cfg: TensorConfig,
+    train_cfg: TrainConfig,
+    summary: dict,
+    history: list[dict],
+) -> None:
     ckpt.save_tensors(folder / "model.safetensors", model.state_dict())
-    ckpt.write_json(folder / "config.json", {
-        "model": model.cfg.to_dict(), "vocab_size": model.vocab_size, "n_t1_numeric": model.context.t1_numeric.in_features,
-        "tensors": tensor_cfg.__dict__, "training": {"seed": train_cfg.seed, "phases": phase_schedule(train_cfg)},
-        "summary": summary, "history": history})
+    ckpt.write_json(
+        folder / "config.json",
+        {
+            "model": model.cfg.to_dict(),
+            "vocab_size": model.vocab_size,
+            "n_t1_numeric": model.context.t1_numeric.in_features,
+            "tensors": tensor_cfg.__dict__,
+            "training": {"seed": train_cfg.seed, "phases": phase_schedule(train_cfg)},
+            "summary": summary,
+            "history": history,
+        },
+    )
     atomic_write_parquet(vocab.frame(), folder / "vocabulary.parquet")
 
 
@@ -184,10 +301,19 @@ def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
     config = ckpt.read_json(folder / "config.json")
     weights = ckpt.load_tensors(folder / "model.safetensors")
     cfg = WorldModelConfig(**config["model"])
-    model = WorldModel(cfg, torch.zeros_like(weights["products.products.weight"]), config["n_t1_numeric"],
-                       torch.zeros_like(weights["price_response.substitute_edges"]),
-                       (torch.zeros_like(weights["copurchase.edges"]), torch.zeros_like(weights["copurchase.log_lift"])))
+    model = WorldModel(
+        cfg,
+        torch.zeros_like(weights["products.products.weight"]),
+        config["n_t1_numeric"],
+        torch.zeros_like(weights["price_response.substitute_edges"]),
+        (
+            torch.zeros_like(weights["copurchase.edges"]),
+            torch.zeros_like(weights["copurchase.log_lift"]),
+        ),
+    )
     model.load_state_dict(weights)
     model.train(False)
-    vocab = ProductVocab(tuple(pl.read_parquet(folder / "vocabulary.parquet").sort("token")["product_id"].to_list()))
+    vocab = ProductVocab(
+        tuple(pl.read_parquet(folder / "vocabulary.parquet").sort("token")["product_id"].to_list())
+    )
     return model, vocab, config

@@ -13,8 +13,13 @@ import numpy as np
 
 from retailsim_core.calendar import lgsr_weekday, monday_of
 from retailsim_core.synth.config import BASKET_SIZES, MISSION_FOCI, MISSION_TYPES, PRICE_MODES
+from retailsim_core.synth.demand import (
+    explore_distribution,
+    personal_weights,
+    product_avail,
+    slot_factor,
+)
 from retailsim_core.synth.sampling import categorical, rowwise_choice
-from retailsim_core.synth.demand import explore_distribution, personal_weights, product_avail, slot_factor
 
 HOURS = np.arange(8, 23)
 # Hour profile by mission type: top-ups peak after work, full shops late morning.
@@ -31,12 +36,12 @@ class WeekBaskets:
 
     b_customer: np.ndarray
     b_store: np.ndarray
-    b_date: np.ndarray       # datetime64[D]
+    b_date: np.ndarray  # datetime64[D]
     b_hour: np.ndarray
-    b_type: np.ndarray       # index into MISSION_TYPES
-    b_focus: np.ndarray      # index into MISSION_FOCI
-    b_mode: np.ndarray       # index into PRICE_MODES
-    b_size: np.ndarray       # index into BASKET_SIZES
+    b_type: np.ndarray  # index into MISSION_TYPES
+    b_focus: np.ndarray  # index into MISSION_FOCI
+    b_mode: np.ndarray  # index into PRICE_MODES
+    b_size: np.ndarray  # index into BASKET_SIZES
     l_basket: np.ndarray
     l_product: np.ndarray
     l_quantity: np.ndarray
@@ -84,14 +89,31 @@ def simulate_week(world, week: int) -> WeekBaskets:
     l_b, l_p, l_q = draw_basket_lines(world, week, customer, store, focus, mode, size, rng)
     price = world.prices.shelf(cat, week, l_p, store[l_b])
     return WeekBaskets(
-        b_customer=customer, b_store=store, b_date=date, b_hour=hour, b_type=mtype, b_focus=focus,
-        b_mode=mode, b_size=size, l_basket=l_b, l_product=l_p, l_quantity=l_q,
+        b_customer=customer,
+        b_store=store,
+        b_date=date,
+        b_hour=hour,
+        b_type=mtype,
+        b_focus=focus,
+        b_mode=mode,
+        b_size=size,
+        l_basket=l_b,
+        l_product=l_p,
+        l_quantity=l_q,
         l_spend=np.round(l_q * price, 2),
     )
 
 
-def draw_basket_lines(world, week: int, customer: np.ndarray, store: np.ndarray, focus: np.ndarray,
-                      mode: np.ndarray, size: np.ndarray, rng: np.random.Generator):
+def draw_basket_lines(
+    world,
+    week: int,
+    customer: np.ndarray,
+    store: np.ndarray,
+    focus: np.ndarray,
+    mode: np.ndarray,
+    size: np.ndarray,
+    rng: np.random.Generator,
+):
     """Basket contents for given contexts: (basket index, product, quantity) per line.
 
     Each basket makes K = 1 + Poisson(lambda_size) draws from the mixture q (see demand.py),
@@ -99,14 +121,16 @@ def draw_basket_lines(world, week: int, customer: np.ndarray, store: np.ndarray,
     """
     cat, pop, beh = world.catalogue, world.population, world.cfg.behaviour
     n_b, region = len(customer), cat.store_region[store]
-    avail = product_avail(world, week)                                   # (P, R, M)
-    factor = slot_factor(world, avail)                                   # (S, R, M)
-    explore = explore_distribution(world, week, factor)                  # (R, Fo, M, S)
+    avail = product_avail(world, week)  # (P, R, M)
+    factor = slot_factor(world, avail)  # (S, R, M)
+    explore = explore_distribution(world, week, factor)  # (R, Fo, M, S)
     pers = personal_weights(world, week, factor, customer, region, focus, mode)  # (B, F)
     has_pers = pers.sum(axis=1) > 0
     k = 1 + rng.poisson(np.asarray(beh.extra_draws_by_size)[size])
     d_basket = np.repeat(np.arange(n_b), k)
-    from_pers = (rng.random(len(d_basket)) < pop.repeat_share[customer][d_basket]) & has_pers[d_basket]
+    from_pers = (rng.random(len(d_basket)) < pop.repeat_share[customer][d_basket]) & has_pers[
+        d_basket
+    ]
     slot = np.empty(len(d_basket), dtype=np.int64)
     pb = d_basket[from_pers]
     slot[from_pers] = pop.fav_slots[customer[pb], rowwise_choice(rng, pers, pb)]
@@ -117,8 +141,10 @@ def draw_basket_lines(world, week: int, customer: np.ndarray, store: np.ndarray,
     # Count draws per (basket, slot); the basket buys one member of each drawn slot.
     key, qty = np.unique(d_basket * cat.n_slots + slot, return_counts=True)
     bsk, slt = key // cat.n_slots, key % cat.n_slots
-    members = cat.slot_members[slt]                                       # (N, 2)
-    w = np.where(members >= 0, avail[np.maximum(members, 0), region[bsk, None], mode[bsk, None]], 0.0)
+    members = cat.slot_members[slt]  # (N, 2)
+    w = np.where(
+        members >= 0, avail[np.maximum(members, 0), region[bsk, None], mode[bsk, None]], 0.0
+    )
     product = members[np.arange(len(slt)), rowwise_choice(rng, w, np.arange(len(slt)))]
 
     # Complements: a drawn product pulls its partner in with the pair's probability.

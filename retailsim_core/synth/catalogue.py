@@ -16,28 +16,28 @@ from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
 from retailsim_core.synth.config import DIVISIONS, SynthConfig
 
 DIVISION_PRODUCT_SHARE = (0.35, 0.45, 0.20)
-FORMAT_PROBS = (0.30, 0.30, 0.30, 0.10)              # LS, MS, SS, XLS
-FORMAT_PRICE_MULTIPLIER = (1.00, 1.02, 1.08, 0.98)   # convenience stores charge more
-FORMAT_SIZE_WEIGHT = (2.0, 1.5, 1.0, 3.0)            # how often a store is someone's home
-SUBSTITUTE_EXPLORE_WEIGHT = 0.05                     # substitute slots in exploration draws
-SUBSTITUTE_REPERTOIRE_WEIGHT = 5.0                   # ... and when repertoires are drawn
+FORMAT_PROBS = (0.30, 0.30, 0.30, 0.10)  # LS, MS, SS, XLS
+FORMAT_PRICE_MULTIPLIER = (1.00, 1.02, 1.08, 0.98)  # convenience stores charge more
+FORMAT_SIZE_WEIGHT = (2.0, 1.5, 1.0, 3.0)  # how often a store is someone's home
+SUBSTITUTE_EXPLORE_WEIGHT = 0.05  # substitute slots in exploration draws
+SUBSTITUTE_REPERTOIRE_WEIGHT = 5.0  # ... and when repertoires are drawn
 
 
 @dataclass(frozen=True)
 class Catalogue:
     # products, index p
-    product_code: np.ndarray      # "PRD0900001"
-    cl: np.ndarray                # sub-commodity index
-    division: np.ndarray          # index into DIVISIONS
-    base_price: np.ndarray        # regular chain price at week 1
+    product_code: np.ndarray  # "PRD0900001"
+    cl: np.ndarray  # sub-commodity index
+    division: np.ndarray  # index into DIVISIONS
+    base_price: np.ndarray  # regular chain price at week 1
     popularity: np.ndarray
-    elasticity: np.ndarray        # own-price elasticity (< 0)
+    elasticity: np.ndarray  # own-price elasticity (< 0)
     launch_week: np.ndarray
-    rel_price: np.ndarray         # base price / sub-commodity median
-    slot: np.ndarray              # slot of each product
-    slot_share: np.ndarray        # share of its slot at regular prices
-    complement: np.ndarray        # partner product or -1
-    complement_prob: np.ndarray   # P(partner added | product drawn)
+    rel_price: np.ndarray  # base price / sub-commodity median
+    slot: np.ndarray  # slot of each product
+    slot_share: np.ndarray  # share of its slot at regular prices
+    complement: np.ndarray  # partner product or -1
+    complement_prob: np.ndarray  # P(partner added | product drawn)
     # hierarchy codes per sub-commodity
     cl_codes: np.ndarray
     cl_dep_codes: np.ndarray
@@ -47,12 +47,12 @@ class Catalogue:
     cl_season_phase: np.ndarray
     # slots, index s: members (S, 2) with -1 padding
     slot_members: np.ndarray
-    slot_explore_pop: np.ndarray     # weight of the slot in exploration draws
+    slot_explore_pop: np.ndarray  # weight of the slot in exploration draws
     slot_repertoire_pop: np.ndarray  # weight of the slot when repertoires are drawn
     # stores, index t
     store_code: np.ndarray
-    store_region: np.ndarray      # index into STORE_REGION_CODES
-    store_format: np.ndarray      # index into STORE_FORMAT_CODES
+    store_region: np.ndarray  # index into STORE_REGION_CODES
+    store_format: np.ndarray  # index into STORE_FORMAT_CODES
     store_open_week: np.ndarray
 
     @property
@@ -82,7 +82,10 @@ def _hierarchy(cfg: SynthConfig, rng: np.random.Generator):
         prod_cl[idx] = cls[rng.integers(0, len(cls), len(idx))]
     order = np.lexsort((rng.random(cfg.n_products), prod_cl))  # product codes grouped by CL
     prod_cl = prod_cl[order]
-    codes = lambda prefix, n, width: np.array([f"{prefix}{i + 1:0{width}d}" for i in range(n)])
+
+    def codes(prefix, n, width):
+        return np.array([f"{prefix}{i + 1:0{width}d}" for i in range(n)])
+
     cl_codes = codes("CL", n_cl, 5)
     dep_codes = codes("DEP", cfg.n_departments, 5)[cl_dep]
     group_codes = codes("G", cfg.n_groups, 5)[dep_group[cl_dep]]
@@ -117,7 +120,8 @@ def build_catalogue(cfg: SynthConfig, rng: np.random.Generator) -> Catalogue:
     base_price = np.maximum(np.round(cl_price[prod_cl] * np.exp(rng.normal(0, 0.3, n_p)), 2), 0.10)
     cl_median = (  # per product: the median regular price of its sub-commodity
         pl.DataFrame({"cl": prod_cl, "price": base_price})
-        .select(pl.col("price").median().over("cl"))["price"].to_numpy()
+        .select(pl.col("price").median().over("cl"))["price"]
+        .to_numpy()
     )
     popularity = np.exp(rng.normal(0.0, 1.2, n_p))
     elasticity = rng.uniform(-3.0, -0.5, n_p)
@@ -161,15 +165,29 @@ def build_catalogue(cfg: SynthConfig, rng: np.random.Generator) -> Catalogue:
     stores = _stores(cfg, rng)
     return Catalogue(
         product_code=np.array([f"PRD09{i + 1:05d}" for i in range(n_p)]),
-        cl=prod_cl, division=cl_div[prod_cl], base_price=base_price, popularity=popularity,
-        elasticity=elasticity, launch_week=launch, rel_price=base_price / cl_median,
-        slot=slot, slot_share=slot_share, complement=complement, complement_prob=complement_prob,
-        cl_codes=cl_codes, cl_dep_codes=dep_codes, cl_group_codes=group_codes,
+        cl=prod_cl,
+        division=cl_div[prod_cl],
+        base_price=base_price,
+        popularity=popularity,
+        elasticity=elasticity,
+        launch_week=launch,
+        rel_price=base_price / cl_median,
+        slot=slot,
+        slot_share=slot_share,
+        complement=complement,
+        complement_prob=complement_prob,
+        cl_codes=cl_codes,
+        cl_dep_codes=dep_codes,
+        cl_group_codes=group_codes,
         cl_division_codes=div_codes,
-        cl_season_amp=np.where(rng.random(n_cl) < cfg.seasonal_sub_commodity_share,
-                               rng.uniform(0.3, 0.8, n_cl), 0.0),
+        cl_season_amp=np.where(
+            rng.random(n_cl) < cfg.seasonal_sub_commodity_share, rng.uniform(0.3, 0.8, n_cl), 0.0
+        ),
         cl_season_phase=rng.uniform(0, 52, n_cl),
-        slot_members=members, slot_explore_pop=explore_pop, slot_repertoire_pop=repertoire_pop, **stores,
+        slot_members=members,
+        slot_explore_pop=explore_pop,
+        slot_repertoire_pop=repertoire_pop,
+        **stores,
     )
 
 
@@ -185,7 +203,9 @@ def _stores(cfg: SynthConfig, rng: np.random.Generator) -> dict[str, np.ndarray]
     open_week[late] = cfg.late_store_open_week
     return {
         "store_code": np.array([f"STORE{i + 1:05d}" for i in range(n)]),
-        "store_region": region, "store_format": fmt, "store_open_week": open_week,
+        "store_region": region,
+        "store_format": fmt,
+        "store_open_week": open_week,
     }
 
 

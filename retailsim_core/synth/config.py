@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 # Mission vocabularies (LGSR codes, without XX: the generator always knows the true mission).
 MISSION_TYPES = ("Top Up", "Small Shop", "Full Shop")
 MISSION_FOCI = ("Fresh", "Grocery", "Mixed", "Nonfood")
-PRICE_MODES = ("LA", "MM", "UM")          # Less Affluent, Mid Market, Up Market
+PRICE_MODES = ("LA", "MM", "UM")  # Less Affluent, Mid Market, Up Market
 BASKET_SIZES = ("S", "M", "L")
 DIVISIONS = ("fresh", "grocery", "nonfood")
 
@@ -31,10 +31,10 @@ class BehaviourParams:
     extra_draws_by_size: tuple[float, ...] = (1.5, 7.0, 18.0)
     # Category mix: weight of each division (fresh, grocery, nonfood) under each focus.
     focus_division_weight: tuple[tuple[float, ...], ...] = (
-        (4.0, 1.0, 0.3),   # Fresh
-        (1.0, 4.0, 0.5),   # Grocery
-        (1.5, 1.5, 1.0),   # Mixed
-        (0.3, 0.8, 5.0),   # Nonfood
+        (4.0, 1.0, 0.3),  # Fresh
+        (1.0, 4.0, 0.5),  # Grocery
+        (1.5, 1.5, 1.0),  # Mixed
+        (0.3, 0.8, 5.0),  # Nonfood
     )
     # Own-price elasticity is scaled by the trip's price mode: LA shoppers react most.
     elasticity_multiplier: tuple[float, ...] = (1.5, 1.0, 0.5)
@@ -59,26 +59,26 @@ class SynthConfig:
 
     name: str = "default"
     seed: int = 2006
-    n_customers: int = 4_000          # shoppers, carded and uncarded
-    uncarded_share: float = 0.20      # LGSR: ~20% of rows have an empty CUST_CODE
+    n_customers: int = 4_000  # shoppers, carded and uncarded
+    uncarded_share: float = 0.20  # LGSR: ~20% of rows have an empty CUST_CODE
     n_stores: int = 48
     n_products: int = 3_000
     products_per_sub_commodity: int = 15
     n_departments: int = 40
     n_groups: int = 12
     mean_visits_per_week: float = 0.7
-    favourites_range: tuple[int, int] = (15, 60)   # personal repertoire size (slots)
+    favourites_range: tuple[int, int] = (15, 60)  # personal repertoire size (slots)
     repeat_share_beta: tuple[float, float] = (14.0, 1.5)  # per-customer P(draw from repertoire)
     switch_prob_beta: tuple[float, float] = (1.5, 12.0)  # per-customer P(not the home store)
-    promo_start_prob: float = 0.03    # per product x region x week, outside a promotion
+    promo_start_prob: float = 0.03  # per product x region x week, outside a promotion
     national_promo_share: float = 0.5  # promotions that run in every region at once
     promo_depths: tuple[float, ...] = (0.10, 0.15, 0.20, 0.25, 0.33, 0.50)
     promo_depth_probs: tuple[float, ...] = (0.25, 0.20, 0.25, 0.15, 0.10, 0.05)
-    price_rise_share: float = 0.15    # products with one permanent list-price rise
+    price_rise_share: float = 0.15  # products with one permanent list-price rise
     novel_product_share: float = 0.04  # launched after the training weeks (weeks 81..110)
     late_customer_share: float = 0.20  # first visit after week 1 (cold start)
     churn_share: float = 0.05
-    late_store_open_week: int = 60    # one store opens mid-way
+    late_store_open_week: int = 60  # one store opens mid-way
     n_substitute_pairs: int = 150
     n_complement_pairs: int = 150
     seasonal_sub_commodity_share: float = 0.15
@@ -91,15 +91,28 @@ class SynthConfig:
 PRESETS: dict[str, SynthConfig] = {
     # Seconds; unit tests.
     "tiny": SynthConfig(
-        name="tiny", n_customers=150, n_stores=14, n_products=240, n_departments=8,
-        n_groups=4, n_substitute_pairs=12, n_complement_pairs=12, favourites_range=(8, 25),
+        name="tiny",
+        n_customers=150,
+        n_stores=14,
+        n_products=240,
+        n_departments=8,
+        n_groups=4,
+        n_substitute_pairs=12,
+        n_complement_pairs=12,
+        favourites_range=(8, 25),
     ),
     # The demo: ~2M rows over 117 weeks.
     "default": SynthConfig(),
     # Benchmarks: >= 30M rows, streamed to disk week by week.
     "large": SynthConfig(
-        name="large", n_customers=80_000, n_stores=300, n_products=5_000,
-        n_departments=60, n_groups=16, n_substitute_pairs=250, n_complement_pairs=250,
+        name="large",
+        n_customers=80_000,
+        n_stores=300,
+        n_products=5_000,
+        n_departments=60,
+        n_groups=16,
+        n_substitute_pairs=250,
+        n_complement_pairs=250,
     ),
 }
 

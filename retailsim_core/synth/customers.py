@@ -14,35 +14,35 @@ import numpy as np
 
 from retailsim_core.lgsr import LIFESTAGE_CODES
 from retailsim_core.synth.catalogue import FORMAT_SIZE_WEIGHT, Catalogue
-from retailsim_core.synth.sampling import rowwise_choice
 from retailsim_core.synth.config import MISSION_FOCI, MISSION_TYPES, PRICE_MODES, SynthConfig
+from retailsim_core.synth.sampling import rowwise_choice
 
 SEGMENT_CODES = PRICE_MODES + ("XX",)
 SEGMENT_PROBS = (0.30, 0.45, 0.20, 0.05)
 LIFESTAGE_PROBS = (0.15, 0.18, 0.20, 0.17, 0.15, 0.10, 0.05)  # YA OA YF OF PE OT XX
 EMPTY_LIFESTAGE_PROB = 0.03
-TYPE_DIRICHLET = (6.0, 4.5, 3.0)             # Top Up, Small Shop, Full Shop
-FOCUS_DIRICHLET = (2.0, 2.0, 2.5, 0.5)       # Fresh, Grocery, Mixed, Nonfood
-OVERSAMPLE = 3                                # draws per repertoire place (duplicates are dropped)
+TYPE_DIRICHLET = (6.0, 4.5, 3.0)  # Top Up, Small Shop, Full Shop
+FOCUS_DIRICHLET = (2.0, 2.0, 2.5, 0.5)  # Fresh, Grocery, Mixed, Nonfood
+OVERSAMPLE = 3  # draws per repertoire place (duplicates are dropped)
 
 
 @dataclass(frozen=True)
 class Population:
-    code: np.ndarray            # "CUST0000000001", "" for uncarded shoppers
+    code: np.ndarray  # "CUST0000000001", "" for uncarded shoppers
     carded: np.ndarray
-    price_segment: np.ndarray   # index into SEGMENT_CODES
-    lifestage: np.ndarray       # LGSR code or ""
+    price_segment: np.ndarray  # index into SEGMENT_CODES
+    lifestage: np.ndarray  # LGSR code or ""
     home_store: np.ndarray
     secondary_store: np.ndarray
     switch_prob: np.ndarray
     repeat_share: np.ndarray
-    visit_rate: np.ndarray      # expected visits per week
+    visit_rate: np.ndarray  # expected visits per week
     first_week: np.ndarray
     last_week: np.ndarray
-    type_mix: np.ndarray        # (C, 3) over MISSION_TYPES
-    focus_mix: np.ndarray       # (C, 4) over MISSION_FOCI
-    fav_slots: np.ndarray       # (C, F) slot ids, -1 padding
-    fav_pref: np.ndarray        # (C, F) preference weights, 0 on padding
+    type_mix: np.ndarray  # (C, 3) over MISSION_TYPES
+    focus_mix: np.ndarray  # (C, 4) over MISSION_FOCI
+    fav_slots: np.ndarray  # (C, F) slot ids, -1 padding
+    fav_pref: np.ndarray  # (C, F) preference weights, 0 on padding
 
     @property
     def n_customers(self) -> int:
@@ -80,14 +80,16 @@ def _repertoires(cfg, rng, cat: Catalogue, behaviour, focus_mix, segment):
     n, (f_lo, f_hi) = len(focus_mix), cfg.favourites_range
     leaders = cat.slot_members[:, 0]
     slot_pop = cat.slot_repertoire_pop
-    fdw = np.asarray(behaviour.focus_division_weight)[:, cat.division[leaders]]       # (Fo, S)
-    tier = cat.rel_price[leaders][None, :] ** np.asarray(behaviour.tier_preference + (0.0,))[:, None]  # (4, S)
-    g = (slot_pop * fdw)[:, None, :] * tier[None, :, :]                               # (Fo, 4, S)
+    fdw = np.asarray(behaviour.focus_division_weight)[:, cat.division[leaders]]  # (Fo, S)
+    tier = (
+        cat.rel_price[leaders][None, :] ** np.asarray(behaviour.tier_preference + (0.0,))[:, None]
+    )  # (4, S)
+    g = (slot_pop * fdw)[:, None, :] * tier[None, :, :]  # (Fo, 4, S)
     g = g.reshape(-1, g.shape[-1])
     draws = OVERSAMPLE * f_hi
     focus = (rng.random((n, draws, 1)) > np.cumsum(focus_mix, axis=1)[:, None, :]).sum(axis=2)
     focus = np.minimum(focus, fdw.shape[0] - 1)
-    group = focus * tier.shape[0] + segment[:, None]                                  # (n, draws)
+    group = focus * tier.shape[0] + segment[:, None]  # (n, draws)
     cand = rowwise_choice(rng, g, group.ravel()).reshape(n, draws)
     # First occurrence of each slot in draw order, then the first `size` of those.
     order = np.argsort(cand * draws + np.arange(draws), axis=1)
@@ -108,7 +110,9 @@ def _repertoires(cfg, rng, cat: Catalogue, behaviour, focus_mix, segment):
 def build_population(cfg: SynthConfig, rng: np.random.Generator, cat: Catalogue) -> Population:
     n, beh = cfg.n_customers, cfg.behaviour
     carded = rng.random(n) >= cfg.uncarded_share
-    code = np.where(carded, np.char.add("CUST", np.char.zfill(np.arange(1, n + 1).astype(str), 10)), "")
+    code = np.where(
+        carded, np.char.add("CUST", np.char.zfill(np.arange(1, n + 1).astype(str), 10)), ""
+    )
     segment = rng.choice(len(SEGMENT_CODES), n, p=SEGMENT_PROBS)
     lifestage = np.asarray(LIFESTAGE_CODES)[rng.choice(len(LIFESTAGE_CODES), n, p=LIFESTAGE_PROBS)]
     lifestage = np.where(rng.random(n) < EMPTY_LIFESTAGE_PROB, "", lifestage)
@@ -120,13 +124,21 @@ def build_population(cfg: SynthConfig, rng: np.random.Generator, cat: Catalogue)
     focus_mix = rng.dirichlet(FOCUS_DIRICHLET, n)
     slots, pref = _repertoires(cfg, rng, cat, beh, focus_mix, segment)
     return Population(
-        code=code, carded=carded, price_segment=segment, lifestage=lifestage,
-        home_store=home, secondary_store=secondary,
+        code=code,
+        carded=carded,
+        price_segment=segment,
+        lifestage=lifestage,
+        home_store=home,
+        secondary_store=secondary,
         switch_prob=rng.beta(*cfg.switch_prob_beta, n),
         repeat_share=rng.beta(*cfg.repeat_share_beta, n),
         visit_rate=rng.gamma(2.0, cfg.mean_visits_per_week / 2.0, n),
-        first_week=first, last_week=np.minimum(last, 117),
-        type_mix=type_mix, focus_mix=focus_mix, fav_slots=slots, fav_pref=pref,
+        first_week=first,
+        last_week=np.minimum(last, 117),
+        type_mix=type_mix,
+        focus_mix=focus_mix,
+        fav_slots=slots,
+        fav_pref=pref,
     )
 
 

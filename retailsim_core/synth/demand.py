@@ -27,8 +27,8 @@ def week_of_year(week: int) -> int:
 def product_avail(world, week: int) -> np.ndarray:
     """(P, R, M) unnormalised choice weight of each product within its slot."""
     cat, beh = world.catalogue, world.cfg.behaviour
-    ratio = 1.0 - world.prices.depth[week].astype(np.float64)                     # (P, R)
-    exponent = cat.elasticity[:, None] * np.asarray(beh.elasticity_multiplier)   # (P, M)
+    ratio = 1.0 - world.prices.depth[week].astype(np.float64)  # (P, R)
+    exponent = cat.elasticity[:, None] * np.asarray(beh.elasticity_multiplier)  # (P, M)
     launched = (cat.launch_week <= week).astype(np.float64)
     return (cat.slot_share * launched)[:, None, None] * ratio[:, :, None] ** exponent[:, None, :]
 
@@ -44,7 +44,7 @@ def _slot_static(world, week: int):
     cat = world.catalogue
     leaders = cat.slot_members[:, 0]
     slot_cl = cat.cl[leaders]
-    season = season_factor(cat, week_of_year(week))[slot_cl]                    # (S,)
+    season = season_factor(cat, week_of_year(week))[slot_cl]  # (S,)
     return leaders, cat.division[leaders], season, cat.slot_explore_pop
 
 
@@ -52,19 +52,26 @@ def explore_distribution(world, week: int, factor: np.ndarray) -> np.ndarray:
     """(R, Fo, M, S) exploration distribution over slots, rows sum to 1."""
     cat, beh = world.catalogue, world.cfg.behaviour
     leaders, slot_div, season, slot_pop = _slot_static(world, week)
-    fdw = np.asarray(beh.focus_division_weight)[:, slot_div]                      # (Fo, S)
+    fdw = np.asarray(beh.focus_division_weight)[:, slot_div]  # (Fo, S)
     tier = cat.rel_price[leaders][None, :] ** np.asarray(beh.tier_preference)[:, None]  # (M, S)
     w = (slot_pop * season)[None, None, None, :] * fdw[None, :, None, :] * tier[None, None, :, :]
-    w = w * factor.transpose(1, 2, 0)[:, None, :, :]                             # (R, Fo, M, S)
+    w = w * factor.transpose(1, 2, 0)[:, None, :, :]  # (R, Fo, M, S)
     return w / w.sum(axis=-1, keepdims=True)
 
 
-def personal_weights(world, week: int, factor: np.ndarray, customer: np.ndarray,
-                     region: np.ndarray, focus: np.ndarray, mode: np.ndarray) -> np.ndarray:
+def personal_weights(
+    world,
+    week: int,
+    factor: np.ndarray,
+    customer: np.ndarray,
+    region: np.ndarray,
+    focus: np.ndarray,
+    mode: np.ndarray,
+) -> np.ndarray:
     """(B, F) unnormalised repertoire weights of each basket; 0 on padding."""
     pop, beh = world.population, world.cfg.behaviour
     _, slot_div, season, _ = _slot_static(world, week)
-    slots = pop.fav_slots[customer]                                               # (B, F)
+    slots = pop.fav_slots[customer]  # (B, F)
     safe = np.maximum(slots, 0)
     fdw = np.asarray(beh.focus_division_weight)[focus[:, None], slot_div[safe]]
     w = pop.fav_pref[customer] * fdw * season[safe] * factor[safe, region[:, None], mode[:, None]]

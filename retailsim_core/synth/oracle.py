@@ -17,7 +17,12 @@ from __future__ import annotations
 import numpy as np
 
 from retailsim_core.synth.config import BASKET_SIZES, MISSION_FOCI, PRICE_MODES
-from retailsim_core.synth.demand import explore_distribution, product_avail, slot_factor, slot_probabilities
+from retailsim_core.synth.demand import (
+    explore_distribution,
+    product_avail,
+    slot_factor,
+    slot_probabilities,
+)
 
 
 def _index(vocab: tuple[str, ...], value) -> np.ndarray:
@@ -31,7 +36,9 @@ def _index(vocab: tuple[str, ...], value) -> np.ndarray:
         raise ValueError(f"{err.args[0]!r} is not one of {vocab}") from None
 
 
-def purchase_probabilities(world, week: int, customer, store, focus, price_mode, size) -> np.ndarray:
+def purchase_probabilities(
+    world, week: int, customer, store, focus, price_mode, size
+) -> np.ndarray:
     """(B, P) probability that each basket contains each product.
 
     ``customer`` and ``store`` are indices into the world; ``focus``, ``price_mode`` and ``size``
@@ -39,17 +46,21 @@ def purchase_probabilities(world, week: int, customer, store, focus, price_mode,
     """
     cat, beh = world.catalogue, world.cfg.behaviour
     customer, store = np.atleast_1d(customer), np.atleast_1d(store)
-    f, m, z = _index(MISSION_FOCI, focus), _index(PRICE_MODES, price_mode), _index(BASKET_SIZES, size)
+    f, m, z = (
+        _index(MISSION_FOCI, focus),
+        _index(PRICE_MODES, price_mode),
+        _index(BASKET_SIZES, size),
+    )
     customer, store, f, m, z = np.broadcast_arrays(customer, store, f, m, z)
     region = cat.store_region[store]
     avail = product_avail(world, week)
     factor = slot_factor(world, avail)
     explore = explore_distribution(world, week, factor)
-    q = slot_probabilities(world, week, factor, explore, customer, region, f, m)   # (B, S)
+    q = slot_probabilities(world, week, factor, explore, customer, region, f, m)  # (B, S)
     lam = np.asarray(beh.extra_draws_by_size)[z][:, None]
-    missed = (1.0 - q) * np.exp(-lam * q)                                           # (B, S)
+    missed = (1.0 - q) * np.exp(-lam * q)  # (B, S)
     s = cat.slot
-    share = avail[:, region, m].T / np.maximum(factor[s][:, region, m].T, 1e-300)   # (B, P)
+    share = avail[:, region, m].T / np.maximum(factor[s][:, region, m].T, 1e-300)  # (B, P)
     absent = 1.0 - (1.0 - missed[:, s]) * share
     partner = cat.complement
     has = partner >= 0

@@ -21,5 +21,7 @@ def rowwise_choice(rng: np.random.Generator, weights: np.ndarray, rows: np.ndarr
     cum = np.cumsum(weights, axis=1)
     cum = cum / np.where(cum[:, -1:] > 0, cum[:, -1:], 1.0)
     flat = (cum + np.arange(len(cum))[:, None]).ravel()
-    idx = np.searchsorted(flat, rows + rng.random(len(rows)), side="right") - rows * weights.shape[1]
+    idx = (
+        np.searchsorted(flat, rows + rng.random(len(rows)), side="right") - rows * weights.shape[1]
+    )
     return np.clip(idx, 0, weights.shape[1] - 1)

@@ -46,53 +46,118 @@ def build_world(cfg: SynthConfig) -> World:
 
 # --- ground truth -------------------------------------------------------------------------
 
+
 def _frame(obj, names: list[str]) -> pl.DataFrame:
     return pl.DataFrame({n: getattr(obj, n) for n in names})
 
 
-_CAT_PRODUCT_COLS = ["product_code", "cl", "division", "base_price", "popularity", "elasticity",
-                     "launch_week", "rel_price", "slot", "slot_share", "complement", "complement_prob"]
-_CAT_CL_COLS = ["cl_codes", "cl_dep_codes", "cl_group_codes", "cl_division_codes",
-                "cl_season_amp", "cl_season_phase"]
-_POP_COLS = ["code", "carded", "price_segment", "lifestage", "home_store", "secondary_store",
-             "switch_prob", "repeat_share", "visit_rate", "first_week", "last_week"]
+_CAT_PRODUCT_COLS = [
+    "product_code",
+    "cl",
+    "division",
+    "base_price",
+    "popularity",
+    "elasticity",
+    "launch_week",
+    "rel_price",
+    "slot",
+    "slot_share",
+    "complement",
+    "complement_prob",
+]
+_CAT_CL_COLS = [
+    "cl_codes",
+    "cl_dep_codes",
+    "cl_group_codes",
+    "cl_division_codes",
+    "cl_season_amp",
+    "cl_season_phase",
+]
+_POP_COLS = [
+    "code",
+    "carded",
+    "price_segment",
+    "lifestage",
+    "home_store",
+    "secondary_store",
+    "switch_prob",
+    "repeat_share",
+    "visit_rate",
+    "first_week",
+    "last_week",
+]
 
 
 def save_ground_truth(world: World, folder: Path) -> None:
     folder = Path(folder)
     cat, prices, pop = world.catalogue, world.prices, world.population
-    atomic_write_text(json.dumps({"generator_version": GENERATOR_VERSION,
-                                  **dataclasses.asdict(world.cfg)}, indent=2), folder / "config.json")
+    atomic_write_text(
+        json.dumps(
+            {"generator_version": GENERATOR_VERSION, **dataclasses.asdict(world.cfg)}, indent=2
+        ),
+        folder / "config.json",
+    )
     products = _frame(cat, _CAT_PRODUCT_COLS).with_columns(
         product_id=pl.col("product_code"),
         prod_code_10=pl.Series(cat.cl_codes[cat.cl]),
         division_name=pl.Series(np.asarray(DIVISIONS)[cat.division]),
-        complement_product_id=pl.when(pl.col("complement") >= 0)
-        .then(pl.Series(cat.product_code[np.maximum(cat.complement, 0)])),
-        rise_week=pl.Series(prices.rise_week), rise_factor=pl.Series(prices.rise_factor),
+        complement_product_id=pl.when(pl.col("complement") >= 0).then(
+            pl.Series(cat.product_code[np.maximum(cat.complement, 0)])
+        ),
+        rise_week=pl.Series(prices.rise_week),
+        rise_factor=pl.Series(prices.rise_factor),
         is_novel=pl.Series(cat.launch_week > 80),
     )
     atomic_write_parquet(products, folder / "products.parquet")
     atomic_write_parquet(_frame(cat, _CAT_CL_COLS), folder / "sub_commodities.parquet")
-    atomic_write_parquet(pl.DataFrame({"member_0": cat.slot_members[:, 0], "member_1": cat.slot_members[:, 1],
-                                       "explore_pop": cat.slot_explore_pop,
-                                       "repertoire_pop": cat.slot_repertoire_pop}), folder / "slots.parquet")
-    stores = pl.DataFrame({
-        "store_id": cat.store_code, "store_region": np.asarray(STORE_REGION_CODES)[cat.store_region],
-        "store_format": np.asarray(STORE_FORMAT_CODES)[cat.store_format],
-        "region_idx": cat.store_region, "format_idx": cat.store_format, "open_week": cat.store_open_week,
-        "format_price_multiplier": np.asarray(FORMAT_PRICE_MULTIPLIER)[cat.store_format],
-    })
+    atomic_write_parquet(
+        pl.DataFrame(
+            {
+                "member_0": cat.slot_members[:, 0],
+                "member_1": cat.slot_members[:, 1],
+                "explore_pop": cat.slot_explore_pop,
+                "repertoire_pop": cat.slot_repertoire_pop,
+            }
+        ),
+        folder / "slots.parquet",
+    )
+    stores = pl.DataFrame(
+        {
+            "store_id": cat.store_code,
+            "store_region": np.asarray(STORE_REGION_CODES)[cat.store_region],
+            "store_format": np.asarray(STORE_FORMAT_CODES)[cat.store_format],
+            "region_idx": cat.store_region,
+            "format_idx": cat.store_format,
+            "open_week": cat.store_open_week,
+            "format_price_multiplier": np.asarray(FORMAT_PRICE_MULTIPLIER)[cat.store_format],
+        }
+    )
     atomic_write_parquet(stores, folder / "stores.parquet")
     p_idx, r_idx = np.meshgrid(np.arange(cat.n_products), np.arange(N_REGIONS), indexing="ij")
-    atomic_write_parquet(pl.DataFrame({"product_idx": p_idx.ravel(), "region_idx": r_idx.ravel(),
-                                       "region_multiplier": prices.region_mult.ravel()}),
-                         folder / "region_prices.parquet")
+    atomic_write_parquet(
+        pl.DataFrame(
+            {
+                "product_idx": p_idx.ravel(),
+                "region_idx": r_idx.ravel(),
+                "region_multiplier": prices.region_mult.ravel(),
+            }
+        ),
+        folder / "region_prices.parquet",
+    )
     w, p, r = np.nonzero(prices.depth)
-    atomic_write_parquet(pl.DataFrame({
-        "week": w, "product_idx": p, "product_id": cat.product_code[p], "region_idx": r,
-        "store_region": np.asarray(STORE_REGION_CODES)[r], "depth": prices.depth[w, p, r],
-    }), folder / "promotions.parquet")
+    atomic_write_parquet(
+        pl.DataFrame(
+            {
+                "week": w,
+                "product_idx": p,
+                "product_id": cat.product_code[p],
+                "region_idx": r,
+                "store_region": np.asarray(STORE_REGION_CODES)[r],
+                "depth": prices.depth[w, p, r],
+            }
+        ),
+        folder / "promotions.parquet",
+    )
     customers = _frame(pop, _POP_COLS).with_columns(
         customer_idx=pl.int_range(pl.len()),
         price_segment_code=pl.Series(np.asarray(SEGMENT_CODES)[pop.price_segment]),
@@ -102,15 +167,35 @@ def save_ground_truth(world: World, folder: Path) -> None:
     )
     atomic_write_parquet(customers, folder / "customers.parquet")
     c, k = np.nonzero(pop.fav_slots >= 0)
-    atomic_write_parquet(pl.DataFrame({"customer_idx": c, "rank": k, "slot": pop.fav_slots[c, k],
-                                       "preference": pop.fav_pref[c, k]}), folder / "repertoires.parquet")
+    atomic_write_parquet(
+        pl.DataFrame(
+            {
+                "customer_idx": c,
+                "rank": k,
+                "slot": pop.fav_slots[c, k],
+                "preference": pop.fav_pref[c, k],
+            }
+        ),
+        folder / "repertoires.parquet",
+    )
     subs = cat.slot_members[cat.slot_members[:, 1] >= 0]
-    atomic_write_parquet(pl.DataFrame({"product_a": cat.product_code[subs[:, 0]],
-                                       "product_b": cat.product_code[subs[:, 1]]}),
-                         folder / "substitute_pairs.parquet")
+    atomic_write_parquet(
+        pl.DataFrame(
+            {"product_a": cat.product_code[subs[:, 0]], "product_b": cat.product_code[subs[:, 1]]}
+        ),
+        folder / "substitute_pairs.parquet",
+    )
     a = np.flatnonzero(cat.complement > np.arange(cat.n_products))
-    atomic_write_parquet(pl.DataFrame({"product_a": cat.product_code[a], "product_b": cat.product_code[cat.complement[a]],
-                                       "add_prob": cat.complement_prob[a]}), folder / "complement_pairs.parquet")
+    atomic_write_parquet(
+        pl.DataFrame(
+            {
+                "product_a": cat.product_code[a],
+                "product_b": cat.product_code[cat.complement[a]],
+                "add_prob": cat.complement_prob[a],
+            }
+        ),
+        folder / "complement_pairs.parquet",
+    )
 
 
 def _tuples(value):
@@ -120,7 +205,9 @@ def _tuples(value):
 
 def _config_from_json(d: dict) -> SynthConfig:
     d = {k: _tuples(v) for k, v in d.items() if k != "generator_version"}
-    return SynthConfig(**d | {"behaviour": BehaviourParams(**{k: _tuples(v) for k, v in d["behaviour"].items()})})
+    return SynthConfig(
+        **d | {"behaviour": BehaviourParams(**{k: _tuples(v) for k, v in d["behaviour"].items()})}
+    )
 
 
 def load_world(folder: Path) -> World:
@@ -134,17 +221,28 @@ def load_world(folder: Path) -> World:
         **{c: prod[c].to_numpy() for c in _CAT_PRODUCT_COLS},
         **{c: cls[c].to_numpy() for c in _CAT_CL_COLS},
         slot_members=np.stack([slots["member_0"].to_numpy(), slots["member_1"].to_numpy()], axis=1),
-        slot_explore_pop=slots["explore_pop"].to_numpy(), slot_repertoire_pop=slots["repertoire_pop"].to_numpy(),
-        store_code=stores["store_id"].to_numpy(), store_region=stores["region_idx"].to_numpy(),
-        store_format=stores["format_idx"].to_numpy(), store_open_week=stores["open_week"].to_numpy(),
+        slot_explore_pop=slots["explore_pop"].to_numpy(),
+        slot_repertoire_pop=slots["repertoire_pop"].to_numpy(),
+        store_code=stores["store_id"].to_numpy(),
+        store_region=stores["region_idx"].to_numpy(),
+        store_format=stores["format_idx"].to_numpy(),
+        store_open_week=stores["open_week"].to_numpy(),
     )
     n_p = cat.n_products
-    region_mult = pl.read_parquet(folder / "region_prices.parquet").sort("product_idx", "region_idx")
+    region_mult = pl.read_parquet(folder / "region_prices.parquet").sort(
+        "product_idx", "region_idx"
+    )
     depth = np.zeros((N_WEEKS + 1, n_p, N_REGIONS), dtype=np.float32)
     promo = pl.read_parquet(folder / "promotions.parquet")
-    depth[promo["week"].to_numpy(), promo["product_idx"].to_numpy(), promo["region_idx"].to_numpy()] = promo["depth"].to_numpy()
-    prices = PricePlan(region_mult=region_mult["region_multiplier"].to_numpy().reshape(n_p, N_REGIONS),
-                       rise_week=prod["rise_week"].to_numpy(), rise_factor=prod["rise_factor"].to_numpy(), depth=depth)
+    depth[
+        promo["week"].to_numpy(), promo["product_idx"].to_numpy(), promo["region_idx"].to_numpy()
+    ] = promo["depth"].to_numpy()
+    prices = PricePlan(
+        region_mult=region_mult["region_multiplier"].to_numpy().reshape(n_p, N_REGIONS),
+        rise_week=prod["rise_week"].to_numpy(),
+        rise_factor=prod["rise_factor"].to_numpy(),
+        depth=depth,
+    )
     cust = pl.read_parquet(folder / "customers.parquet").sort("customer_idx")
     rep = pl.read_parquet(folder / "repertoires.parquet")
     n_c, width = cust.height, cfg.favourites_range[1]
@@ -152,7 +250,15 @@ def load_world(folder: Path) -> World:
     fav_pref = np.zeros((n_c, width))
     ci, k = rep["customer_idx"].to_numpy(), rep["rank"].to_numpy()
     fav_slots[ci, k], fav_pref[ci, k] = rep["slot"].to_numpy(), rep["preference"].to_numpy()
-    mix = lambda prefix: np.stack([cust[c].to_numpy() for c in cust.columns if c.startswith(prefix)], axis=1)
-    pop = Population(**{c: cust[c].to_numpy() for c in _POP_COLS}, type_mix=mix("type_mix_"),
-                     focus_mix=mix("focus_mix_"), fav_slots=fav_slots, fav_pref=fav_pref)
+
+    def mix(prefix):
+        return np.stack([cust[c].to_numpy() for c in cust.columns if c.startswith(prefix)], axis=1)
+
+    pop = Population(
+        **{c: cust[c].to_numpy() for c in _POP_COLS},
+        type_mix=mix("type_mix_"),
+        focus_mix=mix("focus_mix_"),
+        fav_slots=fav_slots,
+        fav_pref=fav_pref,
+    )
     return World(cfg=cfg, catalogue=cat, prices=prices, population=pop)

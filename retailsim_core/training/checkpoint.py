@@ -36,15 +36,22 @@ def read_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
 
 
-def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list[dict]]:
+def optimizer_tensors(
+    optimizer: torch.optim.Optimizer,
+) -> tuple[dict[str, torch.Tensor], list[dict]]:
     """AdamW state as flat tensors plus JSON-able param groups."""
     state = optimizer.state_dict()
-    tensors = {f"optim.{idx}.{name}": value if torch.is_tensor(value) else torch.tensor(value)
-               for idx, moments in state["state"].items() for name, value in moments.items()}
+    tensors = {
+        f"optim.{idx}.{name}": value if torch.is_tensor(value) else torch.tensor(value)
+        for idx, moments in state["state"].items()
+        for name, value in moments.items()
+    }
     return tensors, state["param_groups"]
 
 
-def restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Tensor], groups: list[dict]) -> None:
+def restore_optimizer(
+    optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Tensor], groups: list[dict]
+) -> None:
     state: dict[int, dict[str, torch.Tensor]] = {}
     for key, value in tensors.items():
         if key.startswith("optim."):

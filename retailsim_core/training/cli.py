@@ -25,7 +25,9 @@ from retailsim_core.warehouse import Warehouse
 def main(argv: list[str] | None = None) -> None:
     split = default_split()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--warehouse", default=os.environ.get("RETAILSIM_WAREHOUSE_DIR", "data/warehouse"))
+    ap.add_argument(
+        "--warehouse", default=os.environ.get("RETAILSIM_WAREHOUSE_DIR", "data/warehouse")
+    )
     ap.add_argument("--preset", default="small", choices=["tiny", "small", "paper"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--train-end", type=int, default=split.train_end)
@@ -34,10 +36,17 @@ def main(argv: list[str] | None = None) -> None:
     distributed.init_from_env()
     rank, world = distributed.rank_and_world()
     log = print if rank == 0 else (lambda _: None)
-    summary = train_world_model(Warehouse(args.warehouse), TemporalSplit(args.train_end, args.valid_end),
-                                WorldModelConfig.preset(args.preset), TrainConfig.preset(args.preset, seed=args.seed),
-                                log=log, model_out=True)
-    digest = hashlib.sha256(b"".join(v.detach().numpy().tobytes() for v in summary["model"].state_dict().values()))
+    summary = train_world_model(
+        Warehouse(args.warehouse),
+        TemporalSplit(args.train_end, args.valid_end),
+        WorldModelConfig.preset(args.preset),
+        TrainConfig.preset(args.preset, seed=args.seed),
+        log=log,
+        model_out=True,
+    )
+    digest = hashlib.sha256(
+        b"".join(v.detach().numpy().tobytes() for v in summary["model"].state_dict().values())
+    )
     print(f"rank {rank}/{world} weights sha256 {digest.hexdigest()}", flush=True)
     if world > 1:
         torch.distributed.destroy_process_group()

@@ -48,39 +48,69 @@ class Phase:
 class TrainConfig:
     phases: tuple[Phase, ...]
     seed: int = 0
-    patience: int = 3                 # epochs without validation improvement before the phase ends
+    patience: int = 3  # epochs without validation improvement before the phase ends
     weight_decay: float = 0.01
-    suffix_share: float = 0.5         # of the baskets not queried: suffix (generation-step) masking, else BERT4Rec
-    query_share: float = 0.5          # baskets trained as next-basket queries (one [MASK], all products targets):
-                                      # the main objective, the task the evaluation judges (D51)
-    mission_given_share: float = 0.3  # rows told their true mission type and focus (the conditional use);
-                                      # the others, and every auxiliary loss, see none (D52)
-    focal_gamma: float = 2.0          # focal loss gamma (spec §5.5.2); 0 = negative log-likelihood
-    samples_per_epoch: int | None = None   # subsample training samples each epoch (None = all)
-    valid_samples: int | None = None       # fixed validation subsample (None = all)
+    suffix_share: float = (
+        0.5  # of the baskets not queried: suffix (generation-step) masking, else BERT4Rec
+    )
+    query_share: float = (
+        0.5  # baskets trained as next-basket queries (one [MASK], all products targets):
+    )
+    # the main objective, the task the evaluation judges (D51)
+    mission_given_share: float = (
+        0.3  # rows told their true mission type and focus (the conditional use);
+    )
+    # the others, and every auxiliary loss, see none (D52)
+    focal_gamma: float = 2.0  # focal loss gamma (spec §5.5.2); 0 = negative log-likelihood
+    samples_per_epoch: int | None = None  # subsample training samples each epoch (None = all)
+    valid_samples: int | None = None  # fixed validation subsample (None = all)
     valid_mask_rate: float = 0.2
-    max_seconds: float | None = None  # wall-clock budget: ends training after the epoch that crosses it
-    early_stopping_metric: str = "valid_next_NDCG@10"   # validation next-basket NDCG@10, no mission given
-    price_lr_scale: float = 50.0      # LR multiple for per-product price responses: they learn only from a
-                                      # product's promotion weeks, a few dozen sparse steps per run (D45)
+    max_seconds: float | None = (
+        None  # wall-clock budget: ends training after the epoch that crosses it
+    )
+    early_stopping_metric: str = (
+        "valid_next_NDCG@10"  # validation next-basket NDCG@10, no mission given
+    )
+    price_lr_scale: float = (
+        50.0  # LR multiple for per-product price responses: they learn only from a
+    )
+    # product's promotion weeks, a few dozen sparse steps per run (D45)
 
     @classmethod
     def preset(cls, name: str, seed: int = 0) -> TrainConfig:
         main, focal = LossWeights(), LossWeights.focal_only()
         if name == "paper":  # spec §5.6.1 verbatim
-            return cls(seed=seed, phases=(Phase("warm-up", 3, 1e-5, 256, 0.15, 1.0, focal),
-                                          Phase("main", 12, 5e-5, 256, 0.15, 1.0, main),
-                                          Phase("fine-tune", 5, 1e-5, 128, 0.20, 0.5, main)))
+            return cls(
+                seed=seed,
+                phases=(
+                    Phase("warm-up", 3, 1e-5, 256, 0.15, 1.0, focal),
+                    Phase("main", 12, 5e-5, 256, 0.15, 1.0, main),
+                    Phase("fine-tune", 5, 1e-5, 128, 0.20, 0.5, main),
+                ),
+            )
         if name == "small":  # same shape, LRs scaled for a 64-wide model trained for minutes (D37)
-            return cls(seed=seed, samples_per_epoch=12_000, valid_samples=3_000, max_seconds=600,
-                       phases=(Phase("warm-up", 1, 3e-4, 128, 0.15, 1.0, focal),
-                               Phase("main", 8, 1e-3, 128, 0.15, 1.0, main),
-                               Phase("fine-tune", 2, 3e-4, 64, 0.20, 0.5, main)))
+            return cls(
+                seed=seed,
+                samples_per_epoch=12_000,
+                valid_samples=3_000,
+                max_seconds=600,
+                phases=(
+                    Phase("warm-up", 1, 3e-4, 128, 0.15, 1.0, focal),
+                    Phase("main", 8, 1e-3, 128, 0.15, 1.0, main),
+                    Phase("fine-tune", 2, 3e-4, 64, 0.20, 0.5, main),
+                ),
+            )
         if name == "tiny":
-            return cls(seed=seed, samples_per_epoch=256, valid_samples=128,
-                       phases=(Phase("warm-up", 1, 1e-3, 32, 0.15, 1.0, focal),
-                               Phase("main", 2, 3e-3, 32, 0.15, 1.0, main),
-                               Phase("fine-tune", 1, 1e-3, 16, 0.20, 0.5, main)))
+            return cls(
+                seed=seed,
+                samples_per_epoch=256,
+                valid_samples=128,
+                phases=(
+                    Phase("warm-up", 1, 1e-3, 32, 0.15, 1.0, focal),
+                    Phase("main", 2, 3e-3, 32, 0.15, 1.0, main),
+                    Phase("fine-tune", 1, 1e-3, 16, 0.20, 0.5, main),
+                ),
+            )
         raise ValueError(f"unknown training preset {name!r} (paper | small | tiny)")
 
     def to_dict(self) -> dict:
@@ -89,9 +119,9 @@ class TrainConfig:
 
 @dataclass
 class LoopState:
-    epoch: int = 0                     # epochs completed over all phases
+    epoch: int = 0  # epochs completed over all phases
     phase: int = 0
-    phase_epoch: int = 0               # epochs completed in the current phase
+    phase_epoch: int = 0  # epochs completed in the current phase
     best_metric: float = -1.0
     best_epoch: int = 0
     bad_epochs: int = 0
@@ -118,21 +148,51 @@ class TrainStep(nn.Module):
         super().__init__()
         self.model, self.contrastive = model, contrastive
 
-    def forward(self, batch, inputs, targets, given_mission, weights: LossWeights, generator: torch.Generator,
-                basket_targets=None, gamma: float = 2.0):
-        hidden = (targets != 0) | (inputs == self.model.vocab_size - 2)             # every [MASK] slot hides its price
+    def forward(
+        self,
+        batch,
+        inputs,
+        targets,
+        given_mission,
+        weights: LossWeights,
+        generator: torch.Generator,
+        basket_targets=None,
+        gamma: float = 2.0,
+    ):
+        hidden = (targets != 0) | (
+            inputs == self.model.vocab_size - 2
+        )  # every [MASK] slot hides its price
         out = self.model(batch, inputs, hidden=hidden, given_mission=given_mission)
-        loss = world_model_loss(self.model, out, batch, inputs, targets, given_mission, weights, generator,
-                                self.contrastive, gamma=gamma, basket_targets=basket_targets)
+        loss = world_model_loss(
+            self.model,
+            out,
+            batch,
+            inputs,
+            targets,
+            given_mission,
+            weights,
+            generator,
+            self.contrastive,
+            gamma=gamma,
+            basket_targets=basket_targets,
+        )
         return loss.total, loss.parts
 
 
-def train_epoch(step: nn.Module, optimizer: torch.optim.Optimizer, data: TrainingSet, rows: np.ndarray,
-                buckets: np.ndarray, phase: Phase, cfg: TrainConfig, epoch: int,
-                log: Callable[[str], None]) -> dict:
+def train_epoch(
+    step: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    data: TrainingSet,
+    rows: np.ndarray,
+    buckets: np.ndarray,
+    phase: Phase,
+    cfg: TrainConfig,
+    epoch: int,
+    log: Callable[[str], None],
+) -> dict:
     """One epoch; under torchrun each rank takes every world-th batch of the same shuffled list."""
     rank, world = distributed.rank_and_world()
-    torch.manual_seed(_batch_seed(cfg.seed, epoch))                                 # dropout
+    torch.manual_seed(_batch_seed(cfg.seed, epoch))  # dropout
     rng = np.random.default_rng([cfg.seed, epoch])
     gen = torch.Generator().manual_seed(_batch_seed(cfg.seed, epoch + 1_000_000))
     if cfg.samples_per_epoch is not None and len(rows) > cfg.samples_per_epoch:
@@ -141,7 +201,9 @@ def train_epoch(step: nn.Module, optimizer: torch.optim.Optimizer, data: Trainin
     sampler = LengthBucketSampler(buckets, phase.batch_size, seed=cfg.seed)
     sampler.set_epoch(epoch)
     batches = list(sampler)
-    batches = batches[rank: len(batches) - len(batches) % world: world]          # same step count on every rank
+    batches = batches[
+        rank : len(batches) - len(batches) % world : world
+    ]  # same step count on every rank
     for group in optimizer.param_groups:
         group["lr"] = phase.lr * group.get("lr_scale", 1.0)
     step.train()
@@ -149,14 +211,26 @@ def train_epoch(step: nn.Module, optimizer: torch.optim.Optimizer, data: Trainin
     n = 0
     for i, batch_rows in enumerate(batches):
         batch = data[rows[batch_rows]]
-        tokens, prices = shuffle_items(batch["tokens"].numpy(), batch["t4_prices"].numpy(), data.vocab, rng)
+        tokens, prices = shuffle_items(
+            batch["tokens"].numpy(), batch["t4_prices"].numpy(), data.vocab, rng
+        )
         batch = {**batch, "tokens": torch.from_numpy(tokens), "t4_prices": torch.from_numpy(prices)}
         inputs, targets = corrupt(tokens, data.vocab, phase.mask_rate, cfg.suffix_share, rng)
-        inputs, targets, (q_rows, q_tokens) = basket_queries(tokens, inputs, targets, data.vocab, cfg.query_share, rng)
+        inputs, targets, (q_rows, q_tokens) = basket_queries(
+            tokens, inputs, targets, data.vocab, cfg.query_share, rng
+        )
         inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
         given = torch.from_numpy(rng.random(len(batch_rows)) < cfg.mission_given_share)
-        total, parts = step(batch, inputs, targets, given, phase.weights, gen,
-                            (torch.from_numpy(q_rows), torch.from_numpy(q_tokens)), cfg.focal_gamma)
+        total, parts = step(
+            batch,
+            inputs,
+            targets,
+            given,
+            phase.weights,
+            gen,
+            (torch.from_numpy(q_rows), torch.from_numpy(q_tokens)),
+            cfg.focal_gamma,
+        )
         optimizer.zero_grad(set_to_none=True)
         total.backward()
         nn.utils.clip_grad_norm_(step.parameters(), phase.clip)
@@ -165,14 +239,25 @@ def train_epoch(step: nn.Module, optimizer: torch.optim.Optimizer, data: Trainin
             sums[k] = sums.get(k, 0.0) + v
         n += 1
         if i % 100 == 0:
-            log(f"  epoch {epoch + 1} ({phase.name}) batch {i}/{len(batches)} loss {parts['total']:.4f}")
+            log(
+                f"  epoch {epoch + 1} ({phase.name}) batch {i}/{len(batches)} loss "
+                f"{parts['total']:.4f}"
+            )
     return {f"train_{k}": v / max(n, 1) for k, v in sums.items()}
 
 
-def train(model: WorldModel, train_data: TrainingSet, train_buckets: np.ndarray, valid_data: TrainingSet,
-          popularity: np.ndarray, cfg: TrainConfig, state_dir: Path | None = None,
-          log: Callable[[str], None] = lambda _: None, stop_after_epochs: int | None = None,
-          fingerprint: str = "") -> TrainResult:
+def train(
+    model: WorldModel,
+    train_data: TrainingSet,
+    train_buckets: np.ndarray,
+    valid_data: TrainingSet,
+    popularity: np.ndarray,
+    cfg: TrainConfig,
+    state_dir: Path | None = None,
+    log: Callable[[str], None] = lambda _: None,
+    stop_after_epochs: int | None = None,
+    fingerprint: str = "",
+) -> TrainResult:
     """Run (or resume from ``state_dir``) the phased schedule; returns the best weights.
     A saved state resumes only when its ``fingerprint`` (data + configs) matches; otherwise the
     run starts afresh. ``stop_after_epochs`` interrupts the run (tests of resuming)."""
@@ -180,37 +265,93 @@ def train(model: WorldModel, train_data: TrainingSet, train_buckets: np.ndarray,
     torch.manual_seed(cfg.seed)
     contrastive.reset_parameters()
     step = distributed.wrap(TrainStep(model, contrastive))
-    optimizer = torch.optim.AdamW(_param_groups(step, model, cfg), lr=cfg.phases[0].lr, weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(
+        _param_groups(step, model, cfg), lr=cfg.phases[0].lr, weight_decay=cfg.weight_decay
+    )
     is_writer = distributed.rank_and_world()[0] == 0
     state, best = LoopState(), {k: v.detach().clone() for k, v in model.state_dict().items()}
-    if state_dir is not None and (state_dir / "state.json").exists() and \
-            ckpt.read_json(state_dir / "state.json").get("fingerprint") == fingerprint:
+    if (
+        state_dir is not None
+        and (state_dir / "state.json").exists()
+        and ckpt.read_json(state_dir / "state.json").get("fingerprint") == fingerprint
+    ):
         state, best = _resume(state_dir, model, contrastive, optimizer)
-        log(f"resumed after epoch {state.epoch} (phase {cfg.phases[min(state.phase, len(cfg.phases) - 1)].name})")
+        log(
+            f"resumed after epoch {state.epoch} (phase "
+            f"{cfg.phases[min(state.phase, len(cfg.phases) - 1)].name})"
+        )
     rows = np.arange(len(train_data))
     valid_rows = np.arange(len(valid_data))
     if cfg.valid_samples is not None and len(valid_rows) > cfg.valid_samples:
-        valid_rows = np.sort(np.random.default_rng([cfg.seed, 99]).choice(len(valid_rows), cfg.valid_samples, replace=False))
-    with deterministic_kernels():     # same seed, same bytes (D47)
-        _run_epochs(step, optimizer, model, contrastive, train_data, rows, train_buckets, valid_data, valid_rows,
-                    popularity, cfg, state, best, state_dir, is_writer, log, stop_after_epochs, fingerprint)
+        valid_rows = np.sort(
+            np.random.default_rng([cfg.seed, 99]).choice(
+                len(valid_rows), cfg.valid_samples, replace=False
+            )
+        )
+    with deterministic_kernels():  # same seed, same bytes (D47)
+        _run_epochs(
+            step,
+            optimizer,
+            model,
+            contrastive,
+            train_data,
+            rows,
+            train_buckets,
+            valid_data,
+            valid_rows,
+            popularity,
+            cfg,
+            state,
+            best,
+            state_dir,
+            is_writer,
+            log,
+            stop_after_epochs,
+            fingerprint,
+        )
     return TrainResult(state=state, best_weights=best)
 
 
-def _run_epochs(step, optimizer, model, contrastive, train_data, rows, train_buckets, valid_data, valid_rows,
-                popularity, cfg: TrainConfig, state: LoopState, best: dict, state_dir: Path | None, is_writer: bool,
-                log, stop_after_epochs: int | None, fingerprint: str) -> None:
+def _run_epochs(
+    step,
+    optimizer,
+    model,
+    contrastive,
+    train_data,
+    rows,
+    train_buckets,
+    valid_data,
+    valid_rows,
+    popularity,
+    cfg: TrainConfig,
+    state: LoopState,
+    best: dict,
+    state_dir: Path | None,
+    is_writer: bool,
+    log,
+    stop_after_epochs: int | None,
+    fingerprint: str,
+) -> None:
     run_epochs = 0
     while not state.done:
         phase = cfg.phases[state.phase]
         start = time.perf_counter()
-        metrics = train_epoch(step, optimizer, train_data, rows, train_buckets, phase, cfg, state.epoch, log)
-        metrics.update(masked_item_metrics(model, valid_data, valid_rows, popularity, cfg.valid_mask_rate, seed=cfg.seed))
+        metrics = train_epoch(
+            step, optimizer, train_data, rows, train_buckets, phase, cfg, state.epoch, log
+        )
+        metrics.update(
+            masked_item_metrics(
+                model, valid_data, valid_rows, popularity, cfg.valid_mask_rate, seed=cfg.seed
+            )
+        )
         state.seconds += time.perf_counter() - start
         _advance(state, cfg, metrics, model, best, phase)
-        log(f"epoch {state.epoch} ({phase.name}): " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+        log(
+            f"epoch {state.epoch} ({phase.name}): "
+            + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+        )
         if state.phase < len(cfg.phases) and state.phase_epoch == 0 and state.epoch > 1:
-            model.load_state_dict(best)                                              # a new phase starts from the best
+            model.load_state_dict(best)  # a new phase starts from the best
         if state_dir is not None and is_writer:
             _save_state(state_dir, state, model, contrastive, optimizer, best, fingerprint)
         distributed.barrier()
@@ -219,7 +360,9 @@ def _run_epochs(step, optimizer, model, contrastive, train_data, rows, train_buc
             break
 
 
-def _advance(state: LoopState, cfg: TrainConfig, metrics: dict, model: WorldModel, best: dict, phase: Phase) -> None:
+def _advance(
+    state: LoopState, cfg: TrainConfig, metrics: dict, model: WorldModel, best: dict, phase: Phase
+) -> None:
     state.epoch += 1
     state.phase_epoch += 1
     metric = metrics[cfg.early_stopping_metric]
@@ -227,13 +370,13 @@ def _advance(state: LoopState, cfg: TrainConfig, metrics: dict, model: WorldMode
     if metric > state.best_metric:
         state.best_metric, state.best_epoch, state.bad_epochs = metric, state.epoch, 0
         best.update({k: v.detach().clone() for k, v in model.state_dict().items()})
-    elif state.phase > 0:   # warm-up epochs never count against patience
+    elif state.phase > 0:  # warm-up epochs never count against patience
         state.bad_epochs += 1
     over_time = cfg.max_seconds is not None and state.seconds >= cfg.max_seconds
     if state.phase_epoch >= phase.epochs or state.bad_epochs >= cfg.patience:
         state.phase, state.phase_epoch, state.bad_epochs = state.phase + 1, 0, 0
     if over_time and state.phase < len(cfg.phases) - 1:
-        state.phase, state.phase_epoch = len(cfg.phases) - 1, 0                       # go straight to fine-tuning
+        state.phase, state.phase_epoch = len(cfg.phases) - 1, 0  # go straight to fine-tuning
         state.history[-1]["note"] = "time budget reached: fine-tuning"
     elif over_time and state.phase_epoch > 0:
         state.phase = len(cfg.phases)
@@ -245,25 +388,43 @@ def _param_groups(step: nn.Module, model, cfg: TrainConfig) -> list[dict]:
     a larger LR and no decay (decay would pull rarely promoted products' elasticities to 0)."""
     price = model.price_response.raw_product_weights
     others = [p for p in step.parameters() if p is not price]
-    return [{"params": others}, {"params": [price], "weight_decay": 0.0, "lr_scale": cfg.price_lr_scale}]
+    return [
+        {"params": others},
+        {"params": [price], "weight_decay": 0.0, "lr_scale": cfg.price_lr_scale},
+    ]
 
 
-def _save_state(folder: Path, state: LoopState, model, contrastive, optimizer, best, fingerprint: str) -> None:
+def _save_state(
+    folder: Path, state: LoopState, model, contrastive, optimizer, best, fingerprint: str
+) -> None:
     optim, groups = ckpt.optimizer_tensors(optimizer)
-    tensors = {**{f"model.{k}": v for k, v in model.state_dict().items()},
-               **{f"contrastive.{k}": v for k, v in contrastive.state_dict().items()},
-               **{f"best.{k}": v for k, v in best.items()}, **optim}
+    tensors = {
+        **{f"model.{k}": v for k, v in model.state_dict().items()},
+        **{f"contrastive.{k}": v for k, v in contrastive.state_dict().items()},
+        **{f"best.{k}": v for k, v in best.items()},
+        **optim,
+    }
     ckpt.save_tensors(folder / "state.safetensors", tensors)
-    ckpt.write_json(folder / "state.json", {"loop": asdict(state), "param_groups": groups, "fingerprint": fingerprint})
+    ckpt.write_json(
+        folder / "state.json",
+        {"loop": asdict(state), "param_groups": groups, "fingerprint": fingerprint},
+    )
 
 
 def _resume(folder: Path, model, contrastive, optimizer) -> tuple[LoopState, dict]:
     tensors = ckpt.load_tensors(folder / "state.safetensors")
     meta = ckpt.read_json(folder / "state.json")
-    pick = lambda prefix: {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}  # noqa: E731
+
+    def pick(prefix):
+        return {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
+
     model.load_state_dict(pick("model."))
     contrastive.load_state_dict(pick("contrastive."))
-    ckpt.restore_optimizer(optimizer, {k: v for k, v in tensors.items() if k.startswith("optim.")}, meta["param_groups"])
+    ckpt.restore_optimizer(
+        optimizer,
+        {k: v for k, v in tensors.items() if k.startswith("optim.")},
+        meta["param_groups"],
+    )
     return LoopState(**meta["loop"]), pick("best.")
 
 

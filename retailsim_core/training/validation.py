@@ -30,9 +30,11 @@ def ranks_of(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def rank_metrics(ranks: torch.Tensor, k: int = 10) -> dict[str, float]:
     ranks = ranks.double()
     hit = (ranks <= k).double()
-    return {f"Hit@{k}": float(hit.mean()), f"NDCG@{k}": float((hit / torch.log2(ranks + 1)).mean()),
-            "MRR": float((1.0 / ranks).mean())}
-
+    return {
+        f"Hit@{k}": float(hit.mean()),
+        f"NDCG@{k}": float((hit / torch.log2(ranks + 1)).mean()),
+        "MRR": float((1.0 / ranks).mean()),
+    }
 
 
 def eval_batches(data: TrainingSet, rows: np.ndarray, batch_size: int = 256):
@@ -41,12 +43,18 @@ def eval_batches(data: TrainingSet, rows: np.ndarray, batch_size: int = 256):
     the decoder would mostly attend over padded basket slots)."""
     order = rows[np.lexsort((data.item_counts[rows], data.hist_end[rows] - data.hist_start[rows]))]
     for i in range(0, len(order), batch_size):
-        yield order[i:i + batch_size], data[order[i:i + batch_size]]
+        yield order[i : i + batch_size], data[order[i : i + batch_size]]
 
 
 @torch.no_grad()
-def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, popularity: np.ndarray | None,
-                      mask_rate: float, seed: int) -> dict[str, np.ndarray]:
+def masked_item_ranks(
+    model: WorldModel,
+    data: TrainingSet,
+    rows: np.ndarray,
+    popularity: np.ndarray | None,
+    mask_rate: float,
+    seed: int,
+) -> dict[str, np.ndarray]:
     """Per masked position: its sample row and the rank of the true product under the model and
     popularity (left out when ``popularity`` is None)."""
     model.train(False)
@@ -54,29 +62,44 @@ def masked_item_ranks(model: WorldModel, data: TrainingSet, rows: np.ndarray, po
     out_rows, model_ranks, pop_ranks = [], [], []
     for batch_rows, batch in eval_batches(data, rows):
         batch = shuffled(batch, data.vocab, seed + int(batch_rows[0]))
-        inputs, targets = evaluation_mask(batch["tokens"].numpy(), data.vocab, mask_rate, seed + int(batch_rows[0]))
+        inputs, targets = evaluation_mask(
+            batch["tokens"].numpy(), data.vocab, mask_rate, seed + int(batch_rows[0])
+        )
         inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
         r, c = torch.nonzero(targets != PAD, as_tuple=True)
         true = targets[r, c].long()
         out = model(batch, inputs, hidden=targets != PAD)
-        shown = shown_products(inputs, targets, data.vocab.size)[r]                   # (M, V), once for both rankings
+        shown = shown_products(inputs, targets, data.vocab.size)[
+            r
+        ]  # (M, V), once for both rankings
         logits = model.slot_log_probs(out, r, c, shown)
-        model_ranks.append(ranks_of(logits.masked_fill(model.excluded(len(r), shown), -torch.inf), true))
+        model_ranks.append(
+            ranks_of(logits.masked_fill(model.excluded(len(r), shown), -torch.inf), true)
+        )
         if pop is not None:
             pop_ranks.append(ranks_of(pop[None, :].masked_fill(shown, -torch.inf), true))
         out_rows.append(torch.as_tensor(batch_rows)[r])
-    cat = lambda xs: torch.cat(xs).numpy() if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
-    return {"row": cat(out_rows), "model": cat(model_ranks)} | ({} if pop is None else {"popularity": cat(pop_ranks)})
+
+    def cat(xs):
+        return torch.cat(xs).numpy() if xs else np.zeros(0, dtype=np.int64)
+
+    return {"row": cat(out_rows), "model": cat(model_ranks)} | (
+        {} if pop is None else {"popularity": cat(pop_ranks)}
+    )
 
 
 def shuffled(batch: dict, vocab, seed: int) -> dict:
     """The batch with each basket in a seeded random order, as in training (baskets are sets)."""
-    tokens, prices = shuffle_items(batch["tokens"].numpy(), batch["t4_prices"].numpy(), vocab, np.random.default_rng(seed))
+    tokens, prices = shuffle_items(
+        batch["tokens"].numpy(), batch["t4_prices"].numpy(), vocab, np.random.default_rng(seed)
+    )
     return {**batch, "tokens": torch.from_numpy(tokens), "t4_prices": torch.from_numpy(prices)}
 
 
 @torch.no_grad()
-def next_basket_metrics_of(model: WorldModel, data: TrainingSet, rows: np.ndarray, k: int = 20) -> dict[str, float]:
+def next_basket_metrics_of(
+    model: WorldModel, data: TrainingSet, rows: np.ndarray, k: int = 20
+) -> dict[str, float]:
     """Validation next-basket R@20 and NDCG@10 from the single-[MASK] query, no mission given.
     The truth is the whole basket, products outside the vocabulary included (never hits)."""
     model.train(False)
@@ -89,19 +112,33 @@ def next_basket_metrics_of(model: WorldModel, data: TrainingSet, rows: np.ndarra
         truth = torch.zeros(n, model.vocab_size, dtype=torch.bool)
         truth.scatter_(1, tokens.long(), True)
         truth[:, [PAD, data.vocab.eos]] = False
-        hits = truth.gather(1, scores.topk(k, dim=1).indices).double()                # (n, k)
+        hits = truth.gather(1, scores.topk(k, dim=1).indices).double()  # (n, k)
         n_true = (truth.sum(1) + torch.from_numpy(data.item_oov[batch_rows])).clamp(min=1)
         recall.append(hits.sum(1) / n_true)
         ideal = torch.cumsum(discounts[:10], 0)[(n_true.clamp(max=10) - 1)]
         ndcg.append((hits[:, :10] * discounts[:10]).sum(1) / ideal)
-    return {"valid_next_R@20": float(torch.cat(recall).mean()), "valid_next_NDCG@10": float(torch.cat(ndcg).mean())}
+    return {
+        "valid_next_R@20": float(torch.cat(recall).mean()),
+        "valid_next_NDCG@10": float(torch.cat(ndcg).mean()),
+    }
 
 
-def masked_item_metrics(model: WorldModel, data: TrainingSet, rows: np.ndarray, popularity: np.ndarray,
-                        mask_rate: float = 0.2, seed: int = 0) -> dict[str, float]:
+def masked_item_metrics(
+    model: WorldModel,
+    data: TrainingSet,
+    rows: np.ndarray,
+    popularity: np.ndarray,
+    mask_rate: float = 0.2,
+    seed: int = 0,
+) -> dict[str, float]:
     ranks = masked_item_ranks(model, data, rows, popularity, mask_rate, seed)
     out = {f"valid_{k}": v for k, v in rank_metrics(torch.as_tensor(ranks["model"])).items()}
-    out.update({f"valid_popularity_{k}": v for k, v in rank_metrics(torch.as_tensor(ranks["popularity"])).items()})
+    out.update(
+        {
+            f"valid_popularity_{k}": v
+            for k, v in rank_metrics(torch.as_tensor(ranks["popularity"])).items()
+        }
+    )
     return out | next_basket_metrics_of(model, data, rows)
 
 
@@ -110,7 +147,9 @@ def popularity_scores(data: TrainingSet, rows: np.ndarray) -> np.ndarray:
     Ties are broken by a tiny token-order term so rankings are deterministic."""
     counts = np.zeros(data.vocab.size, dtype=np.float64)
     starts, lengths = data.item_starts[rows], data.item_counts[rows]
-    idx = np.repeat(starts, lengths) + (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths))
+    idx = np.repeat(starts, lengths) + (
+        np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    )
     np.add.at(counts, data.item_tokens[idx], 1.0)
     counts[[PAD, data.vocab.mask, data.vocab.eos]] = -1.0
     return counts - 1e-6 * np.arange(data.vocab.size) / data.vocab.size

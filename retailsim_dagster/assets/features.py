@@ -5,12 +5,22 @@ import polars as pl
 
 from retailsim_core.brands import PSEUDO_BRANDS_SCHEMA
 from retailsim_core.features import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
+from retailsim_core.models.graphsage import GraphSAGEConfig
+from retailsim_core.pipeline.embeddings import (
+    EMBEDDINGS_TABLE,
+    all_products,
+    nearest_neighbours,
+    train_embeddings,
+    write_embeddings,
+)
 from retailsim_core.pipeline.features import (
-    BRANDS_TABLE, PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE, build_pseudo_brands, price_feature_weeks,
+    BRANDS_TABLE,
+    PRICE_FEATURES_TABLE,
+    STORE_FEATURES_TABLE,
+    build_pseudo_brands,
+    price_feature_weeks,
     store_feature_weeks,
 )
-from retailsim_core.models.graphsage import GraphSAGEConfig
-from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE, all_products, nearest_neighbours, train_embeddings, write_embeddings
 from retailsim_core.pipeline.graph import load_graph
 from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.pipeline.prices import PRICES_TABLE
@@ -19,78 +29,148 @@ from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partit
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
 
-
-@dg.asset(group_name="features", kinds={"polars", "parquet"}, deps=[RAW_TABLE, PRICES_TABLE, "product_graph"],
-          backfill_policy=dg.BackfillPolicy.single_run(),
-          metadata={"dagster/column_schema": table_schema(PSEUDO_BRANDS_SCHEMA)},
-          description="Pseudo-brand per product: sub-commodity x price tier x substitution cluster (spec §3.2).")
-def pseudo_brands(warehouse: WarehouseResource, pipeline_config: PipelineConfigResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name="features",
+    kinds={"polars", "parquet"},
+    deps=[RAW_TABLE, PRICES_TABLE, "product_graph"],
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    metadata={"dagster/column_schema": table_schema(PSEUDO_BRANDS_SCHEMA)},
+    description="Pseudo-brand per product: sub-commodity x price tier x substitution cluster "
+    "(spec §3.2).",
+)
+def pseudo_brands(
+    warehouse: WarehouseResource, pipeline_config: PipelineConfigResource
+) -> dg.MaterializeResult:
     brands = build_pseudo_brands(warehouse.warehouse, pipeline_config.split)
     warehouse.warehouse.write_table(BRANDS_TABLE, brands)
-    return dg.MaterializeResult(metadata={
-        "dagster/row_count": brands.height, "pseudo_brands": brands["pseudo_brand_id"].n_unique(),
-        "substitution_groups": brands["substitution_group"].drop_nulls().n_unique(),
-        "tiers": dg.MetadataValue.md(markdown_table(brands.group_by("price_tier").len("products").sort("price_tier"))),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": brands.height,
+            "pseudo_brands": brands["pseudo_brand_id"].n_unique(),
+            "substitution_groups": brands["substitution_group"].drop_nulls().n_unique(),
+            "tiers": dg.MetadataValue.md(
+                markdown_table(brands.group_by("price_tier").len("products").sort("price_tier"))
+            ),
+        }
+    )
 
 
-@dg.asset(group_name="features", partitions_def=weekly_partitions, kinds={"polars", "parquet"},
-          backfill_policy=dg.BackfillPolicy.single_run(),
-          deps=[dg.AssetDep(PRICES_TABLE), dg.AssetDep(PRICE_FEATURES_TABLE, partition_mapping=previous_weeks(1))],
-          metadata={"dagster/column_schema": table_schema(PRICE_FEATURES_SCHEMA)},
-          description="T4 inputs per product x store x week: log, relative price, velocity, acceleration, "
-                      "promotional momentum, depth, flag (spec §3.3).")
-def price_features(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name="features",
+    partitions_def=weekly_partitions,
+    kinds={"polars", "parquet"},
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    deps=[
+        dg.AssetDep(PRICES_TABLE),
+        dg.AssetDep(PRICE_FEATURES_TABLE, partition_mapping=previous_weeks(1)),
+    ],
+    metadata={"dagster/column_schema": table_schema(PRICE_FEATURES_SCHEMA)},
+    description="T4 inputs per product x store x week: log, relative price, velocity, "
+    "acceleration, "
+    "promotional momentum, depth, flag (spec §3.3).",
+)
+def price_features(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
     summary = price_feature_weeks(warehouse.warehouse, weeks_of(context), log=context.log.info)
-    return dg.MaterializeResult(metadata={"dagster/row_count": int(summary["cells"].sum()),
-                                          "per_week": dg.MetadataValue.md(markdown_table(summary))})
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": int(summary["cells"].sum()),
+            "per_week": dg.MetadataValue.md(markdown_table(summary)),
+        }
+    )
 
 
-@dg.asset(group_name="features", partitions_def=weekly_partitions, kinds={"polars", "parquet"},
-          backfill_policy=dg.BackfillPolicy.single_run(),
-          deps=[dg.AssetDep(RAW_TABLE, partition_mapping=previous_weeks(1))],
-          metadata={"dagster/column_schema": table_schema(STORE_FEATURES_SCHEMA)},
-          description="T5 store context as of week W from weeks < W, with format x region fallbacks (spec §4.6).")
-def store_features(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name="features",
+    partitions_def=weekly_partitions,
+    kinds={"polars", "parquet"},
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    deps=[dg.AssetDep(RAW_TABLE, partition_mapping=previous_weeks(1))],
+    metadata={"dagster/column_schema": table_schema(STORE_FEATURES_SCHEMA)},
+    description="T5 store context as of week W from weeks < W, with format x region fallbacks "
+    "(spec §4.6).",
+)
+def store_features(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
     summary = store_feature_weeks(warehouse.warehouse, weeks_of(context), log=context.log.info)
-    return dg.MaterializeResult(metadata={"stores_last_week": int(summary["stores"][-1]),
-                                          "per_week": dg.MetadataValue.md(markdown_table(summary))})
+    return dg.MaterializeResult(
+        metadata={
+            "stores_last_week": int(summary["stores"][-1]),
+            "per_week": dg.MetadataValue.md(markdown_table(summary)),
+        }
+    )
 
 
-@dg.asset_check(asset="pseudo_brands", description="tiers split each category about 20/60/20; ids are 0..K-1")
+@dg.asset_check(
+    asset="pseudo_brands", description="tiers split each category about 20/60/20; ids are 0..K-1"
+)
 def pseudo_brand_tiers(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     b = warehouse.warehouse.read_table(BRANDS_TABLE)
     share = b.group_by("price_tier").len().with_columns(share=pl.col("len") / b.height)
     shares = dict(share.select("price_tier", "share").iter_rows())
-    contiguous = sorted(b["pseudo_brand_id"].unique().to_list()) == list(range(b["pseudo_brand_id"].n_unique()))
+    contiguous = sorted(b["pseudo_brand_id"].unique().to_list()) == list(
+        range(b["pseudo_brand_id"].n_unique())
+    )
     ok = contiguous and abs(shares.get("mid", 0) - 0.6) < 0.1
-    return dg.AssetCheckResult(passed=ok, metadata={**{f"share_{k}": v for k, v in shares.items()},
-                                                    "ids_contiguous": contiguous, "expected_mid_share": 0.6})
+    return dg.AssetCheckResult(
+        passed=ok,
+        metadata={
+            **{f"share_{k}": v for k, v in shares.items()},
+            "ids_contiguous": contiguous,
+            "expected_mid_share": 0.6,
+        },
+    )
 
 
-@dg.asset_check(asset=PRICE_FEATURES_TABLE, description="positive prices and relative prices, momentum >= 0")
+@dg.asset_check(
+    asset=PRICE_FEATURES_TABLE, description="positive prices and relative prices, momentum >= 0"
+)
 def price_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    bad = warehouse.warehouse.scan(PRICE_FEATURES_TABLE).select(
-        (pl.col("actual_price") <= 0).sum().alias("nonpositive_price"),
-        (pl.col("relative_price") <= 0).sum().alias("nonpositive_relative"),
-        (pl.col("promo_momentum") < 0).sum().alias("negative_momentum")).collect().row(0, named=True)
-    return dg.AssetCheckResult(passed=not any(bad.values()), metadata={k: int(v) for k, v in bad.items()})
+    bad = (
+        warehouse.warehouse.scan(PRICE_FEATURES_TABLE)
+        .select(
+            (pl.col("actual_price") <= 0).sum().alias("nonpositive_price"),
+            (pl.col("relative_price") <= 0).sum().alias("nonpositive_relative"),
+            (pl.col("promo_momentum") < 0).sum().alias("negative_momentum"),
+        )
+        .collect()
+        .row(0, named=True)
+    )
+    return dg.AssetCheckResult(
+        passed=not any(bad.values()), metadata={k: int(v) for k, v in bad.items()}
+    )
 
 
 @dg.asset_check(asset=STORE_FEATURES_TABLE, description="normalised features in [0, 1]")
 def store_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     cols = ["traffic", "size_proxy", "regional_competition", "age"]
-    bad = warehouse.warehouse.scan(STORE_FEATURES_TABLE).select(
-        [(~pl.col(c).is_between(0, 1)).sum().alias(c) for c in cols]).collect().row(0, named=True)
-    return dg.AssetCheckResult(passed=not any(bad.values()), metadata={f"out_of_range_{k}": int(v) for k, v in bad.items()})
+    bad = (
+        warehouse.warehouse.scan(STORE_FEATURES_TABLE)
+        .select([(~pl.col(c).is_between(0, 1)).sum().alias(c) for c in cols])
+        .collect()
+        .row(0, named=True)
+    )
+    return dg.AssetCheckResult(
+        passed=not any(bad.values()), metadata={f"out_of_range_{k}": int(v) for k, v in bad.items()}
+    )
 
 
-@dg.asset(group_name="features", kinds={"pytorch", "dgl", "safetensors"}, pool=CPU_POOL,
-          deps=["product_graph", "pseudo_brands", RAW_TABLE], backfill_policy=dg.BackfillPolicy.single_run(),
-          description="256-d edge-type-aware GraphSAGE product embeddings, trained by link prediction "
-                      "(spec §3.4); safetensors + Parquet id map.")
-def graphsage_embeddings(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
-                         pipeline_config: PipelineConfigResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name="features",
+    kinds={"pytorch", "dgl", "safetensors"},
+    pool=CPU_POOL,
+    deps=["product_graph", "pseudo_brands", RAW_TABLE],
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    description="256-d edge-type-aware GraphSAGE product embeddings, trained by link prediction "
+    "(spec §3.4); safetensors + Parquet id map.",
+)
+def graphsage_embeddings(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    pipeline_config: PipelineConfigResource,
+) -> dg.MaterializeResult:
     wh = warehouse.warehouse
     brands = wh.read_table(BRANDS_TABLE)
     cfg = GraphSAGEConfig()
@@ -98,12 +178,24 @@ def graphsage_embeddings(context: dg.AssetExecutionContext, warehouse: Warehouse
     emb = train_embeddings(load_graph(wh), brands, products, cfg, log=context.log.info)
     write_embeddings(wh, emb, cfg)
     probes = brands.filter(pl.col("competitive_intensity") > 0)["product_id"].head(5).to_list()
-    curve = pl.DataFrame({"epoch": range(1, len(emb.losses) + 1), "loss": emb.losses}).gather_every(max(len(emb.losses) // 12, 1))
-    return dg.MaterializeResult(metadata={
-        "dagster/row_count": emb.vectors.shape[0], "dimensions": emb.vectors.shape[1],
-        "final_loss": emb.losses[-1], "training_seconds": round(emb.seconds, 1),
-        "loss_curve": dg.MetadataValue.path(str(wh.table_dir(EMBEDDINGS_TABLE) / "loss_curve.svg")),
-        "loss_by_epoch": dg.MetadataValue.md(markdown_table(curve)),
-        "sources": dg.MetadataValue.md(markdown_table(emb.id_map.group_by("source").len("products").sort("source"))),
-        "nearest_neighbours": dg.MetadataValue.md(markdown_table(nearest_neighbours(emb.vectors, emb.id_map, probes))),
-    })
+    curve = pl.DataFrame({"epoch": range(1, len(emb.losses) + 1), "loss": emb.losses}).gather_every(
+        max(len(emb.losses) // 12, 1)
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": emb.vectors.shape[0],
+            "dimensions": emb.vectors.shape[1],
+            "final_loss": emb.losses[-1],
+            "training_seconds": round(emb.seconds, 1),
+            "loss_curve": dg.MetadataValue.path(
+                str(wh.table_dir(EMBEDDINGS_TABLE) / "loss_curve.svg")
+            ),
+            "loss_by_epoch": dg.MetadataValue.md(markdown_table(curve)),
+            "sources": dg.MetadataValue.md(
+                markdown_table(emb.id_map.group_by("source").len("products").sort("source"))
+            ),
+            "nearest_neighbours": dg.MetadataValue.md(
+                markdown_table(nearest_neighbours(emb.vectors, emb.id_map, probes))
+            ),
+        }
+    )

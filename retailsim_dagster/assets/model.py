@@ -3,9 +3,9 @@
 import dagster as dg
 import polars as pl
 
+from retailsim_core.evaluation.report_html import markdown_summary
 from retailsim_core.io import atomic_write_text
 from retailsim_core.pipeline.embeddings import loss_curve_svg
-from retailsim_core.evaluation.report_html import markdown_summary
 from retailsim_core.pipeline.evaluation import REPORT_TABLE, evaluate
 from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, train_world_model
 from retailsim_core.training.checkpoint import read_json
@@ -13,8 +13,15 @@ from retailsim_dagster.metadata import markdown_table
 from retailsim_dagster.partitions import CPU_POOL
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
-_INPUTS = ["bucketed_samples", "customer_trips", "price_features", "store_features", "customer_store_affinity",
-           "mission_patterns", "graphsage_embeddings"]
+_INPUTS = [
+    "bucketed_samples",
+    "customer_trips",
+    "price_features",
+    "store_features",
+    "customer_store_affinity",
+    "mission_patterns",
+    "graphsage_embeddings",
+]
 
 
 # Retraining policy (docs/operations.md): retrain after each Monday's weekly refresh has updated
@@ -22,67 +29,114 @@ _INPUTS = ["bucketed_samples", "customer_trips", "price_features", "store_featur
 RETRAIN_CRON = "0 6 * * 1"
 
 
-@dg.asset(group_name="model", kinds={"pytorch", "safetensors"}, pool=CPU_POOL, deps=_INPUTS,
-          backfill_policy=dg.BackfillPolicy.single_run(),
-          automation_condition=dg.AutomationCondition.on_cron(RETRAIN_CRON, cron_timezone="Europe/London"),
-          description="Mamba + Transformer world model trained on the training weeks, early-stopped on the "
-                      "validation weeks (spec §5.6); safetensors weights + JSON config, metrics and history.")
-def trained_checkpoint(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
-                       pipeline_config: PipelineConfigResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name="model",
+    kinds={"pytorch", "safetensors"},
+    pool=CPU_POOL,
+    deps=_INPUTS,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    automation_condition=dg.AutomationCondition.on_cron(
+        RETRAIN_CRON, cron_timezone="Europe/London"
+    ),
+    description="Mamba + Transformer world model trained on the training weeks, early-stopped on "
+    "the "
+    "validation weeks (spec §5.6); safetensors weights + JSON config, metrics and history.",
+)
+def trained_checkpoint(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    pipeline_config: PipelineConfigResource,
+) -> dg.MaterializeResult:
     wh = warehouse.warehouse
     model_cfg, train_cfg = pipeline_config.world_model
-    summary = train_world_model(wh, pipeline_config.split, model_cfg, train_cfg, log=context.log.info)
+    summary = train_world_model(
+        wh, pipeline_config.split, model_cfg, train_cfg, log=context.log.info
+    )
     history = pl.DataFrame(summary["history"]).select(pl.exclude("note"))
     folder = wh.table_dir(CHECKPOINT_TABLE)
     atomic_write_text(loss_curve_svg(history["train_total"].to_list()), folder / "loss_curve.svg")
     best = summary["best"]
-    return dg.MaterializeResult(metadata={
-        "preset": pipeline_config.model_preset, "parameters": summary["parameters"],
-        "epochs": summary["epochs"], "best_epoch": summary["best_epoch"],
-        "training_seconds": summary["training_seconds"], "train_samples": summary["train_samples"],
-        "valid_NDCG@10": best["valid_NDCG@10"], "valid_Hit@10": best["valid_Hit@10"],
-        "valid_popularity_Hit@10": best["valid_popularity_Hit@10"],
-        "history": dg.MetadataValue.md(markdown_table(history)),
-        "loss_curve": dg.MetadataValue.path(str(folder / "loss_curve.svg")),
-        "checkpoint": dg.MetadataValue.path(str(folder / "model.safetensors")),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "preset": pipeline_config.model_preset,
+            "parameters": summary["parameters"],
+            "epochs": summary["epochs"],
+            "best_epoch": summary["best_epoch"],
+            "training_seconds": summary["training_seconds"],
+            "train_samples": summary["train_samples"],
+            "valid_NDCG@10": best["valid_NDCG@10"],
+            "valid_Hit@10": best["valid_Hit@10"],
+            "valid_popularity_Hit@10": best["valid_popularity_Hit@10"],
+            "history": dg.MetadataValue.md(markdown_table(history)),
+            "loss_curve": dg.MetadataValue.path(str(folder / "loss_curve.svg")),
+            "checkpoint": dg.MetadataValue.path(str(folder / "model.safetensors")),
+        }
+    )
 
 
-@dg.asset_check(asset=trained_checkpoint, description="validation masked-item Hit@10 beats popularity on the same positions")
+@dg.asset_check(
+    asset=trained_checkpoint,
+    description="validation masked-item Hit@10 beats popularity on the same positions",
+)
 def checkpoint_beats_popularity(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    best = read_json(warehouse.warehouse.table_dir(CHECKPOINT_TABLE) / "config.json")["summary"]["best"]
+    best = read_json(warehouse.warehouse.table_dir(CHECKPOINT_TABLE) / "config.json")["summary"][
+        "best"
+    ]
     model, pop = best["valid_Hit@10"], best["valid_popularity_Hit@10"]
-    return dg.AssetCheckResult(passed=model > pop, metadata={"model_Hit@10": model, "popularity_Hit@10": pop,
-                                                              "ratio": model / max(pop, 1e-9)})
+    return dg.AssetCheckResult(
+        passed=model > pop,
+        metadata={"model_Hit@10": model, "popularity_Hit@10": pop, "ratio": model / max(pop, 1e-9)},
+    )
 
 
-@dg.asset(group_name="model", kinds={"pytorch", "html"}, pool=CPU_POOL, deps=[trained_checkpoint],
-          backfill_policy=dg.BackfillPolicy.single_run(), automation_condition=dg.AutomationCondition.eager(),
-          description="The honest world model (no label of the predicted basket) vs popularity, personal, "
-                      "store-aware and mission top-frequency, TIFU-KNN, UP-CF@r, SASRec, BERT4Rec and, on "
-                      "synthetic data, the generator's oracles, on the test weeks (spec §4.7.4): metrics.json "
-                      "with 95% customer-bootstrap intervals, Parquet, HTML report.")
-def evaluation_report(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
-                      pipeline_config: PipelineConfigResource, raw_source: RawSourceResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name="model",
+    kinds={"pytorch", "html"},
+    pool=CPU_POOL,
+    deps=[trained_checkpoint],
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    automation_condition=dg.AutomationCondition.eager(),
+    description="The honest world model (no label of the predicted basket) vs popularity, "
+    "personal, "
+    "store-aware and mission top-frequency, TIFU-KNN, UP-CF@r, SASRec, BERT4Rec and, on "
+    "synthetic data, the generator's oracles, on the test weeks (spec §4.7.4): metrics.json "
+    "with 95% customer-bootstrap intervals, Parquet, HTML report.",
+)
+def evaluation_report(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    pipeline_config: PipelineConfigResource,
+    raw_source: RawSourceResource,
+) -> dg.MaterializeResult:
     wh = warehouse.warehouse
     truth = raw_source.truth
-    result = evaluate(wh, pipeline_config.split, truth, pipeline_config.evaluation, log=context.log.info)
+    result = evaluate(
+        wh, pipeline_config.split, truth, pipeline_config.evaluation, log=context.log.info
+    )
     folder = wh.table_dir(REPORT_TABLE)
     nb = result["metrics"]["next_basket"]["all"]
-    return dg.MaterializeResult(metadata={
-        "summary": dg.MetadataValue.md(markdown_summary(result["metrics"])),
-        "report": dg.MetadataValue.path(str(folder / "report.html")),
-        "metrics_json": dg.MetadataValue.path(str(folder / "metrics.json")),
-        "world_model_R@20": nb["world_model"]["R@20"], "P-TopFreq_R@20": nb["P-TopFreq"]["R@20"],
-        "TIFU-KNN_R@20": nb["TIFU-KNN"]["R@20"], "world_model_NDCG@10": nb["world_model"]["NDCG@10"],
-        "simulated_size_ratio": result["tuning"]["simulation"]["mean_size_ratio"],
-        "test_samples": result["tuning"]["test_samples"], "oracle_available": "oracle" in nb,
-        "seconds": result["tuning"]["seconds"],
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "summary": dg.MetadataValue.md(markdown_summary(result["metrics"])),
+            "report": dg.MetadataValue.path(str(folder / "report.html")),
+            "metrics_json": dg.MetadataValue.path(str(folder / "metrics.json")),
+            "world_model_R@20": nb["world_model"]["R@20"],
+            "P-TopFreq_R@20": nb["P-TopFreq"]["R@20"],
+            "TIFU-KNN_R@20": nb["TIFU-KNN"]["R@20"],
+            "world_model_NDCG@10": nb["world_model"]["NDCG@10"],
+            "simulated_size_ratio": result["tuning"]["simulation"]["mean_size_ratio"],
+            "test_samples": result["tuning"]["test_samples"],
+            "oracle_available": "oracle" in nb,
+            "seconds": result["tuning"]["seconds"],
+        }
+    )
 
 
 model_retraining_sensor = dg.AutomationConditionSensorDefinition(
-    "model_retraining_sensor", target=dg.AssetSelection.groups("model"),
+    "model_retraining_sensor",
+    target=dg.AssetSelection.groups("model"),
     default_status=dg.DefaultSensorStatus.STOPPED,
-    description="Evaluates the retraining policy of trained_checkpoint (weekly, after the refresh) and "
-                "evaluation_report (after every new checkpoint). Turn on under Automation.")
+    description="Evaluates the retraining policy of trained_checkpoint (weekly, after the "
+    "refresh) and "
+    "evaluation_report (after every new checkpoint). Turn on under Automation.",
+)

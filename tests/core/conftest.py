@@ -29,12 +29,13 @@ def default_pipeline(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_warehouse(tiny_dataset, tmp_path_factory):
     """The tiny world through every table the world model reads (weeks 1-14, split 8 / 11).
-    Product embeddings are seeded random vectors: the model tests need a table, not a trained GNN."""
+    Product embeddings are seeded random vectors: the model tests need a table, not a trained
+    GNN."""
     import polars as pl
     import torch
 
-    from retailsim_core.pipeline.embeddings import Embeddings, all_products, write_embeddings
     from retailsim_core.models.graphsage import GraphSAGEConfig
+    from retailsim_core.pipeline.embeddings import Embeddings, all_products, write_embeddings
     from retailsim_core.pipeline.features import price_feature_weeks, store_feature_weeks
     from retailsim_core.pipeline.samples import training_data_weeks
 
@@ -46,11 +47,15 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
     price_feature_weeks(wh, weeks)
     store_feature_weeks(wh, weeks)
     split = TemporalSplit(8, 11)
-    write_graph(wh, build_product_graph(wh, split))       # the model's substitution edges
+    write_graph(wh, build_product_graph(wh, split))  # the model's substitution edges
     training_data_weeks(wh, weeks, split)
     products = all_products(wh).sort("product_id")
-    id_map = products.select(pl.int_range(pl.len(), dtype=pl.Int32).alias("row"), "product_id", "prod_code_10",
-                             pl.lit("graph").alias("source"))
+    id_map = products.select(
+        pl.int_range(pl.len(), dtype=pl.Int32).alias("row"),
+        "product_id",
+        "prod_code_10",
+        pl.lit("graph").alias("source"),
+    )
     vectors = torch.randn(products.height, 256, generator=torch.Generator().manual_seed(0))
     write_embeddings(wh, Embeddings(vectors, id_map, [1.0], 0.0), GraphSAGEConfig())
     return {"warehouse": wh, "split": split, "truth": tiny_dataset["truth"]}
@@ -65,5 +70,7 @@ def tiny_checkpoint(tiny_warehouse):
 
     wh = tiny_warehouse["warehouse"]
     if not (wh.table_dir(CHECKPOINT_TABLE) / "model.safetensors").exists():
-        train_world_model(wh, tiny_warehouse["split"], WorldModelConfig.preset("tiny"), TrainConfig.preset("tiny"))
+        train_world_model(
+            wh, tiny_warehouse["split"], WorldModelConfig.preset("tiny"), TrainConfig.preset("tiny")
+        )
     return wh.table_dir(CHECKPOINT_TABLE)

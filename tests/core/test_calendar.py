@@ -1,7 +1,8 @@
 import datetime as dt
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from retailsim_core import calendar as cal
 
@@ -16,7 +17,7 @@ def test_lgsr_calendar_facts():
 
 
 def test_lgsr_weekday_is_sunday_one():
-    assert cal.lgsr_weekday(dt.date(2006, 4, 9)) == 1   # Sunday
+    assert cal.lgsr_weekday(dt.date(2006, 4, 9)) == 1  # Sunday
     assert cal.lgsr_weekday(dt.date(2006, 4, 10)) == 2  # Monday
     assert cal.lgsr_weekday(dt.date(2006, 4, 15)) == 7  # Saturday
 
@@ -38,11 +39,18 @@ def test_out_of_range_weeks_raise(bad):
 
 
 def test_uk_bank_holidays_and_seasons():
-    assert cal.easter_sunday(2007) == dt.date(2007, 4, 8) and cal.easter_sunday(2008) == dt.date(2008, 3, 23)
+    assert cal.easter_sunday(2007) == dt.date(2007, 4, 8) and cal.easter_sunday(2008) == dt.date(
+        2008, 3, 23
+    )
     h2006 = cal.uk_bank_holidays(2006)
     assert dt.date(2006, 12, 25) in h2006 and dt.date(2006, 12, 26) in h2006
-    assert dt.date(2006, 4, 14) in h2006 and dt.date(2006, 4, 17) in h2006          # Good Friday, Easter Monday
-    assert dt.date(2006, 5, 29) in h2006 and dt.date(2006, 8, 28) in h2006          # spring, summer
+    assert (
+        dt.date(2006, 4, 14) in h2006 and dt.date(2006, 4, 17) in h2006
+    )  # Good Friday, Easter Monday
+    assert dt.date(2006, 5, 29) in h2006 and dt.date(2006, 8, 28) in h2006  # spring, summer
     assert dt.date(2007, 1, 1) in cal.uk_bank_holidays(2007)
-    assert cal.uk_bank_holidays(2005)[-2:] == [dt.date(2005, 12, 26), dt.date(2005, 12, 27)]  # Sunday 25th substituted
+    assert cal.uk_bank_holidays(2005)[-2:] == [
+        dt.date(2005, 12, 26),
+        dt.date(2005, 12, 27),
+    ]  # Sunday 25th substituted
     assert [cal.season_of(m) for m in (1, 3, 6, 9, 12)] == [0, 1, 2, 3, 0]

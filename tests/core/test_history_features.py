@@ -8,7 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retailsim_core.history_features import (
-    HISTORY_FEATURES, BasketContext, TripArrays, history_features,
+    HISTORY_FEATURES,
+    BasketContext,
+    TripArrays,
+    history_features,
 )
 from retailsim_core.tokens import PAD
 
@@ -16,19 +19,37 @@ from retailsim_core.tokens import PAD
 def _trips(baskets, day, store, hour, weekend, mission):
     offsets = np.concatenate([[0], np.cumsum([len(b) for b in baskets])]).astype(np.int64)
     tokens = np.array([t for b in baskets for t in b], dtype=np.int32)
-    return TripArrays(tokens=tokens, offsets=offsets, day=np.asarray(day), store=np.asarray(store),
-                      hour=np.asarray(hour), weekend=np.asarray(weekend, dtype=bool),
-                      mission=np.asarray(mission).reshape(-1, 2))
+    return TripArrays(
+        tokens=tokens,
+        offsets=offsets,
+        day=np.asarray(day),
+        store=np.asarray(store),
+        hour=np.asarray(hour),
+        weekend=np.asarray(weekend, dtype=bool),
+        mission=np.asarray(mission).reshape(-1, 2),
+    )
 
 
 def test_literal_history_by_hand():
     # one customer: trips on days 0, 10, 16 (the basket is on day 20 at store 1, 18h, a weekday)
-    trips = _trips([[3, 4], [3, PAD], [3]], day=[0, 10, 16], store=[1, 2, 1], hour=[18, 9, 17],
-                   weekend=[False, True, False], mission=[[1, 1], [3, 2], [1, 1]])
-    ctx = BasketContext(start=np.array([0]), end=np.array([3]), day=np.array([20]), store=np.array([1]),
-                        hour=np.array([18]), weekend=np.array([False]))
+    trips = _trips(
+        [[3, 4], [3, PAD], [3]],
+        day=[0, 10, 16],
+        store=[1, 2, 1],
+        hour=[18, 9, 17],
+        weekend=[False, True, False],
+        mission=[[1, 1], [3, 2], [1, 1]],
+    )
+    ctx = BasketContext(
+        start=np.array([0]),
+        end=np.array([3]),
+        day=np.array([20]),
+        store=np.array([1]),
+        hour=np.array([18]),
+        weekend=np.array([False]),
+    )
     products, values = history_features(trips, ctx)
-    assert products.tolist() == [[3, 4]]                                         # [PAD] (unknown) is no product
+    assert products.tolist() == [[3, 4]]  # [PAD] (unknown) is no product
     f = {name: values[0, 0, i] for i, name in enumerate(HISTORY_FEATURES)}
     ages = np.array([20.0, 10.0, 4.0])
     assert f["log_count"] == np.float32(math.log(4)) and f["share_of_trips"] == 1.0
@@ -39,10 +60,14 @@ def test_literal_history_by_hand():
     assert f["interval_ratio"] == np.float32(math.log1p(4) - math.log1p(mean_interval))
     assert f["log_count_at_store"] == np.float32(math.log1p(2)) and f["share_at_store"] == 1.0
     assert f["log_count_same_weekpart"] == np.float32(math.log1p(2))
-    assert f["log_count_same_hour"] == np.float32(math.log1p(2))                  # 18h and 17h, not 9h
+    assert f["log_count_same_hour"] == np.float32(math.log1p(2))  # 18h and 17h, not 9h
     assert f["in_last_trip"] == 1.0 and f["in_last_3_trips"] == 3.0
-    assert f["in_last_trip_at_store"] == 1.0 and f["store_trip_decay"] == np.float32(1 + 0.8)   # days 16, 0
-    assert f["log_count_focus_1"] == np.float32(math.log1p(2)) and f["log_count_focus_2"] == np.float32(math.log1p(1))
+    assert f["in_last_trip_at_store"] == 1.0 and f["store_trip_decay"] == np.float32(
+        1 + 0.8
+    )  # days 16, 0
+    assert f["log_count_focus_1"] == np.float32(math.log1p(2)) and f[
+        "log_count_focus_2"
+    ] == np.float32(math.log1p(1))
     assert f["log_count_type_3"] == np.float32(math.log1p(1))
     assert f["log_history_trips"] == np.float32(math.log1p(3))
     assert f["log_days_since_last_trip"] == np.float32(math.log1p(4))
@@ -55,30 +80,49 @@ def _reference(trips: TripArrays, ctx: BasketContext, row: int) -> dict[int, np.
     """One basket, product by product, the obvious way."""
     history = list(range(ctx.start[row], ctx.end[row]))
     out = {}
-    products = sorted({int(t) for tr in history for t in trips.tokens[trips.offsets[tr]:trips.offsets[tr + 1]]
-                       if t != PAD})
+    products = sorted(
+        {
+            int(t)
+            for tr in history
+            for t in trips.tokens[trips.offsets[tr] : trips.offsets[tr + 1]]
+            if t != PAD
+        }
+    )
     n = len(history)
     at_store = [tr for tr in history if trips.store[tr] == ctx.store[row]]
     for p in products:
-        bought = [tr for tr in history if p in trips.tokens[trips.offsets[tr]:trips.offsets[tr + 1]]]
+        bought = [
+            tr for tr in history if p in trips.tokens[trips.offsets[tr] : trips.offsets[tr + 1]]
+        ]
         ages = np.array([ctx.day[row] - trips.day[tr] for tr in bought], dtype=np.float64)
         ago = np.array([n - 1 - history.index(tr) for tr in bought], dtype=np.float64)
         c = len(bought)
         mean_interval = (ages.max() - ages.min()) / (c - 1) if c > 1 else 0.0
         here = sum(trips.store[tr] == ctx.store[row] for tr in bought)
         last_day = trips.day[history[-1]]
-        vals = [np.log1p(c), c / n, *[np.exp(-ages / t).sum() for t in (14, 56, 182)],
-                *[(r ** ago).sum() for r in (0.9, 0.97)], np.log1p(ages.min()),
-                np.log1p(ages.min()) - np.log1p(mean_interval) if c > 1 else 0.0, np.log1p(mean_interval),
-                np.log1p(ages.max()), np.log1p(here), here / max(len(at_store), 1),
-                np.log1p(sum(trips.weekend[tr] == ctx.weekend[row] for tr in bought)),
-                np.log1p(sum(abs(int(trips.hour[tr]) - int(ctx.hour[row])) <= 2 for tr in bought)),
-                float((ago == 0).sum()), float((ago < 3).sum()), (ago < 10).sum() / min(n, 10),
-                float(bool(at_store) and at_store[-1] in bought),
-                sum(0.8 ** (len(at_store) - 1 - at_store.index(tr)) for tr in bought if tr in at_store),
-                *[np.log1p(sum(trips.mission[tr, 1] == k for tr in bought)) for k in range(1, 5)],
-                *[np.log1p(sum(trips.mission[tr, 0] == k for tr in bought)) for k in range(1, 4)],
-                np.log1p(n), np.log1p(ctx.day[row] - last_day)]
+        vals = [
+            np.log1p(c),
+            c / n,
+            *[np.exp(-ages / t).sum() for t in (14, 56, 182)],
+            *[(r**ago).sum() for r in (0.9, 0.97)],
+            np.log1p(ages.min()),
+            np.log1p(ages.min()) - np.log1p(mean_interval) if c > 1 else 0.0,
+            np.log1p(mean_interval),
+            np.log1p(ages.max()),
+            np.log1p(here),
+            here / max(len(at_store), 1),
+            np.log1p(sum(trips.weekend[tr] == ctx.weekend[row] for tr in bought)),
+            np.log1p(sum(abs(int(trips.hour[tr]) - int(ctx.hour[row])) <= 2 for tr in bought)),
+            float((ago == 0).sum()),
+            float((ago < 3).sum()),
+            (ago < 10).sum() / min(n, 10),
+            float(bool(at_store) and at_store[-1] in bought),
+            sum(0.8 ** (len(at_store) - 1 - at_store.index(tr)) for tr in bought if tr in at_store),
+            *[np.log1p(sum(trips.mission[tr, 1] == k for tr in bought)) for k in range(1, 5)],
+            *[np.log1p(sum(trips.mission[tr, 0] == k for tr in bought)) for k in range(1, 4)],
+            np.log1p(n),
+            np.log1p(ctx.day[row] - last_day),
+        ]
         out[p] = np.array(vals, dtype=np.float32)
     return out
 
@@ -90,15 +134,26 @@ def test_batch_features_equal_the_per_basket_reference(seed):
     n_trips = int(rng.integers(1, 30))
     # a trip lists each product once (the trip store's contract); 0 = [PAD], an unknown product
     baskets = [list(rng.choice(8, rng.integers(1, 6), replace=False)) for _ in range(n_trips)]
-    trips = _trips(baskets, day=np.sort(rng.integers(0, 200, n_trips)), store=rng.integers(0, 3, n_trips),
-                   hour=rng.integers(8, 22, n_trips), weekend=rng.random(n_trips) < 0.3,
-                   mission=rng.integers(0, 5, (n_trips, 2)))
+    trips = _trips(
+        baskets,
+        day=np.sort(rng.integers(0, 200, n_trips)),
+        store=rng.integers(0, 3, n_trips),
+        hour=rng.integers(8, 22, n_trips),
+        weekend=rng.random(n_trips) < 0.3,
+        mission=rng.integers(0, 5, (n_trips, 2)),
+    )
     n_b = 4
     start = rng.integers(0, n_trips, n_b)
-    end = np.minimum(start + rng.integers(0, 10, n_b), n_trips)                       # some empty histories
+    end = np.minimum(start + rng.integers(0, 10, n_b), n_trips)  # some empty histories
     day = trips.day[np.maximum(end - 1, 0)] + rng.integers(1, 30, n_b)
-    ctx = BasketContext(start=start, end=end, day=day, store=rng.integers(0, 3, n_b),
-                        hour=rng.integers(8, 22, n_b), weekend=rng.random(n_b) < 0.3)
+    ctx = BasketContext(
+        start=start,
+        end=end,
+        day=day,
+        store=rng.integers(0, 3, n_b),
+        hour=rng.integers(8, 22, n_b),
+        weekend=rng.random(n_b) < 0.3,
+    )
     products, values = history_features(trips, ctx)
     for row in range(n_b):
         want = _reference(trips, ctx, row)

@@ -7,8 +7,10 @@ import pytest
 from retailsim_core import native, price_kernel
 from retailsim_core.models import scan_compiled
 
-KERNELS = [(price_kernel.SOURCE, price_kernel.COMPILE_FLAGS, price_kernel.LINK_FLAGS),
-           (scan_compiled.SOURCE, scan_compiled.COMPILE_FLAGS, scan_compiled.LINK_FLAGS)]
+KERNELS = [
+    (price_kernel.SOURCE, price_kernel.COMPILE_FLAGS, price_kernel.LINK_FLAGS),
+    (scan_compiled.SOURCE, scan_compiled.COMPILE_FLAGS, scan_compiled.LINK_FLAGS),
+]
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler on this machine")
@@ -20,11 +22,15 @@ def test_builds_once_into_the_cache(monkeypatch, tmp_path, source, compile_flags
     assert len(built) == 1
     mtime = built[0].stat().st_mtime_ns
     assert native.load(source, "RETAILSIM_TEST_SWITCH", compile_flags, link_flags) is not None
-    assert built[0].stat().st_mtime_ns == mtime and list(tmp_path.iterdir()) == built   # reused, no leftovers
+    assert (
+        built[0].stat().st_mtime_ns == mtime and list(tmp_path.iterdir()) == built
+    )  # reused, no leftovers
 
 
 @pytest.mark.parametrize("source,compile_flags,link_flags", KERNELS)
-def test_the_switch_or_a_failed_build_gives_none(monkeypatch, tmp_path, source, compile_flags, link_flags):
+def test_the_switch_or_a_failed_build_gives_none(
+    monkeypatch, tmp_path, source, compile_flags, link_flags
+):
     monkeypatch.setenv("RETAILSIM_KERNEL_CACHE", str(tmp_path))
     monkeypatch.setenv("RETAILSIM_TEST_SWITCH", "0")
     assert native.load(source, "RETAILSIM_TEST_SWITCH", compile_flags, link_flags) is None

@@ -3,10 +3,12 @@
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from retailsim_core import price_kernel, prices_reference as reference
+from retailsim_core import price_kernel
+from retailsim_core import prices_reference as reference
 from retailsim_core.price_cells import CellState, advance, restore
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA, PriceConfig, observed_prices
 from retailsim_core.slots import Growable, KeyIndex
@@ -14,34 +16,54 @@ from retailsim_core.slots import Growable, KeyIndex
 CFG = PriceConfig()
 
 
-def random_raw(seed: int, weeks: int, products: int = 8, stores: int = 12, lines: int = 25) -> pl.DataFrame:
+def random_raw(
+    seed: int, weeks: int, products: int = 8, stores: int = 12, lines: int = 25
+) -> pl.DataFrame:
     """Lines of a few products in stores of 3 regions x 2 formats; products and stores start
-    selling at random weeks and skip weeks, so every waterfall level and the ring wrap-around occur."""
+    selling at random weeks and skip weeks, so every waterfall level and the ring wrap-around
+    occur."""
     rng = np.random.default_rng(seed)
     store_region = rng.choice(["E01", "N02", "W03"], stores)
     store_format = rng.choice(["LS", "SS"], stores)
     regular = rng.uniform(0.5, 30.0, products)
     week = rng.integers(1, weeks + 1, lines * weeks)
-    product = np.minimum(rng.integers(0, products, week.size), (week - 1) // 3)  # new products arrive late
+    product = np.minimum(
+        rng.integers(0, products, week.size), (week - 1) // 3
+    )  # new products arrive late
     store = rng.integers(0, stores, week.size)
-    store = np.where((store < 3) & (week > 8), store + 3, store)   # stores 0-2 stop selling after week 8
+    store = np.where(
+        (store < 3) & (week > 8), store + 3, store
+    )  # stores 0-2 stop selling after week 8
     quantity = rng.integers(1, 4, week.size)
     discount = np.where(rng.random(week.size) < 0.2, rng.uniform(0.1, 0.8, week.size), 0.0)
     spend = np.round(regular[product] * (1 - discount) * quantity, 2)
-    return pl.DataFrame({
-        "week": week.astype(np.int16), "product_id": [f"PRD{p:07d}" for p in product + 1],
-        "store_id": [f"STORE{s:05d}" for s in store + 1], "store_region": store_region[store],
-        "store_format": store_format[store], "spend": spend, "quantity": quantity.astype(np.int32),
-    })
+    return pl.DataFrame(
+        {
+            "week": week.astype(np.int16),
+            "product_id": [f"PRD{p:07d}" for p in product + 1],
+            "store_id": [f"STORE{s:05d}" for s in store + 1],
+            "store_region": store_region[store],
+            "store_format": store_format[store],
+            "spend": spend,
+            "quantity": quantity.astype(np.int32),
+        }
+    )
 
 
 def observed_by_week(raw: pl.DataFrame, weeks: range) -> dict[int, pl.DataFrame]:
     return {w: observed_prices(raw.filter(pl.col("week") == w).lazy()).collect() for w in weeks}
 
 
-FOLDS = [price_kernel.fold_week_numpy,
-         pytest.param(price_kernel.fold_week_compiled, marks=pytest.mark.skipif(
-             not price_kernel.available(), reason="no C compiler: the compiled price kernel is not built"))]
+FOLDS = [
+    price_kernel.fold_week_numpy,
+    pytest.param(
+        price_kernel.fold_week_compiled,
+        marks=pytest.mark.skipif(
+            not price_kernel.available(),
+            reason="no C compiler: the compiled price kernel is not built",
+        ),
+    ),
+]
 
 
 @pytest.mark.parametrize("fold", FOLDS)
@@ -55,10 +77,16 @@ def test_engine_matches_the_polars_reference(fold):
         assert got.schema == DERIVED_PRICES_SCHEMA
         order = ["product_id", "store_id"]
         # abs 1e-6: the engine keeps level-2 sums in integer millionths (exact under any order).
-        assert_frame_equal(got.sort(order), want.sort(order), check_exact=False, rel_tol=1e-9, abs_tol=1e-6)
+        assert_frame_equal(
+            got.sort(order), want.sort(order), check_exact=False, rel_tol=1e-9, abs_tol=1e-6
+        )
         methods |= set(got["imputation_method"])
-    assert methods == {"observed", "product_store_mean", "product_region_week_mean",
-                                             "product_chain_mean"}
+    assert methods == {
+        "observed",
+        "product_store_mean",
+        "product_region_week_mean",
+        "product_chain_mean",
+    }
     assert (got["validation_flags"] > 0).any() and got["promo_flag"].any()
 
 
@@ -69,8 +97,11 @@ def test_slot_order_is_first_week_then_cell():
     tables = [advance(state, observed[w], w) for w in weeks]
     last = tables[-1]
     assert last["first_week"].is_sorted()
-    for table in tables:   # each week's cells are the first rows of every later week
-        assert_frame_equal(table.select("product_id", "store_id"), last.head(table.height).select("product_id", "store_id"))
+    for table in tables:  # each week's cells are the first rows of every later week
+        assert_frame_equal(
+            table.select("product_id", "store_id"),
+            last.head(table.height).select("product_id", "store_id"),
+        )
 
 
 @pytest.mark.parametrize("resume_at", [2, 5, 30, 35])
@@ -107,7 +138,7 @@ def test_advance_rejects_a_skipped_week():
 def test_key_index_ids_are_stable_and_in_arrival_order(batches):
     index, seen = KeyIndex(), []
     for batch in batches:
-        keys = np.array(batch, np.int64) * 7919   # sparse keys
+        keys = np.array(batch, np.int64) * 7919  # sparse keys
         ids = index.ids(keys)
         for key in keys:
             if key not in seen:
@@ -126,12 +157,26 @@ def test_growable_keeps_values_and_fills_new_entries():
     g.grow(3)
     g["x"][:] = [1.0, 2.0, 3.0]
     g["ring"][1] = 5
-    g.grow(2000)   # forces reallocation
-    assert g["x"].shape == (2003,) and g["x"][:3].tolist() == [1.0, 2.0, 3.0] and np.isnan(g["x"][3:]).all()
-    assert g["ring"].shape == (2, 2003) and (g["ring"][1, :3] == 5).all() and (g["ring"][:, 3:] == 7).all()
-    spare = Growable()   # growing within capacity fills the new entries too (spare capacity is uninitialised)
+    g.grow(2000)  # forces reallocation
+    assert (
+        g["x"].shape == (2003,)
+        and g["x"][:3].tolist() == [1.0, 2.0, 3.0]
+        and np.isnan(g["x"][3:]).all()
+    )
+    assert (
+        g["ring"].shape == (2, 2003)
+        and (g["ring"][1, :3] == 5).all()
+        and (g["ring"][:, 3:] == 7).all()
+    )
+    spare = (
+        Growable()
+    )  # growing within capacity fills the new entries too (spare capacity is uninitialised)
     spare.declare("x", np.float64, np.nan)
     spare.grow(10)
-    spare.arrays["x"][:] = 4.0   # scribble over the live entries and the spare capacity
+    spare.arrays["x"][:] = 4.0  # scribble over the live entries and the spare capacity
     spare.grow(5)
-    assert spare.capacity == 1024 and (spare["x"][:10] == 4.0).all() and np.isnan(spare["x"][10:]).all()
+    assert (
+        spare.capacity == 1024
+        and (spare["x"][:10] == 4.0).all()
+        and np.isnan(spare["x"][10:]).all()
+    )

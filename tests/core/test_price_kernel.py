@@ -11,21 +11,28 @@ from retailsim_core.price_cells import CellState, advance
 from retailsim_core.prices import PriceConfig
 from tests.core.test_price_cells import observed_by_week, random_raw
 
-needs_kernel = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler on this machine")
+needs_kernel = pytest.mark.skipif(
+    shutil.which("cc") is None, reason="no C compiler on this machine"
+)
 
 
 def assert_states_equal(a: CellState, b: CellState) -> None:
     assert (a.week, a.head, a.n, a.slot.capacity) == (b.week, b.head, b.n, b.slot.capacity)
     for group_a, group_b in ((a.slot, b.slot), (a.product, b.product)):
-        for name in group_a.arrays:   # the live entries (spare capacity is uninitialised)
+        for name in group_a.arrays:  # the live entries (spare capacity is uninitialised)
             np.testing.assert_array_equal(group_a[name], group_b[name], err_msg=name)
 
 
 # The default windows (26 = the whole ring) and short ones (the reference window a subset of
 # the ring rows, the level-2 window leaving before it).
 @needs_kernel
-@pytest.mark.parametrize("cfg", [PriceConfig(), PriceConfig(reference_window=6, store_mean_window=4,
-                                                            min_own_observations=2, max_cv=0.2)])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        PriceConfig(),
+        PriceConfig(reference_window=6, store_mean_window=4, min_own_observations=2, max_cv=0.2),
+    ],
+)
 def test_compiled_fold_is_bitwise_the_numpy_fold(cfg):
     weeks = range(1, 45)  # cells arrive every week, so the arrays grow and the ring stride changes
     observed = observed_by_week(random_raw(3, len(weeks), products=12, stores=15, lines=40), weeks)
@@ -43,7 +50,9 @@ def test_the_kernel_refuses_arrays_of_the_wrong_type():
     observed = observed_by_week(random_raw(4, 3), range(1, 4))
     state = CellState(PriceConfig())
     advance(state, observed[1], 1, fold=price_kernel.fold_week_compiled)
-    state.slot.arrays["n_obs"] = state.slot.arrays["n_obs"].astype(np.int64)   # the kernel reads int32
+    state.slot.arrays["n_obs"] = state.slot.arrays["n_obs"].astype(
+        np.int64
+    )  # the kernel reads int32
     with pytest.raises(TypeError, match="n_obs must be a C-contiguous int32"):
         advance(state, observed[2], 2, fold=price_kernel.fold_week_compiled)
 
@@ -57,9 +66,10 @@ def test_falls_back_to_numpy_when_disabled(monkeypatch):
         with pytest.raises(RuntimeError, match="not available"):
             advance(CellState(PriceConfig()), observed[1], 1, fold=price_kernel.fold_week_compiled)
         default, reference = CellState(PriceConfig()), CellState(PriceConfig())
-        for w in range(1, 5):   # the default fold is the reference
+        for w in range(1, 5):  # the default fold is the reference
             assert advance(default, observed[w], w).equals(
-                advance(reference, observed[w], w, fold=price_kernel.fold_week_numpy))
+                advance(reference, observed[w], w, fold=price_kernel.fold_week_numpy)
+            )
     finally:
         monkeypatch.undo()
         price_kernel._library.cache_clear()

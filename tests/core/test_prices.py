@@ -2,7 +2,8 @@
 
 import polars as pl
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_series_equal
 
 from retailsim_core.price_cells import CellState, advance
@@ -13,9 +14,19 @@ CFG = PriceConfig()
 
 def raw(rows):
     """rows: (week, product, store, region, format, spend, quantity)."""
-    return pl.DataFrame(rows, schema={"week": pl.Int16, "product_id": pl.String, "store_id": pl.String,
-                                      "store_region": pl.String, "store_format": pl.String,
-                                      "spend": pl.Float64, "quantity": pl.Int32}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "week": pl.Int16,
+            "product_id": pl.String,
+            "store_id": pl.String,
+            "store_region": pl.String,
+            "store_format": pl.String,
+            "spend": pl.Float64,
+            "quantity": pl.Int32,
+        },
+        orient="row",
+    )
 
 
 def run(rows, weeks):
@@ -23,7 +34,9 @@ def run(rows, weeks):
     frames, state = {}, CellState(CFG)
     data = raw(rows)
     for w in weeks:
-        frames[w] = advance(state, observed_prices(data.filter(pl.col("week") == w).lazy()).collect(), w)
+        frames[w] = advance(
+            state, observed_prices(data.filter(pl.col("week") == w).lazy()).collect(), w
+        )
     return frames
 
 
@@ -41,16 +54,25 @@ P, S1, S2, S3 = "PRD0000001", "STORE00001", "STORE00002", "STORE00003"
 
 
 def test_actual_price_is_the_median_unit_price():
-    frames = run([(1, P, S1, "E01", "LS", 2.00, 1), (1, P, S1, "E01", "LS", 4.00, 2),
-                  (1, P, S1, "E01", "LS", 2.40, 2)], [1])
-    assert cell(frames, 1, S1)["actual_price"] == pytest.approx(2.0)   # median of 2.0, 2.0, 1.2
+    frames = run(
+        [
+            (1, P, S1, "E01", "LS", 2.00, 1),
+            (1, P, S1, "E01", "LS", 4.00, 2),
+            (1, P, S1, "E01", "LS", 2.40, 2),
+        ],
+        [1],
+    )
+    assert cell(frames, 1, S1)["actual_price"] == pytest.approx(2.0)  # median of 2.0, 2.0, 1.2
     assert cell(frames, 1, S1)["n_lines"] == 3 and cell(frames, 1, S1)["units"] == 5
 
 
 ROWS = [
-    (1, P, S1, "E01", "LS", 2.00, 1), (2, P, S1, "E01", "LS", 2.00, 1), (3, P, S1, "E01", "LS", 1.50, 1),
+    (1, P, S1, "E01", "LS", 2.00, 1),
+    (2, P, S1, "E01", "LS", 2.00, 1),
+    (3, P, S1, "E01", "LS", 1.50, 1),
     (5, P, S1, "E01", "LS", 2.00, 1),
-    (3, P, S2, "E01", "LS", 1.50, 1), (5, P, S2, "E01", "LS", 2.00, 1),
+    (3, P, S2, "E01", "LS", 1.50, 1),
+    (5, P, S2, "E01", "LS", 2.00, 1),
 ]
 
 
@@ -71,7 +93,7 @@ def test_base_price_is_the_four_week_max_and_reference_finds_the_promotion():
 def test_waterfall_order_and_no_future():
     rows = ROWS + [(1, P, S3, "N01", "MS", 3.00, 1), (20, P, S2, "E01", "LS", 2.10, 1)]
     f = run(rows, range(1, 21))
-    w4 = cell(f, 4, S1)   # level 2: the cell's mean over its recent weeks
+    w4 = cell(f, 4, S1)  # level 2: the cell's mean over its recent weeks
     assert w4["imputation_method"] == "product_store_mean"
     assert w4["actual_price"] == pytest.approx((2.0 + 2.0 + 1.5) / 3) and not w4["promo_flag"]
     assert cell(f, 1, S1)["imputation_method"] == "observed"
@@ -84,22 +106,31 @@ def test_waterfall_order_and_no_future():
     # Store 1 in week 20: recent window (w8..w20) empty too, but the product sold in region
     # E01 that week -> level 3.
     s1 = cell(f, 20, S1)
-    assert s1["imputation_method"] == "product_region_week_mean" and s1["actual_price"] == pytest.approx(2.10)
+    assert s1["imputation_method"] == "product_region_week_mean" and s1[
+        "actual_price"
+    ] == pytest.approx(2.10)
 
 
 def test_assortment_is_pairs_sold_to_date():
     f = run(ROWS, range(1, 6))
-    assert f[2]["store_id"].to_list() == [S1]          # store 2 has not sold it yet
+    assert f[2]["store_id"].to_list() == [S1]  # store 2 has not sold it yet
     assert sorted(f[3]["store_id"].to_list()) == [S1, S2]
 
 
 def test_validation_flags():
-    rows = [(1, P, S1, "E01", "LS", 150.0, 1), (2, P, S1, "E01", "LS", 40.0, 1), (3, P, S1, "E01", "LS", 150.0, 1)]
+    rows = [
+        (1, P, S1, "E01", "LS", 150.0, 1),
+        (2, P, S1, "E01", "LS", 40.0, 1),
+        (3, P, S1, "E01", "LS", 150.0, 1),
+    ]
     f = run(rows, range(1, 5))
-    flags = lambda w: flags_of(cell(f, w, S1))  # noqa: E731
+
+    def flags(w):
+        return flags_of(cell(f, w, S1))
+
     assert flags(1)["price_over_max"] and not flags(1)["price_nonpositive"]
-    assert flags(2)["depth_over_max"]                   # 40 vs 150: 73% off
-    assert flags(3)["high_volatility"]                  # 150, 40, 150: sample CV = 0.560
+    assert flags(2)["depth_over_max"]  # 40 vs 150: 73% off
+    assert flags(3)["high_volatility"]  # 150, 40, 150: sample CV = 0.560
     assert cell(f, 3, S1)["price_cv"] == pytest.approx(0.5604, abs=1e-3)
     # Week 4: no sale anywhere -> 1 of 4 weeks missing (25%): not low coverage.
     assert not flags(4)["low_coverage"] and cell(f, 4, S1)["missing_share"] == pytest.approx(0.25)
@@ -107,23 +138,44 @@ def test_validation_flags():
 
 
 def test_base_price_decrease_flag():
-    rows = [(w, P, S1, "E01", "LS", 2.0, 1) for w in (1, 2, 3, 4)] + [(w, P, S1, "E01", "LS", 1.0, 1) for w in (5, 6, 7, 8, 9)]
+    rows = [(w, P, S1, "E01", "LS", 2.0, 1) for w in (1, 2, 3, 4)] + [
+        (w, P, S1, "E01", "LS", 1.0, 1) for w in (5, 6, 7, 8, 9)
+    ]
     f = run(rows, range(1, 10))
-    flag = lambda w: flags_of(cell(f, w, S1))["base_price_decrease"]  # noqa: E731
-    assert not flag(7)   # window w4..w7 still holds 2.0
-    assert flag(8)       # w5..w8: the 4-week max drops to 1.0
-    assert not flag(9)   # and stays there
+
+    def flag(w):
+        return flags_of(cell(f, w, S1))["base_price_decrease"]
+
+    assert not flag(7)  # window w4..w7 still holds 2.0
+    assert flag(8)  # w5..w8: the 4-week max drops to 1.0
+    assert not flag(9)  # and stays there
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 8), st.sampled_from([S1, S2, S3]), st.floats(0.05, 20.0),
-                          st.integers(1, 5)), min_size=1, max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 8),
+            st.sampled_from([S1, S2, S3]),
+            st.floats(0.05, 20.0),
+            st.integers(1, 5),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
 def test_invariants(lines):
-    rows = [(w, P, s, "E01" if s != S3 else "W02", "LS", round(price * q, 2), q) for w, s, price, q in lines]
+    rows = [
+        (w, P, s, "E01" if s != S3 else "W02", "LS", round(price * q, 2), q)
+        for w, s, price, q in lines
+    ]
     frames = run(rows, range(1, 9))
     table = pl.concat(frames.values())
     assert table["discount_depth"].is_between(0.0, 1.0, closed="left").all()
-    assert (table["reference_price"].is_null() | (table["reference_price"] >= table["observed_price"].fill_null(0) - 1e-12)).all()
+    assert (
+        table["reference_price"].is_null()
+        | (table["reference_price"] >= table["observed_price"].fill_null(0) - 1e-12)
+    ).all()
     assert (table["base_price"] >= table["actual_price"] - 1e-12).all()
     assert table["quality_score"].is_between(0.0, 1.0).all()
     observed = table.filter(pl.col("imputation_method") == "observed")

@@ -12,16 +12,21 @@ def test_no_module_of_the_core_imports_dagster():
     offenders = []
     for path in CORE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
             offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "dagster"]
     assert not offenders
 
 
 def test_importing_the_core_does_not_load_dagster():
-    code = ("import sys, pkgutil, importlib, retailsim_core\n"
-            "for m in pkgutil.walk_packages(retailsim_core.__path__, 'retailsim_core.'):\n"
-            "    importlib.import_module(m.name)\n"
-            "print('dagster' in sys.modules)")
+    code = (
+        "import sys, pkgutil, importlib, retailsim_core\n"
+        "for m in pkgutil.walk_packages(retailsim_core.__path__, 'retailsim_core.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "print('dagster' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from retailsim_core.ingest import LGSRFileError, ingest_week
 from retailsim_core.lgsr import FULL_HEADER
@@ -24,14 +25,24 @@ ROOT = Path(__file__).resolve().parents[2]
 WEEK = 1
 FILE = "transactions_200607.csv"
 
-cells = st.one_of(st.text(alphabet=st.sampled_from(list('abcXYZ019.,-" \t;\n\u00e9\x00')), max_size=12),
-                  st.sampled_from(["PRD0900001", "200607", "20060410", "1", "-1", "Top Up", "LA", ""]))
+cells = st.one_of(
+    st.text(alphabet=st.sampled_from(list('abcXYZ019.,-" \t;\n\u00e9\x00')), max_size=12),
+    st.sampled_from(["PRD0900001", "200607", "20060410", "1", "-1", "Top Up", "LA", ""]),
+)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(st.lists(cells, min_size=0, max_size=25), max_size=8), header=st.booleans(),
-       raw_bytes=st.binary(max_size=200), use_bytes=st.booleans())
-def test_garbage_files_end_in_a_clear_error_or_in_accounted_rows(tmp_path_factory, rows, header, raw_bytes, use_bytes):
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rows=st.lists(st.lists(cells, min_size=0, max_size=25), max_size=8),
+    header=st.booleans(),
+    raw_bytes=st.binary(max_size=200),
+    use_bytes=st.booleans(),
+)
+def test_garbage_files_end_in_a_clear_error_or_in_accounted_rows(
+    tmp_path_factory, rows, header, raw_bytes, use_bytes
+):
     raw = tmp_path_factory.mktemp("garbage")
     if use_bytes:
         (raw / FILE).write_bytes(raw_bytes)
@@ -64,31 +75,37 @@ def test_crash_mid_write_leaves_no_partial_partition(tiny_dataset, tmp_path, mon
     assert wh.data_file(RAW_TABLE, 1).read_bytes() == good
     assert wh.data_file(RAW_TABLE, 2) is None
     assert wh.scan(RAW_TABLE).collect().height > 0
-    ingest_weeks(tiny_dataset["raw"], wh, [1, 2])          # the re-run succeeds
+    ingest_weeks(tiny_dataset["raw"], wh, [1, 2])  # the re-run succeeds
     assert wh.data_file(RAW_TABLE, 1).read_bytes() == good
 
 
 def test_killed_run_leaves_readable_partitions_and_rerun_is_identical(tiny_dataset, tmp_path):
     wh_dir = tmp_path / "killed"
-    code = ("import sys, time, polars as pl\n"
-            "from pathlib import Path\n"
-            "from retailsim_core.pipeline.ingest import ingest_weeks\n"
-            "from retailsim_core.warehouse import Warehouse\n"
-            "orig = pl.DataFrame.write_parquet\n"
-            "def slow(self, *a, **k):\n    time.sleep(0.05); return orig(self, *a, **k)\n"
-            "pl.DataFrame.write_parquet = slow\n"
-            f"ingest_weeks(Path({str(tiny_dataset['raw'])!r}), Warehouse(Path({str(wh_dir)!r})), range(1, 15))\n")
+    code = (
+        "import sys, time, polars as pl\n"
+        "from pathlib import Path\n"
+        "from retailsim_core.pipeline.ingest import ingest_weeks\n"
+        "from retailsim_core.warehouse import Warehouse\n"
+        "orig = pl.DataFrame.write_parquet\n"
+        "def slow(self, *a, **k):\n    time.sleep(0.05); return orig(self, *a, **k)\n"
+        "pl.DataFrame.write_parquet = slow\n"
+        f"ingest_weeks(Path({str(tiny_dataset['raw'])!r}), Warehouse(Path({str(wh_dir)!r})), "
+        "range(1, 15))\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
     deadline = time.time() + 60
-    published = lambda: len(list(wh_dir.glob("raw_transactions/week=*/_manifest.json")))  # noqa: E731
+
+    def published():
+        return len(list(wh_dir.glob("raw_transactions/week=*/_manifest.json")))
+
     while time.time() < deadline and published() < 3:
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     wh = Warehouse(wh_dir)
     written = wh.weeks(RAW_TABLE)
-    assert written and len(written) < 14                   # it really died mid-way
-    for week in written:                                   # every published partition is whole
+    assert written and len(written) < 14  # it really died mid-way
+    for week in written:  # every published partition is whole
         rows = wh.manifest(RAW_TABLE, week)["rows"]
         assert pl.read_parquet(wh.data_file(RAW_TABLE, week)).height == rows
     ingest_weeks(tiny_dataset["raw"], wh, range(1, 15))
@@ -109,7 +126,7 @@ def test_concurrent_writers_of_one_partition_do_not_corrupt_it(tiny_dataset, tmp
         try:
             for _ in range(5):
                 ingest_weeks(tiny_dataset["raw"], wh, [3])
-        except Exception as err:  # noqa: BLE001 - any failure fails the test below
+        except Exception as err:
             errors.append(err)
 
     threads = [threading.Thread(target=writer) for _ in range(3)]
@@ -118,7 +135,7 @@ def test_concurrent_writers_of_one_partition_do_not_corrupt_it(tiny_dataset, tmp
     assert not errors
     expected = reference.data_file(RAW_TABLE, 3).read_bytes()
     assert wh.data_file(RAW_TABLE, 3).read_bytes() == expected
-    assert not list(wh.partition_dir(RAW_TABLE, 3).glob(".*"))   # no temp files left behind
+    assert not list(wh.partition_dir(RAW_TABLE, 3).glob(".*"))  # no temp files left behind
 
 
 def test_damaged_parquet_file_is_named(tiny_dataset, tmp_path):
@@ -136,15 +153,24 @@ def test_table_paths_cannot_escape_the_warehouse(tmp_path, table):
         Warehouse(tmp_path / "wh").table_dir(table)
 
 
-UNSAFE = re.compile(r"\b(pickle|cPickle|dill|marshal|shelve|cloudpickle|joblib)\b|(?<![.\w])(eval|exec)\(|allow_pickle\s*=\s*True")  # model.eval() is fine
+UNSAFE = re.compile(
+    r"\b(pickle|cPickle|dill|marshal|shelve|cloudpickle|joblib)\b|(?<![.\w])(eval|exec)\(|allow_pickle\s*=\s*True"
+)  # model.eval() is fine
 
 
 def test_no_unsafe_deserialisation_in_the_code():
-    assert UNSAFE.search("x = pickle.loads(blob)") and UNSAFE.search("eval(text)") and UNSAFE.search("np.load(f, allow_pickle=True)")
+    assert (
+        UNSAFE.search("x = pickle.loads(blob)")
+        and UNSAFE.search("eval(text)")
+        and UNSAFE.search("np.load(f, allow_pickle=True)")
+    )
     assert not UNSAFE.search("model.eval()")
     offenders = []
-    for path in list((ROOT / "retailsim_core").rglob("*.py")) + list((ROOT / "retailsim_dagster").rglob("*.py")) \
-            + list((ROOT / "benchmarks").rglob("*.py")):
+    for path in (
+        list((ROOT / "retailsim_core").rglob("*.py"))
+        + list((ROOT / "retailsim_dagster").rglob("*.py"))
+        + list((ROOT / "benchmarks").rglob("*.py"))
+    ):
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if UNSAFE.search(line) or ("torch.load(" in line and "weights_only=True" not in line):
                 offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")

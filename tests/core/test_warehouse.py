@@ -15,7 +15,7 @@ def test_rewriting_a_partition_is_idempotent(tmp_path):
     wh.write_partition("t", 2, df, SCHEMA, {"status": "ok"})
     assert path.read_bytes() == first
     assert path.parent.parent.name == "week=2006-04-17"
-    assert not list(path.parent.glob(".*tmp"))   # no temp files left behind
+    assert not list(path.parent.glob(".*tmp"))  # no temp files left behind
     assert wh.manifest("t", 2)["rows"] == 2
 
 
@@ -27,7 +27,9 @@ def test_schema_mismatch_is_refused(tmp_path):
 def test_scan_reads_weeks_and_skips_absent_ones(tmp_path):
     wh = Warehouse(tmp_path)
     for w in (1, 3):
-        wh.write_partition("t", w, pl.DataFrame({"week": [w], "x": [w * 10]}, schema=SCHEMA), SCHEMA)
+        wh.write_partition(
+            "t", w, pl.DataFrame({"week": [w], "x": [w * 10]}, schema=SCHEMA), SCHEMA
+        )
     assert wh.scan("t").collect()["x"].to_list() == [10, 30]
     assert wh.scan("t", [3, 5]).collect()["x"].to_list() == [30]
     assert wh.scan("none", schema=SCHEMA).collect().height == 0

@@ -25,8 +25,10 @@ B = pl.Schema({"week": pl.Int16, "reason": pl.String})
 
 
 def _frames(n: int) -> dict:
-    return {"a": (pl.DataFrame({"week": [1] * n, "x": list(range(n))}, schema=A), A),
-            "b": (pl.DataFrame({"week": [1], "reason": [f"old {n}"]}, schema=B), B)}
+    return {
+        "a": (pl.DataFrame({"week": [1] * n, "x": list(range(n))}, schema=A), A),
+        "b": (pl.DataFrame({"week": [1], "reason": [f"old {n}"]}, schema=B), B),
+    }
 
 
 def _crash_on_primary_manifest(monkeypatch):
@@ -37,6 +39,7 @@ def _crash_on_primary_manifest(monkeypatch):
         if path.name == "_manifest.json" and path.parent.parent.name == "a":
             raise KeyboardInterrupt("killed before the switch")
         return real(text, path)
+
     monkeypatch.setattr(warehouse_module, "atomic_write_text", write)
 
 
@@ -51,7 +54,7 @@ def test_a_kill_before_the_switch_leaves_the_old_set_whole(tmp_path, monkeypatch
     assert wh.manifest("a", 1)["rows_read"] == 4
     assert wh.scan("a").collect().height == 3 and wh.manifest("a", 1)["rows"] == 3
     assert wh.scan("b").collect()["reason"].to_list() == ["old 3"]
-    wh.write_set(1, _frames(300), {"rows_read": 301})   # the next write publishes and sweeps
+    wh.write_set(1, _frames(300), {"rows_read": 301})  # the next write publishes and sweeps
     assert wh.scan("a").collect().height == 300
     assert wh.scan("b").collect()["reason"].to_list() == ["old 300"]
     assert len(list((tmp_path / "a" / "week=2006-04-10").glob("v-*"))) == 1
@@ -71,10 +74,14 @@ def test_a_dead_writers_temporary_files_are_swept(tmp_path):
     wh = Warehouse(tmp_path)
     wh.write_set(1, _frames(2))
     folder = wh.partition_dir("a", 1)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     leftover = folder / f".staging.pid{dead}.abc123.tmp"
-    live = folder / f".staging.pid{os.getpid()}.xyz789.tmp"   # a writer in progress: kept
+    live = folder / f".staging.pid{os.getpid()}.xyz789.tmp"  # a writer in progress: kept
     leftover.write_bytes(b"half")
     live.write_bytes(b"busy")
     wh.write_set(1, _frames(2))
@@ -116,7 +123,7 @@ def test_a_symlinked_week_folder_cannot_redirect_writes_or_reads(tiny_dataset, t
     with pytest.raises(WarehousePathError, match="outside the warehouse root"):
         ingest_weeks(tiny_dataset["raw"], wh, [1])
     assert list(outside.iterdir()) == []
-    (outside / "_manifest.json").write_text('{"week": 1}')   # nor can it feed a read
+    (outside / "_manifest.json").write_text('{"week": 1}')  # nor can it feed a read
     with pytest.raises(WarehousePathError):
         wh.weeks(RAW_TABLE)
 

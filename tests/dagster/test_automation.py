@@ -29,20 +29,28 @@ def test_sensor_requests_each_new_file_once(tiny_dataset, tmp_path):
     ctx = dg.build_sensor_context(resources=resources)
     assert _requests(new_week_file_sensor(ctx)) == ["2006-04-10", "2006-04-24"]
     ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
-    assert isinstance(new_week_file_sensor(ctx), dg.SkipReason)          # processed once
+    assert isinstance(new_week_file_sensor(ctx), dg.SkipReason)  # processed once
     _copy(tiny_dataset, raw, "transactions_200608.csv")
     ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
-    assert _requests(new_week_file_sensor(ctx)) == ["2006-04-17"]          # exactly the new week
-    (raw / "transactions_200607.csv").write_text((raw / "transactions_200607.csv").read_text() + "\n")
+    assert _requests(new_week_file_sensor(ctx)) == ["2006-04-17"]  # exactly the new week
+    (raw / "transactions_200607.csv").write_text(
+        (raw / "transactions_200607.csv").read_text() + "\n"
+    )
     ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
-    assert _requests(new_week_file_sensor(ctx)) == ["2006-04-10"]          # a replaced file runs again
-    assert set(json.loads(ctx.cursor)) == {"transactions_200607.csv", "transactions_200608.csv", "transactions_200609.csv"}
+    assert _requests(new_week_file_sensor(ctx)) == ["2006-04-10"]  # a replaced file runs again
+    assert set(json.loads(ctx.cursor)) == {
+        "transactions_200607.csv",
+        "transactions_200608.csv",
+        "transactions_200609.csv",
+    }
 
 
 def test_sensor_ignores_other_files(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
-    (tmp_path / "transactions_209901.csv").write_text("x")                # outside the LGSR calendar
-    ctx = dg.build_sensor_context(resources={"raw_source": RawSourceResource(raw_dir=str(tmp_path))})
+    (tmp_path / "transactions_209901.csv").write_text("x")  # outside the LGSR calendar
+    ctx = dg.build_sensor_context(
+        resources={"raw_source": RawSourceResource(raw_dir=str(tmp_path))}
+    )
     assert isinstance(new_week_file_sensor(ctx), dg.SkipReason)
 
 
@@ -50,27 +58,41 @@ def test_schedule_requests_the_newest_week(tiny_dataset, tmp_path):
     raw = tmp_path / "raw"
     resources = {"raw_source": RawSourceResource(raw_dir=str(raw))}
     raw.mkdir()
-    assert isinstance(weekly_refresh_schedule(dg.build_schedule_context(resources=resources)), dg.SkipReason)
+    assert isinstance(
+        weekly_refresh_schedule(dg.build_schedule_context(resources=resources)), dg.SkipReason
+    )
     _copy(tiny_dataset, raw, "transactions_200607.csv", "transactions_200611.csv")
     request = weekly_refresh_schedule(dg.build_schedule_context(resources=resources))
-    assert request.partition_key == "2006-05-08" and request.run_key.startswith("transactions_200611.csv:")
+    assert request.partition_key == "2006-05-08" and request.run_key.startswith(
+        "transactions_200611.csv:"
+    )
 
 
 def test_weekly_job_refreshes_one_week_through_the_graph(tiny_dataset, tmp_path):
-    resources = {"raw_source": RawSourceResource(raw_dir=str(tiny_dataset["raw"])),
-                 "warehouse": WarehouseResource(root=str(tmp_path / "wh")),
-                 "pipeline_config": PipelineConfigResource()}
+    resources = {
+        "raw_source": RawSourceResource(raw_dir=str(tiny_dataset["raw"])),
+        "warehouse": WarehouseResource(root=str(tmp_path / "wh")),
+        "pipeline_config": PipelineConfigResource(),
+    }
     job = defs.resolve_job_def("weekly_refresh")
     for key in ("2006-04-10", "2006-04-17"):
         assert job.execute_in_process(partition_key=key, resources=resources).success
     wh = Warehouse(tmp_path / "wh")
-    for table in ("raw_transactions", "derived_prices", "customer_store_affinity", "price_features", "store_features"):
+    for table in (
+        "raw_transactions",
+        "derived_prices",
+        "customer_store_affinity",
+        "price_features",
+        "store_features",
+    ):
         assert wh.weeks(table) == [1, 2], table
     assert os.path.exists(wh.partition_dir("mission_patterns", 2))
 
 
 def test_retraining_policy_reevaluates_after_a_new_checkpoint():
-    """evaluation_report follows every new trained_checkpoint; the checkpoint retrains on the weekly cron."""
+    """evaluation_report follows every new trained_checkpoint; the checkpoint retrains on the
+    weekly cron.
+    """
     import dagster as dg
 
     from retailsim_dagster.assets import model
@@ -82,10 +104,15 @@ def test_retraining_policy_reevaluates_after_a_new_checkpoint():
     assert defs.resolve_sensor_def("model_retraining_sensor") is not None
     instance = dg.DagsterInstance.ephemeral()
     from retailsim_dagster.resources import default_resources
-    assets = dg.Definitions(assets=[model.trained_checkpoint, model.evaluation_report], resources=default_resources())
+
+    assets = dg.Definitions(
+        assets=[model.trained_checkpoint, model.evaluation_report], resources=default_resources()
+    )
     first = dg.evaluate_automation_conditions(defs=assets, instance=instance)
-    assert first.total_requested == 0                                            # nothing new yet
+    assert first.total_requested == 0  # nothing new yet
     instance.report_runless_asset_event(dg.AssetMaterialization("trained_checkpoint"))
     second = dg.evaluate_automation_conditions(defs=assets, instance=instance, cursor=first.cursor)
     assert second.get_requested_partitions(dg.AssetKey("evaluation_report")) == {None}
-    assert second.get_num_requested(dg.AssetKey("trained_checkpoint")) == 0      # waits for its cron tick
+    assert (
+        second.get_num_requested(dg.AssetKey("trained_checkpoint")) == 0
+    )  # waits for its cron tick

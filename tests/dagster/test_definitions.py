@@ -30,7 +30,14 @@ def test_dg_cli_loads_the_project():
     root = Path(__file__).resolve().parents[2]
     dg_bin = Path(sys.executable).with_name("dg")
     env = {**os.environ, "DAGSTER_HOME": str(root / "data" / "dagster_home")}
-    out = subprocess.run([str(dg_bin), "check", "defs"], cwd=root, capture_output=True, text=True, timeout=300, env=env)
+    out = subprocess.run(
+        [str(dg_bin), "check", "defs"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "All definitions loaded successfully" in out.stdout + out.stderr
 
@@ -42,8 +49,14 @@ def test_local_scale_out_settings():
     assert defs.executor.name == "multiprocess"
     assert defs.executor.config_schema.resolve_config({}).value["config"]["max_concurrent"] == 2
     graph = defs.resolve_asset_graph()
-    heavy = {"raw_transactions", "derived_prices", "product_graph", "customer_store_affinity",
-             "graphsage_embeddings", "bucketed_samples"}
+    heavy = {
+        "raw_transactions",
+        "derived_prices",
+        "product_graph",
+        "customer_store_affinity",
+        "graphsage_embeddings",
+        "bucketed_samples",
+    }
     for key in graph.get_all_asset_keys():
         if key.to_user_string() in heavy:
             assert graph.get(key).pools == {"cpu_heavy"}, key
@@ -69,11 +82,19 @@ def test_an_exported_dagster_home_wins_over_the_project_defaults(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
     show = ["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "show-home"]
     rule = "show-home:\n\t@echo $(DAGSTER_HOME)\n"
-    mine = subprocess.run(show, cwd=root, input=rule, text=True, capture_output=True,
-                          env={**env, "DAGSTER_HOME": str(tmp_path)}, check=True)
+    mine = subprocess.run(
+        show,
+        cwd=root,
+        input=rule,
+        text=True,
+        capture_output=True,
+        env={**env, "DAGSTER_HOME": str(tmp_path)},
+        check=True,
+    )
     assert mine.stdout.strip() == str(tmp_path)
-    default = subprocess.run(show, cwd=root, input=rule, text=True, capture_output=True, env=env,
-                             check=True)
+    default = subprocess.run(
+        show, cwd=root, input=rule, text=True, capture_output=True, env=env, check=True
+    )
     assert default.stdout.strip() == str(root / "data" / "dagster_home")
 
 

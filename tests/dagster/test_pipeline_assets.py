@@ -10,39 +10,84 @@ from retailsim_core.warehouse import Warehouse
 from retailsim_dagster.assets import checks, features, ingest, model, pipeline, training_data
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
-RANGE = {"dagster/asset_partition_range_start": "2006-04-10", "dagster/asset_partition_range_end": "2006-07-10"}
+RANGE = {
+    "dagster/asset_partition_range_start": "2006-04-10",
+    "dagster/asset_partition_range_end": "2006-07-10",
+}
 
 
 def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
-    resources = {"raw_source": RawSourceResource(raw_dir=str(tiny_dataset["raw"]), truth_dir=str(tiny_dataset["truth"])),
-                 "warehouse": WarehouseResource(root=str(tmp_path / "wh")),
-                 "pipeline_config": PipelineConfigResource(train_end=10, valid_end=12, min_count=2, min_jaccard=0.3,
-                                                           model_preset="tiny", eval_test_samples=200)}
-    weekly = dg.materialize([ingest.raw_transactions, pipeline.derived_prices, pipeline.customer_snapshots,
-                             checks.derived_prices_business_rules, checks.affinity_ranges, checks.mission_distributions],
-                            resources=resources, tags=RANGE)
+    resources = {
+        "raw_source": RawSourceResource(
+            raw_dir=str(tiny_dataset["raw"]), truth_dir=str(tiny_dataset["truth"])
+        ),
+        "warehouse": WarehouseResource(root=str(tmp_path / "wh")),
+        "pipeline_config": PipelineConfigResource(
+            train_end=10,
+            valid_end=12,
+            min_count=2,
+            min_jaccard=0.3,
+            model_preset="tiny",
+            eval_test_samples=200,
+        ),
+    }
+    weekly = dg.materialize(
+        [
+            ingest.raw_transactions,
+            pipeline.derived_prices,
+            pipeline.customer_snapshots,
+            checks.derived_prices_business_rules,
+            checks.affinity_ranges,
+            checks.mission_distributions,
+        ],
+        resources=resources,
+        tags=RANGE,
+    )
     assert weekly.success
     evaluations = {e.check_name: e for e in weekly.get_asset_check_evaluations()}
     assert evaluations["rule_price_nonpositive"].passed
     assert "threshold_share" in evaluations["rule_depth_over_max"].metadata
     assert evaluations["affinity_ranges"].passed and evaluations["mission_distributions"].passed
-    graph_run = dg.materialize([pipeline.product_graph, checks.product_graph_integrity, checks.substitution_holdout,
-                                features.pseudo_brands, features.pseudo_brand_tiers, features.graphsage_embeddings],
-                               resources=resources)
+    graph_run = dg.materialize(
+        [
+            pipeline.product_graph,
+            checks.product_graph_integrity,
+            checks.substitution_holdout,
+            features.pseudo_brands,
+            features.pseudo_brand_tiers,
+            features.graphsage_embeddings,
+        ],
+        resources=resources,
+    )
     graph_checks = {e.check_name: e for e in graph_run.get_asset_check_evaluations()}
-    holdout = graph_checks.pop("substitution_holdout")        # a WARN check: reported, never blocking
+    holdout = graph_checks.pop("substitution_holdout")  # a WARN check: reported, never blocking
     assert graph_run.success and all(e.passed for e in graph_checks.values())
     assert holdout.metadata["held_out_weeks"].value == [11, 14]
-    assert "planted_recall" in holdout.metadata                  # the truth matches the ingested files
+    assert "planted_recall" in holdout.metadata  # the truth matches the ingested files
     emb = graph_run.asset_materializations_for_node("graphsage_embeddings")[0].metadata
     assert emb["dimensions"].value == 256 and "loss_curve" in emb and "nearest_neighbours" in emb
-    feature_run = dg.materialize([features.price_features, features.store_features, features.price_feature_ranges,
-                                  features.store_feature_ranges, training_data.training_data], resources=resources, tags=RANGE)
+    feature_run = dg.materialize(
+        [
+            features.price_features,
+            features.store_features,
+            features.price_feature_ranges,
+            features.store_feature_ranges,
+            training_data.training_data,
+        ],
+        resources=resources,
+        tags=RANGE,
+    )
     assert feature_run.success and all(e.passed for e in feature_run.get_asset_check_evaluations())
     samples = feature_run.asset_materializations_for_node("training_data")
-    assert {m.asset_key.to_user_string() for m in samples} == {"temporal_metadata", "customer_trips", "bucketed_samples"}
-    model_run = dg.materialize([model.trained_checkpoint, model.checkpoint_beats_popularity, model.evaluation_report],
-                               resources=resources)
+    assert {m.asset_key.to_user_string() for m in samples} == {
+        "temporal_metadata",
+        "customer_trips",
+        "bucketed_samples",
+    }
+    model_run = dg.materialize(
+        [model.trained_checkpoint, model.checkpoint_beats_popularity, model.evaluation_report],
+        resources=resources,
+    )
     assert model_run.success
     ckpt = model_run.asset_materializations_for_node("trained_checkpoint")[0].metadata
     assert ckpt["parameters"].value > 0 and "history" in ckpt and "loss_curve" in ckpt
@@ -60,12 +105,18 @@ def test_graph_loaders(default_pipeline_graph):
     graph = default_pipeline_graph
     nx_graph = to_networkx(graph)
     product = graph.nodes.filter(pl.col("node_type") == "product")["node_id"][0]
-    assert nx_graph.nodes[product]["node_type"] == "product" and nx_graph.nodes[product]["hierarchy_level"] == 0
+    assert (
+        nx_graph.nodes[product]["node_type"] == "product"
+        and nx_graph.nodes[product]["hierarchy_level"] == 0
+    )
     undirected = graph.edges.filter(~pl.col("directed")).height
     assert nx_graph.number_of_edges() == graph.edges.height + undirected
     g = to_dgl(graph)
     assert g.num_nodes() == graph.nodes.height
-    assert g.num_edges("copurchase") == 2 * graph.edges.filter(pl.col("edge_type") == "copurchase").height
+    assert (
+        g.num_edges("copurchase")
+        == 2 * graph.edges.filter(pl.col("edge_type") == "copurchase").height
+    )
     assert g.num_edges("hierarchy") == g.num_edges("hierarchy_rev")
     assert g.edges["hierarchy"].data["weight"].max().item() == 1.0
 
@@ -85,5 +136,8 @@ def default_pipeline_graph(tiny_dataset, tmp_path):
     wh = Warehouse(tmp_path / "g")
     ingest_weeks(tiny_dataset["raw"], wh, range(1, 15))
     derive_price_weeks(wh, range(1, 15))
-    write_graph(wh, build_product_graph(wh, TemporalSplit(10, 12), GraphConfig(min_count=2, min_jaccard=0.3)))
+    write_graph(
+        wh,
+        build_product_graph(wh, TemporalSplit(10, 12), GraphConfig(min_count=2, min_jaccard=0.3)),
+    )
     return load_graph(wh)

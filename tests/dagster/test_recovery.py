@@ -32,9 +32,14 @@ JOB = textwrap.dedent("""
 
 def _run(home: Path, seconds: float) -> subprocess.Popen:
     env = {**os.environ, "DAGSTER_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-c", JOB, str(seconds)], env=env, cwd=home,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", JOB, str(seconds)],
+        env=env,
+        cwd=home,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _claimed(home: Path) -> list:
@@ -45,8 +50,8 @@ def _claimed(home: Path) -> list:
 def _home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "home"
     home.mkdir()
-    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")   # the project's pools (limit 1)
-    monkeypatch.setenv("DAGSTER_HOME", str(home))              # its storage reads DAGSTER_HOME
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")  # the project's pools (limit 1)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))  # its storage reads DAGSTER_HOME
     return home
 
 
@@ -61,16 +66,16 @@ def test_a_killed_run_is_marked_failed_and_its_pool_slot_freed(tmp_path, monkeyp
     proc.wait()
     with dg.DagsterInstance.from_config(str(home)) as instance:
         (run,) = instance.get_runs()
-        assert run.status == dg.DagsterRunStatus.STARTED and _claimed(home)   # the leak, reproduced
+        assert run.status == dg.DagsterRunStatus.STARTED and _claimed(home)  # the leak, reproduced
         result = sweep_dead_runs(instance)
         assert result.failed_runs == (run.run_id,) and run.run_id in result.freed_runs
         assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
     assert not _claimed(home)
-    later = _run(home, 0)                                   # the next run gets the slot and ends
+    later = _run(home, 0)  # the next run gets the slot and ends
     assert later.wait(timeout=120) == 0
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert sum(r.status == dg.DagsterRunStatus.SUCCESS for r in instance.get_runs()) == 1
-        assert sweep_dead_runs(instance).failed_runs == ()       # nothing alive is touched
+        assert sweep_dead_runs(instance).failed_runs == ()  # nothing alive is touched
 
 
 def test_a_live_run_is_never_swept(tmp_path, monkeypatch):

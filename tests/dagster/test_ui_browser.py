@@ -25,8 +25,10 @@ from retailsim_dagster.definitions import defs
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 selenium = pytest.importorskip("selenium", reason="selenium not installed (make test installs it)")
-pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER) and not os.environ.get("CI"),
-                                reason="Debian chromium + chromium-driver not installed (.ci/run installs them)")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and DRIVER) and not os.environ.get("CI"),
+    reason="Debian chromium + chromium-driver not installed (.ci/run installs them)",
+)
 
 
 def _free_port() -> int:
@@ -41,9 +43,22 @@ def webserver(tmp_path_factory):
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     port = _free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "DGLBACKEND": "pytorch"}
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("dagster-webserver")), "-m", "retailsim_dagster.definitions",
-                             "-h", "127.0.0.1", "-p", str(port)], cwd=ROOT, env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("dagster-webserver")),
+            "-m",
+            "retailsim_dagster.definitions",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 120
@@ -76,8 +91,17 @@ def browser():
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1600,1000"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1600,1000",
+    ):
         opts.add_argument(arg)
     opts.binary_location = CHROMIUM
     driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
@@ -86,7 +110,9 @@ def browser():
 
 
 def _text(driver, url: str, expect: str, timeout: float = 60) -> str:
-    """Open ``url`` and wait until the page text contains ``expect``; dismiss the first-visit dialog."""
+    """Open ``url`` and wait until the page text contains ``expect``; dismiss the first-visit
+    dialog.
+    """
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
@@ -111,10 +137,14 @@ def test_asset_graph_partitions_and_checks_in_a_real_browser(webserver, browser,
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     groups = {graph.get(k).group_name for k in graph.get_all_asset_keys()}
     lineage = _text(browser, f"{webserver}/asset-groups", sorted(groups)[-1])
-    assert groups <= set(lineage.split())                        # every group of the graph is drawn
+    assert groups <= set(lineage.split())  # every group of the graph is drawn
     shown = set()
-    for group in sorted(groups):                                 # each group's graph, expanded
-        first = next(k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).group_name == group)
+    for group in sorted(groups):  # each group's graph, expanded
+        first = next(
+            k.to_user_string()
+            for k in graph.get_all_asset_keys()
+            if graph.get(k).group_name == group
+        )
         selection = quote('group:"' + group + '"')
         body = _text(browser, f"{webserver}/asset-groups~{selection}", first)
         shown |= {k for k in keys if k in body.split()}
@@ -122,7 +152,9 @@ def test_asset_graph_partitions_and_checks_in_a_real_browser(webserver, browser,
     browser.save_screenshot(str(tmp_path / "asset_graph.png"))
     partitions = _text(browser, f"{webserver}/assets/derived_prices?view=partitions", "2006-04-10")
     assert "117" in partitions
-    checks = _text(browser, f"{webserver}/assets/derived_prices?view=checks", "rule_price_nonpositive")
+    checks = _text(
+        browser, f"{webserver}/assets/derived_prices?view=checks", "rule_price_nonpositive"
+    )
     assert "rule_depth_over_max" in checks
     shot = tmp_path / "derived_prices_checks.png"
     browser.save_screenshot(str(shot))
@@ -137,26 +169,72 @@ def test_evaluation_report_opens_in_a_real_browser(browser, tmp_path):
     from retailsim_core.evaluation.report_html import render_report
 
     methods = ["world_model", "oracle", "P-TopFreq", "TIFU-KNN", "G-TopFreq"]
-    nb = {m: {"R@20": 0.1 * (i + 1), "NDCG@10": 0.05 * (i + 1), "P@10": 0.02, "MRR": 0.3} for i, m in enumerate(methods)}
+    nb = {
+        m: {"R@20": 0.1 * (i + 1), "NDCG@10": 0.05 * (i + 1), "P@10": 0.02, "MRR": 0.3}
+        for i, m in enumerate(methods)
+    }
     mi = {m: {"Hit@10": 0.2, "NDCG@10": 0.1, "MRR": 0.1} for m in methods}
-    metrics = {"next_basket": {"all": nb, "cold_start": nb, "bucket_1": nb}, "masked_item": {"all": mi, "cold_start": mi, "bucket_1": mi}}
-    calibration = pl.DataFrame({"head": ["basket_size"] * 2, "bin": [5, 8], "samples": [10, 20], "confidence": [0.55, 0.85],
-                                "accuracy": [0.5, 0.8], "head_accuracy": [0.7, 0.7], "majority_accuracy": [0.4, 0.4], "ece": [0.05, 0.05]})
-    own = pl.DataFrame({"product_id": ["P1", "P2"], "model_elasticity": [-1.2, -0.4], "planted_elasticity": [-1.5, -0.6]})
-    response = {"context": "test context", "contexts": 30, "own": own,
-                "elasticities": pl.DataFrame({"product_id": ["P1"], "other_id": ["P2"], "elasticity": [0.1], "kind": ["top_cross"]})}
-    tuning = {"test_samples": 100, "validation_samples": 50, "planted_elasticity_correlation": 0.9,
-              "simulation": {"simulated_mean_size": 5.0, "real_mean_size": 5.2,
-                             "mean_size_ratio": 5.0 / 5.2}}
+    metrics = {
+        "next_basket": {"all": nb, "cold_start": nb, "bucket_1": nb},
+        "masked_item": {"all": mi, "cold_start": mi, "bucket_1": mi},
+    }
+    calibration = pl.DataFrame(
+        {
+            "head": ["basket_size"] * 2,
+            "bin": [5, 8],
+            "samples": [10, 20],
+            "confidence": [0.55, 0.85],
+            "accuracy": [0.5, 0.8],
+            "head_accuracy": [0.7, 0.7],
+            "majority_accuracy": [0.4, 0.4],
+            "ece": [0.05, 0.05],
+        }
+    )
+    own = pl.DataFrame(
+        {
+            "product_id": ["P1", "P2"],
+            "model_elasticity": [-1.2, -0.4],
+            "planted_elasticity": [-1.5, -0.6],
+        }
+    )
+    response = {
+        "context": "test context",
+        "contexts": 30,
+        "own": own,
+        "elasticities": pl.DataFrame(
+            {"product_id": ["P1"], "other_id": ["P2"], "elasticity": [0.1], "kind": ["top_cross"]}
+        ),
+    }
+    tuning = {
+        "test_samples": 100,
+        "validation_samples": 50,
+        "planted_elasticity_correlation": 0.9,
+        "simulation": {
+            "simulated_mean_size": 5.0,
+            "real_mean_size": 5.2,
+            "mean_size_ratio": 5.0 / 5.2,
+        },
+    }
     page = tmp_path / "report.html"
     page.write_text(render_report(metrics, calibration, tuning, response))
     browser.get(page.as_uri())
     text = browser.find_element(By.TAG_NAME, "body").text
-    for section in ("Verdict", "Next basket", "Masked items", "R@20 by slice", "By history bucket", "calibration",
-                    "Price elasticities", "Simulated baskets"):
+    for section in (
+        "Verdict",
+        "Next basket",
+        "Masked items",
+        "R@20 by slice",
+        "By history bucket",
+        "calibration",
+        "Price elasticities",
+        "Simulated baskets",
+    ):
         assert section in text, section
-    assert "DOES NOT beat" in text                                  # world_model below P-TopFreq here: said plainly
-    assert len(browser.find_elements(By.TAG_NAME, "table")) >= 6 and len(browser.find_elements(By.TAG_NAME, "svg")) >= 5
+    assert "DOES NOT beat" in text  # world_model below P-TopFreq here: said plainly
+    assert (
+        len(browser.find_elements(By.TAG_NAME, "table")) >= 6
+        and len(browser.find_elements(By.TAG_NAME, "svg")) >= 5
+    )
     shot = tmp_path / "report.png"
     browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000

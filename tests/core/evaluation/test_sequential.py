@@ -7,40 +7,58 @@ import torch
 import torch.nn.functional as F
 
 from retailsim_core.evaluation.sequential import (
-    SequentialConfig, _bert_inputs, customer_sequences, sampled_softmax_loss, training_windows, unigram,
+    SequentialConfig,
+    _bert_inputs,
+    customer_sequences,
+    sampled_softmax_loss,
+    training_windows,
+    unigram,
 )
 from retailsim_core.tokens import PAD, ProductVocab
 
-VOCAB = ProductVocab(tuple(f"P{i}" for i in range(9)))        # tokens 1..9, [MASK] 10, [EOS]/[SEP] 11
+VOCAB = ProductVocab(tuple(f"P{i}" for i in range(9)))  # tokens 1..9, [MASK] 10, [EOS]/[SEP] 11
 
 
 def _data():
     """Two customers: trips [1, 2, 3], [4], [5, 6] and [7, 8]."""
     tokens = np.array([1, 2, 3, 4, 5, 6, 7, 8], dtype=np.int32)
-    return SimpleNamespace(vocab=VOCAB, trip_tokens=tokens, trip_offsets=np.array([0, 3, 4, 6, 8]),
-                           trip_day=np.array([1, 5, 9, 3]), trip_customer=np.array([0, 0, 0, 1]))
+    return SimpleNamespace(
+        vocab=VOCAB,
+        trip_tokens=tokens,
+        trip_offsets=np.array([0, 3, 4, 6, 8]),
+        trip_day=np.array([1, 5, 9, 3]),
+        trip_customer=np.array([0, 0, 0, 1]),
+    )
 
 
 def test_sequences_keep_trips_in_order_with_a_sep_after_each_and_shuffle_within():
     data, sep = _data(), VOCAB.eos
     seen = set()
     for seed in range(30):
-        seq = customer_sequences(data, np.array([0, 3]), np.array([3, 4]), 50, np.random.default_rng(seed))
+        seq = customer_sequences(
+            data, np.array([0, 3]), np.array([3, 4]), 50, np.random.default_rng(seed)
+        )
         row = [t for t in seq[0] if t != PAD]
-        assert row[3] == sep and row[4:6] == [4, sep] and row[8] == sep          # trip boundaries
-        assert sorted(row[:3]) == [1, 2, 3] and sorted(row[6:8]) == [5, 6]      # a trip's products, any order
+        assert row[3] == sep and row[4:6] == [4, sep] and row[8] == sep  # trip boundaries
+        assert sorted(row[:3]) == [1, 2, 3] and sorted(row[6:8]) == [
+            5,
+            6,
+        ]  # a trip's products, any order
         assert [t for t in seq[1] if t != PAD] in ([7, 8, sep], [8, 7, sep])
         seen.add(tuple(row[:3]))
-    assert len(seen) > 3                                                          # reshuffled per call
+    assert len(seen) > 3  # reshuffled per call
     last = customer_sequences(data, np.array([0]), np.array([3]), 4, np.random.default_rng(0))
-    assert last[0][0] == last[0][3] == sep and sorted(last[0][1:3]) == [5, 6]     # the latest 4 tokens kept
+    assert last[0][0] == last[0][3] == sep and sorted(last[0][1:3]) == [
+        5,
+        6,
+    ]  # the latest 4 tokens kept
 
 
 def test_training_windows_only_hold_trips_up_to_the_last_day():
     data = _data()
     windows = training_windows(data, last_day=5, max_len=10, rng=np.random.default_rng(0))
     tokens = set(windows.ravel().tolist()) - {PAD, VOCAB.eos}
-    assert tokens == {1, 2, 3, 4, 7, 8}                                          # day 9's trip [5, 6] left out
+    assert tokens == {1, 2, 3, 4, 7, 8}  # day 9's trip [5, 6] left out
 
 
 def test_sampled_softmax_with_every_product_and_uniform_q_is_the_full_softmax():
@@ -48,9 +66,11 @@ def test_sampled_softmax_with_every_product_and_uniform_q_is_the_full_softmax():
     states, table = torch.randn(6, 4, generator=g), torch.randn(12, 4, generator=g)
     targets = torch.tensor([1, 5, 5, 9, 2, 11])
     q = torch.zeros(12)
-    q[1:12] = 1.0 / 11                                                            # every token but [PAD]
-    got = sampled_softmax_loss(states, targets, table, q, n_negatives=2000, rng=np.random.default_rng(0))
-    full = F.cross_entropy(states @ table[1:].T, targets - 1)                      # softmax over tokens 1..11
+    q[1:12] = 1.0 / 11  # every token but [PAD]
+    got = sampled_softmax_loss(
+        states, targets, table, q, n_negatives=2000, rng=np.random.default_rng(0)
+    )
+    full = F.cross_entropy(states @ table[1:].T, targets - 1)  # softmax over tokens 1..11
     torch.testing.assert_close(got, full)
 
 
@@ -66,5 +86,7 @@ def test_bert4rec_last_item_windows_end_in_sep_mask():
     cfg = SequentialConfig(kind="bert4rec", mask_rate=0.0, last_item_share=1.0)
     inputs, targets = _bert_inputs(batch, cfg, VOCAB, np.random.default_rng(0))
     c = int(torch.nonzero(inputs[0] == mask)[0, 0])
-    assert inputs[0, c - 1] == sep and (inputs[0, c + 1:] == PAD).all()           # "[SEP] [MASK]", then nothing
+    assert (
+        inputs[0, c - 1] == sep and (inputs[0, c + 1 :] == PAD).all()
+    )  # "[SEP] [MASK]", then nothing
     assert targets[0, c] == batch[0, c] and int((targets != PAD).sum()) == 1

@@ -4,8 +4,20 @@ import polars as pl
 import pytest
 import torch
 
-from retailsim_core.models.graphsage import RELATIONS, GraphSAGEConfig, NodeIds, ProductGraphSAGE, model_graph, train
-from retailsim_core.pipeline.embeddings import all_products, load_embeddings, train_embeddings, write_embeddings
+from retailsim_core.models.graphsage import (
+    RELATIONS,
+    GraphSAGEConfig,
+    NodeIds,
+    ProductGraphSAGE,
+    model_graph,
+    train,
+)
+from retailsim_core.pipeline.embeddings import (
+    all_products,
+    load_embeddings,
+    train_embeddings,
+    write_embeddings,
+)
 from retailsim_core.pipeline.features import build_pseudo_brands
 from retailsim_core.split import TemporalSplit
 
@@ -14,11 +26,21 @@ SMALL = GraphSAGEConfig(epochs=3)
 
 def _toy():
     n = 6  # products 0-3, categories 4-5
-    ids = NodeIds(sku=torch.tensor([1, 2, 3, 4, 0, 0]), brand=torch.tensor([1, 1, 2, 2, 0, 0]),
-                  category=torch.tensor([0, 0, 1, 1, 0, 1]), tier=torch.tensor([0, 1, 2, 1, 3, 3]))
-    e = lambda s, d, w: (torch.tensor(s), torch.tensor(d), torch.tensor(w, dtype=torch.float32))  # noqa: E731
-    edges = {"copurchase": e([0, 1], [2, 3], [2.0, 3.0]), "substitution": e([0], [1], [0.7]),
-             "hierarchy": e([0, 1, 2, 3], [4, 4, 5, 5], [1.0, 1.0, 1.0, 1.0])}
+    ids = NodeIds(
+        sku=torch.tensor([1, 2, 3, 4, 0, 0]),
+        brand=torch.tensor([1, 1, 2, 2, 0, 0]),
+        category=torch.tensor([0, 0, 1, 1, 0, 1]),
+        tier=torch.tensor([0, 1, 2, 1, 3, 3]),
+    )
+
+    def e(s, d, w):
+        return (torch.tensor(s), torch.tensor(d), torch.tensor(w, dtype=torch.float32))
+
+    edges = {
+        "copurchase": e([0, 1], [2, 3], [2.0, 3.0]),
+        "substitution": e([0], [1], [0.7]),
+        "hierarchy": e([0, 1, 2, 3], [4, 4, 5, 5], [1.0, 1.0, 1.0, 1.0]),
+    }
     return ids, edges, model_graph(edges, n), (4, 2, 2)
 
 
@@ -28,6 +50,7 @@ def test_output_shape_and_gradient_to_every_layer():
     z = model(graphs, ids)
     assert z.shape == (6, 256) and model.encoder(ids).shape == (6, 144)
     from retailsim_core.models.graphsage import link_prediction_loss
+
     link_prediction_loss(model, z, edges, SMALL, torch.Generator().manual_seed(0)).backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
@@ -48,7 +71,14 @@ def test_training_runs_with_deterministic_kernels_and_restores_the_setting():
     ids, edges, graphs, sizes = _toy()
     seen = []
     assert not torch.are_deterministic_algorithms_enabled()
-    train(graphs, ids, edges, sizes, SMALL, progress=lambda *_: seen.append(torch.are_deterministic_algorithms_enabled()))
+    train(
+        graphs,
+        ids,
+        edges,
+        sizes,
+        SMALL,
+        progress=lambda *_: seen.append(torch.are_deterministic_algorithms_enabled()),
+    )
     assert seen == [True] * SMALL.epochs and not torch.are_deterministic_algorithms_enabled()
     with pytest.raises(ZeroDivisionError):
         train(graphs, ids, edges, sizes, SMALL, progress=lambda *_: 1 / 0)
@@ -56,14 +86,18 @@ def test_training_runs_with_deterministic_kernels_and_restores_the_setting():
 
 
 def test_relations_are_aggregated_separately():
-    """Layer 1 sees [x | mean_cop | mean_sub | mean_hier]: changing one relation's weights moves it."""
+    """Layer 1 sees [x | mean_cop | mean_sub | mean_hier]: changing one relation's weights moves
+    it.
+    """
     ids, edges, graphs, sizes = _toy()
     model = ProductGraphSAGE(SMALL, *sizes)
     x = model.encoder(ids)
     before = model.layer1(graphs, x)
     graphs[RELATIONS.index("copurchase")].edata["weight"] *= 3
     after = model.layer1(graphs, x)
-    assert not torch.allclose(before[0], after[0]) and torch.allclose(before[4], after[4])  # node 4 has no co-purchase
+    assert not torch.allclose(before[0], after[0]) and torch.allclose(
+        before[4], after[4]
+    )  # node 4 has no co-purchase
 
 
 @pytest.fixture(scope="module")
@@ -86,12 +120,30 @@ def test_planted_pairs_are_closer_than_random_pairs(trained, default_pipeline):
     truth, m = default_pipeline["truth"], trained.id_map
     subs = pl.read_parquet(truth / "substitute_pairs.parquet")
     comps = pl.read_parquet(truth / "complement_pairs.parquet")
-    same = m.join(m, on="prod_code_10", suffix="_b").filter(pl.col("product_id") != pl.col("product_id_b")).sample(3000, seed=0)
-    a, b = m.sample(4000, seed=1, with_replacement=True), m.sample(4000, seed=2, with_replacement=True)
-    cross = pl.DataFrame({"a": a["product_id"], "b": b["product_id"]}).filter(a["prod_code_10"] != b["prod_code_10"])
-    sub_margin = _cosine(trained, subs["product_a"], subs["product_b"]).mean() - _cosine(trained, same["product_id"], same["product_id_b"]).mean()
-    comp_margin = _cosine(trained, comps["product_a"], comps["product_b"]).mean() - _cosine(trained, cross["a"], cross["b"]).mean()
-    print(f"cosine margin: substitutes vs same-category {sub_margin:.3f}; complements vs cross-category {comp_margin:.3f}")
+    same = (
+        m.join(m, on="prod_code_10", suffix="_b")
+        .filter(pl.col("product_id") != pl.col("product_id_b"))
+        .sample(3000, seed=0)
+    )
+    a, b = (
+        m.sample(4000, seed=1, with_replacement=True),
+        m.sample(4000, seed=2, with_replacement=True),
+    )
+    cross = pl.DataFrame({"a": a["product_id"], "b": b["product_id"]}).filter(
+        a["prod_code_10"] != b["prod_code_10"]
+    )
+    sub_margin = (
+        _cosine(trained, subs["product_a"], subs["product_b"]).mean()
+        - _cosine(trained, same["product_id"], same["product_id_b"]).mean()
+    )
+    comp_margin = (
+        _cosine(trained, comps["product_a"], comps["product_b"]).mean()
+        - _cosine(trained, cross["a"], cross["b"]).mean()
+    )
+    print(
+        f"cosine margin: substitutes vs same-category {sub_margin:.3f}; complements vs "
+        f"cross-category {comp_margin:.3f}"
+    )
     assert sub_margin > 0.05 and comp_margin > 0.3
 
 
@@ -101,8 +153,12 @@ def test_embeddings_round_trip_and_novel_products(trained, default_pipeline):
     novel = id_map.filter(pl.col("source") != "graph")
     assert novel.height > 0 and set(novel["source"]) <= {"sub_commodity_mean", "global_mean"}
     row = novel.filter(pl.col("source") == "sub_commodity_mean").row(0, named=True)
-    peers = id_map.filter((pl.col("prod_code_10") == row["prod_code_10"]) & (pl.col("source") == "graph"))["row"]
-    assert torch.allclose(vectors[row["row"]], vectors[torch.tensor(peers.to_numpy())].mean(0), atol=1e-6)
+    peers = id_map.filter(
+        (pl.col("prod_code_10") == row["prod_code_10"]) & (pl.col("source") == "graph")
+    )["row"]
+    assert torch.allclose(
+        vectors[row["row"]], vectors[torch.tensor(peers.to_numpy())].mean(0), atol=1e-6
+    )
 
 
 def test_the_vocabulary_holds_no_product_first_sold_in_a_test_week(tiny_warehouse):
@@ -115,8 +171,12 @@ def test_the_vocabulary_holds_no_product_first_sold_in_a_test_week(tiny_warehous
     from retailsim_core.pipeline.ingest import RAW_TABLE
 
     wh, valid_end = tiny_warehouse["warehouse"], tiny_warehouse["split"].valid_end
-    first = (wh.scan(RAW_TABLE, schema=RAW_TRANSACTIONS_SCHEMA).group_by("product_id")
-             .agg(pl.col("week").min()).collect())
+    first = (
+        wh.scan(RAW_TABLE, schema=RAW_TRANSACTIONS_SCHEMA)
+        .group_by("product_id")
+        .agg(pl.col("week").min())
+        .collect()
+    )
     late = set(first.filter(pl.col("week") > valid_end)["product_id"])
     known = set(all_products(wh, max_week=valid_end)["product_id"])
     assert late and not (late & known)

@@ -3,7 +3,12 @@
 import pytest
 import torch
 
-from retailsim_core.models.mamba import MambaBlock, MambaConfig, cuda_kernels_available, selective_scan_ref
+from retailsim_core.models.mamba import (
+    MambaBlock,
+    MambaConfig,
+    cuda_kernels_available,
+    selective_scan_ref,
+)
 from retailsim_core.models.scan import selective_scan_fast
 
 torch.set_default_dtype(torch.float32)
@@ -12,7 +17,9 @@ torch.set_default_dtype(torch.float32)
 def _inputs(b=2, length=37, e=12, n=5, seed=0):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(b, length, e, generator=g)
-    delta = torch.nn.functional.softplus(torch.randn(b, length, e, generator=g))  # up to several: strong decays
+    delta = torch.nn.functional.softplus(
+        torch.randn(b, length, e, generator=g)
+    )  # up to several: strong decays
     A = -torch.exp(torch.randn(e, n, generator=g))
     Bm, Cm = torch.randn(b, length, n, generator=g), torch.randn(b, length, n, generator=g)
     return x, delta, A, Bm, Cm, torch.randn(e, generator=g)
@@ -38,7 +45,9 @@ def test_block_fast_scan_equals_reference_and_padding_does_not_leak():
     block = MambaBlock(cfg)
     seq = torch.randn(1, 13, 16)
     alone = block(seq, torch.ones(1, 13, dtype=torch.bool), scan="reference")
-    torch.testing.assert_close(block(seq, torch.ones(1, 13, dtype=torch.bool), scan="fast"), alone, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        block(seq, torch.ones(1, 13, dtype=torch.bool), scan="fast"), alone, atol=1e-5, rtol=1e-5
+    )
     # The same sequence, right-padded with garbage to 30 steps in a batch with a longer one.
     padded = torch.cat([seq, 100 * torch.randn(1, 17, 16)], dim=1)
     batch = torch.cat([padded, torch.randn(1, 30, 16)])
@@ -54,14 +63,20 @@ def test_shapes_and_gradients_reach_every_parameter():
     assert out.shape == (3, 10, 8)
     out.sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in block.parameters())
-    assert block.A_log.shape == (16, 4) and block.x_proj.out_features == 1 + 2 * 4   # mamba_ssm layout
+    assert (
+        block.A_log.shape == (16, 4) and block.x_proj.out_features == 1 + 2 * 4
+    )  # mamba_ssm layout
 
 
 def test_cuda_path_is_optional():
     block = MambaBlock(MambaConfig(d_model=8, d_state=4))
     x = torch.randn(1, 5, 8)
-    torch.testing.assert_close(block(x, scan="auto"), block(x, scan="reference"), atol=1e-5, rtol=1e-5)  # never CUDA
-    torch.testing.assert_close(block(x, scan="fast"), block(x, scan="reference"), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        block(x, scan="auto"), block(x, scan="reference"), atol=1e-5, rtol=1e-5
+    )  # never CUDA
+    torch.testing.assert_close(
+        block(x, scan="fast"), block(x, scan="reference"), atol=1e-5, rtol=1e-5
+    )
     if not cuda_kernels_available():
         with pytest.raises(RuntimeError, match="mamba-ssm"):
             block(x, scan="cuda")

@@ -42,14 +42,25 @@ def _close_at_scale(got, want, tol=1e-5):
 # rounding, ~1e-7 of a gradient's scale; gradients here reach ~1,000, so elementwise 1e-5
 # against another fp32 scan would test summation order, not correctness. Shapes cover channel
 # blocks (16) and groups (8) that do not divide E, N not a vector width and a single step.
-@pytest.mark.parametrize("shape,chunk", [((2, 37, 12, 5), 1), ((2, 37, 12, 5), 4), ((2, 37, 12, 5), 16),
-                                         ((2, 37, 12, 5), 64), ((3, 70, 20, 16), 64), ((1, 1, 3, 2), 64),
-                                         ((2, 33, 70, 17), 16)])
+@pytest.mark.parametrize(
+    "shape,chunk",
+    [
+        ((2, 37, 12, 5), 1),
+        ((2, 37, 12, 5), 4),
+        ((2, 37, 12, 5), 16),
+        ((2, 37, 12, 5), 64),
+        ((3, 70, 20, 16), 64),
+        ((1, 1, 3, 2), 64),
+        ((2, 33, 70, 17), 16),
+    ],
+)
 def test_matches_the_fp64_oracle_outputs_and_gradients(shape, chunk):
     inputs = _inputs(*shape)
     y64, g64 = _value_and_grads(selective_scan_ref, [t.double() for t in inputs])
     y, grads = _value_and_grads(scan_compiled.selective_scan_compiled, inputs, chunk=chunk)
-    torch.testing.assert_close(y, selective_scan_ref(*inputs), atol=1e-5, rtol=1e-5)   # outputs: fp32 reference
+    torch.testing.assert_close(
+        y, selective_scan_ref(*inputs), atol=1e-5, rtol=1e-5
+    )  # outputs: fp32 reference
     _close_at_scale(y, y64)
     for got, want in zip(grads, g64):
         _close_at_scale(got, want)
@@ -91,7 +102,9 @@ def test_block_padding_does_not_leak_and_auto_uses_the_kernel():
     block = MambaBlock(MambaConfig(d_model=16, d_state=8, chunk=8))
     seq = torch.randn(1, 13, 16)
     alone = block(seq, torch.ones(1, 13, dtype=torch.bool), scan="reference")
-    batch = torch.cat([torch.cat([seq, 100 * torch.randn(1, 17, 16)], dim=1), torch.randn(1, 30, 16)])
+    batch = torch.cat(
+        [torch.cat([seq, 100 * torch.randn(1, 17, 16)], dim=1), torch.randn(1, 30, 16)]
+    )
     mask = torch.ones(2, 30, dtype=torch.bool)
     mask[0, 13:] = False
     out = block(batch, mask, scan="compiled")
@@ -109,17 +122,21 @@ def _perturbed_block(d_model, d_state, seed=0):
 
 
 def test_fused_inference_block_matches_the_pytorch_block(monkeypatch):
-    block = _perturbed_block(d_model=20, d_state=5)                                  # E = 40: a partial channel block
+    block = _perturbed_block(d_model=20, d_state=5)  # E = 40: a partial channel block
     x = torch.randn(4, 23, 20)
-    mask = torch.arange(23)[None] < torch.tensor([23, 9, 0, 1])[:, None]            # padding and an empty history
+    mask = (
+        torch.arange(23)[None] < torch.tensor([23, 9, 0, 1])[:, None]
+    )  # padding and an empty history
     calls = []
     fused = scan_compiled.gated_scan
     monkeypatch.setattr(scan_compiled, "gated_scan", lambda *a: calls.append(1) or fused(*a))
     with torch.no_grad():
         for m in (mask, None):
-            torch.testing.assert_close(block(x, m, scan="auto"), block(x, m, scan="reference"), atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(
+                block(x, m, scan="auto"), block(x, m, scan="reference"), atol=1e-5, rtol=1e-5
+            )
     assert len(calls) == 2
-    block(x, mask, scan="auto")                                                      # with autograd: the unfused path
+    block(x, mask, scan="auto")  # with autograd: the unfused path
     assert len(calls) == 2
 
 
@@ -127,9 +144,18 @@ def test_fused_inference_kernels_are_bitwise_the_same_for_any_thread_count():
     # The kernels themselves (the block's matmuls are PyTorch's, outside this guarantee).
     g = torch.Generator().manual_seed(1)
     b, length, e, n, r = 5, 31, 40, 16, 3
-    xz, dt, dbc = torch.randn(b, length, 2 * e, generator=g), torch.randn(b, length, e, generator=g), torch.randn(b, length, r + 2 * n, generator=g)
+    xz, dt, dbc = (
+        torch.randn(b, length, 2 * e, generator=g),
+        torch.randn(b, length, e, generator=g),
+        torch.randn(b, length, r + 2 * n, generator=g),
+    )
     mask = (torch.arange(length)[None] < torch.tensor([31, 4, 17, 30, 1])[:, None]).float()
-    weight, bias, dt_bias, Dv = torch.randn(e, 1, 4, generator=g), torch.randn(e, generator=g), torch.randn(e, generator=g), torch.randn(e, generator=g)
+    weight, bias, dt_bias, Dv = (
+        torch.randn(e, 1, 4, generator=g),
+        torch.randn(e, generator=g),
+        torch.randn(e, generator=g),
+        torch.randn(e, generator=g),
+    )
     A = -torch.exp(torch.randn(e, n, generator=g))
     before = torch.get_num_threads()
     runs = []
@@ -144,12 +170,23 @@ def test_fused_inference_kernels_are_bitwise_the_same_for_any_thread_count():
 
 
 def test_fused_kernels_refuse_inconsistent_shapes():
-    with pytest.raises(ValueError, match="conv_silu"):                               # xz must hold 2E channels
-        scan_compiled.conv_silu(torch.randn(2, 5, 10), torch.ones(2, 5), torch.randn(4, 1, 4), torch.randn(4))
+    with pytest.raises(ValueError, match="conv_silu"):  # xz must hold 2E channels
+        scan_compiled.conv_silu(
+            torch.randn(2, 5, 10), torch.ones(2, 5), torch.randn(4, 1, 4), torch.randn(4)
+        )
     u, A = torch.randn(2, 5, 4), -torch.ones(4, 3)
-    with pytest.raises(ValueError, match="gated_scan"):                              # dbc: dt_rank + 2N = 8 columns, not 7
-        scan_compiled.gated_scan(u, u, torch.randn(4), torch.ones(2, 5), A, torch.randn(2, 5, 7), 2, torch.randn(4),
-                                 torch.randn(2, 5, 8))
+    with pytest.raises(ValueError, match="gated_scan"):  # dbc: dt_rank + 2N = 8 columns, not 7
+        scan_compiled.gated_scan(
+            u,
+            u,
+            torch.randn(4),
+            torch.ones(2, 5),
+            A,
+            torch.randn(2, 5, 7),
+            2,
+            torch.randn(4),
+            torch.randn(2, 5, 8),
+        )
 
 
 def test_falls_back_to_pytorch_when_disabled(monkeypatch):
@@ -174,5 +211,5 @@ def test_only_fp32_cpu_tensors_and_supported_states_use_the_kernel():
     inputs = _inputs(1, 4, 3, 2)[:5]
     assert scan_compiled.available(*inputs)
     assert not scan_compiled.available(*(t.double() for t in inputs))
-    x, delta, _, Bm, Cm = _inputs(1, 4, 3, 257)[:5]                                  # d_state above 256
+    x, delta, _, Bm, Cm = _inputs(1, 4, 3, 257)[:5]  # d_state above 256
     assert not scan_compiled.available(x, delta, -torch.ones(3, 257), Bm, Cm)

@@ -1,4 +1,6 @@
-"""The world model on real tiny-world batches: shapes, padding, masking traps, vocabulary, losses."""
+"""The world model on real tiny-world batches: shapes, padding, masking traps, vocabulary,
+losses.
+"""
 
 import math
 
@@ -38,13 +40,17 @@ def test_forward_shapes_and_heads(tiny):
     B, L = batch["tokens"].shape
     assert out.hidden.shape == (B, L + 1, CFG.d_model)
     assert out.repeat_products.shape == batch["repeat_values"].shape[:2]
-    assert {k: v.shape[1] for k, v in out.aux_logits.items()} == {"mission_type": 3, "mission_focus": 4,
-                                                                   "price_sensitivity": 3, "basket_size": 3}
+    assert {k: v.shape[1] for k, v in out.aux_logits.items()} == {
+        "mission_type": 3,
+        "mission_focus": 4,
+        "price_sensitivity": 3,
+        "basket_size": 3,
+    }
     assert out.size_logits.shape == (B, CFG.max_items)
     log_p = model.slot_log_probs(out, torch.tensor([0, 1]), torch.tensor([0, 0]))
     assert log_p.shape == (2, data.vocab.size)
     assert (log_p[:, [PAD, data.vocab.mask, data.vocab.eos]] == NEG).all()
-    torch.testing.assert_close(log_p.exp().sum(1), torch.ones(2))                  # a proper distribution
+    torch.testing.assert_close(log_p.exp().sum(1), torch.ones(2))  # a proper distribution
 
 
 def test_padding_does_not_change_a_sequence(tiny):
@@ -53,14 +59,16 @@ def test_padding_does_not_change_a_sequence(tiny):
     short, long = int(np.flatnonzero((h > 0) & (h < 4))[0]), int(np.argmax(h))
     alone = data[[short]]
     both = data[[short, long]]
-    assert both["history_mask"].shape[1] > alone["history_mask"].shape[1]          # padding was added
+    assert both["history_mask"].shape[1] > alone["history_mask"].shape[1]  # padding was added
     with torch.no_grad():
         a = model(alone, alone["tokens"])
         b = model(both, both["tokens"])
         a_lp = model.slot_log_probs(a, torch.tensor([0]), torch.tensor([0]))
         b_lp = model.slot_log_probs(b, torch.tensor([0]), torch.tensor([0]))
     real = torch.cat([torch.tensor([True]), alone["tokens"][0] != PAD])
-    torch.testing.assert_close(a.hidden[0][real], b.hidden[0, : real.shape[0]][real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        a.hidden[0][real], b.hidden[0, : real.shape[0]][real], atol=1e-5, rtol=1e-5
+    )
     torch.testing.assert_close(a_lp, b_lp, atol=1e-4, rtol=1e-4)
 
 
@@ -72,7 +80,9 @@ def test_masked_position_never_sees_its_product_or_price(tiny):
     hidden[:, 0] = True
     tokens[:, 0] = data.vocab.mask
     other = {**batch, "t4_prices": batch["t4_prices"].clone()}
-    other["t4_prices"][:, 0] = torch.rand_like(other["t4_prices"][:, 0]) * 50      # the true product's price
+    other["t4_prices"][:, 0] = (
+        torch.rand_like(other["t4_prices"][:, 0]) * 50
+    )  # the true product's price
     with torch.no_grad():
         a = model(batch, tokens, hidden=hidden).hidden
         b = model(other, tokens, hidden=hidden).hidden
@@ -95,7 +105,9 @@ def test_no_label_of_the_basket_is_seen_unless_its_mission_is_given(tiny):
         told_flipped = model(flipped, batch["tokens"], given_mission=given)
     torch.testing.assert_close(honest, honest_flipped, atol=0, rtol=0)
     for name in told.aux_logits:
-        torch.testing.assert_close(told.aux_logits[name], told_labels.aux_logits[name], atol=0, rtol=0)
+        torch.testing.assert_close(
+            told.aux_logits[name], told_labels.aux_logits[name], atol=0, rtol=0
+        )
     assert not torch.equal(told.aux_logits["basket_size"], told_flipped.aux_logits["basket_size"])
 
 
@@ -103,30 +115,40 @@ def test_one_vocabulary_from_samples_to_graphsage_rows_and_output_head(tiny, tin
     inputs, data, model = tiny
     vectors, id_map = load_embeddings(tiny_warehouse["warehouse"])
     sample = inputs.samples.row(5, named=True)
-    basket = inputs.store.trips.filter(pl.col("basket_id") == sample["basket_id"])["products"][0].to_list()
+    basket = inputs.store.trips.filter(pl.col("basket_id") == sample["basket_id"])["products"][
+        0
+    ].to_list()
     tokens = data[[5]]["tokens"][0]
     by_token = dict(zip(inputs.vocab.frame()["token"], inputs.vocab.frame()["product_id"]))
-    assert sorted(by_token[t] for t in tokens.tolist() if 1 <= t <= inputs.vocab.n_products) == sorted(basket)
+    assert sorted(
+        by_token[t] for t in tokens.tolist() if 1 <= t <= inputs.vocab.n_products
+    ) == sorted(basket)
     for product in basket[:3]:
         token = inputs.vocab.products.index(product) + 1
         row = id_map.filter(pl.col("product_id") == product)["row"][0]
-        torch.testing.assert_close(model.product_table[token], vectors[row] / vectors[row].norm())  # T2 row
-        torch.testing.assert_close(model.item_out(model.product_table[token]),
-                                   model.item_out(vectors[row] / vectors[row].norm()))  # output head
+        torch.testing.assert_close(
+            model.product_table[token], vectors[row] / vectors[row].norm()
+        )  # T2 row
+        torch.testing.assert_close(
+            model.item_out(model.product_table[token]),
+            model.item_out(vectors[row] / vectors[row].norm()),
+        )  # output head
 
 
 def test_every_basket_item_finds_its_week_price(tiny):
     _, data, _ = tiny
     batch = data[list(range(len(data)))]
     items = (batch["tokens"] >= 1) & (batch["tokens"] <= data.vocab.n_products)
-    assert (batch["t4_prices"][..., 0][items] > 0).all()                            # (product, store, week) hit
+    assert (batch["t4_prices"][..., 0][items] > 0).all()  # (product, store, week) hit
 
 
 def test_trip_inputs_equal_the_projected_mean_of_all_the_trips_products(tiny):
     _, data, model = tiny
     batch = data[_rows_with_history(data, 4)]
     seen = {}
-    hook = model.encoder.blocks[0].register_forward_pre_hook(lambda _, args: seen.setdefault("x", args[0]))
+    hook = model.encoder.blocks[0].register_forward_pre_hook(
+        lambda _, args: seen.setdefault("x", args[0])
+    )
     with torch.no_grad():
         model.encoder(model.product_table, batch)
     hook.remove()
@@ -136,28 +158,42 @@ def test_trip_inputs_equal_the_projected_mean_of_all_the_trips_products(tiny):
     ends = torch.cat([offsets[1:], torch.tensor([len(items)])])
     with torch.no_grad():
         means = torch.zeros(b * h, model.product_table.shape[1])
-        for bag in range(b * h):                                  # the slow, obvious way: bag by bag
-            tokens = items[offsets[bag]:ends[bag]]
+        for bag in range(b * h):  # the slow, obvious way: bag by bag
+            tokens = items[offsets[bag] : ends[bag]]
             tokens = tokens[tokens != PAD]
             if len(tokens):
                 means[bag] = model.product_table[tokens].mean(0)
         days = batch["history_days_before"].float().clamp(min=0)[..., None]
         ctx, enc = batch["history_context"], model.encoder
-        want = (enc.items(means.reshape(b, h, -1)) + enc.trip_type(ctx[..., 0]) + enc.trip_focus(ctx[..., 1])
-                + enc.gap(torch.cat([torch.log1p(days), days / 365.0], dim=-1))) * mask[..., None]
+        want = (
+            enc.items(means.reshape(b, h, -1))
+            + enc.trip_type(ctx[..., 0])
+            + enc.trip_focus(ctx[..., 1])
+            + enc.gap(torch.cat([torch.log1p(days), days / 365.0], dim=-1))
+        ) * mask[..., None]
     torch.testing.assert_close(seen["x"], want, atol=1e-5, rtol=1e-5)
     # every product of every trip is read: the longest trip is not cut
     lengths = np.diff(data.trip_offsets)
-    assert int((ends - offsets).max()) == int(lengths[np.concatenate(
-        [np.arange(s, e) for s, e in zip(data.hist_start[_rows_with_history(data, 4)],
-                                         data.hist_end[_rows_with_history(data, 4)])])].max())
+    assert int((ends - offsets).max()) == int(
+        lengths[
+            np.concatenate(
+                [
+                    np.arange(s, e)
+                    for s, e in zip(
+                        data.hist_start[_rows_with_history(data, 4)],
+                        data.hist_end[_rows_with_history(data, 4)],
+                    )
+                ]
+            )
+        ].max()
+    )
 
 
 def test_focal_loss_matches_hand_computation():
     logits = torch.tensor([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     p0 = math.exp(2) / (math.exp(2) + 2)
     p1 = math.e / (math.e + 2)
-    expected = [-(1 - p0) ** 2 * math.log(p0), -(1 - p1) ** 2 * math.log(p1)]
+    expected = [-((1 - p0) ** 2) * math.log(p0), -((1 - p1) ** 2) * math.log(p1)]
     log_p = torch.log_softmax(logits, -1)[[0, 1], [0, 1]]
     torch.testing.assert_close(focal_loss(log_p), torch.tensor(expected))
     torch.testing.assert_close(focal_loss(log_p, gamma=0.0), -log_p)
@@ -176,25 +212,48 @@ def test_each_basket_weighs_once_in_the_product_loss(tiny, monkeypatch):
     inputs = torch.where(targets != PAD, data.vocab.mask, batch["tokens"])
     inputs[2] = PAD
     inputs[2, 0] = data.vocab.mask
-    query_tokens = batch["tokens"][2][(batch["tokens"][2] >= 1) & (batch["tokens"][2] <= data.vocab.n_products)]
+    query_tokens = batch["tokens"][2][
+        (batch["tokens"][2] >= 1) & (batch["tokens"][2] <= data.vocab.n_products)
+    ]
     query = (torch.full((len(query_tokens),), 2), query_tokens)
     fixed = torch.zeros(data.vocab.size)
     fixed[1] = 1.0
+
     def slot_log_probs(out, rows, cols, shown=None):
-        logits = fixed.expand(len(rows), -1).masked_fill(model.excluded(len(rows), shown), -torch.inf)
+        logits = fixed.expand(len(rows), -1).masked_fill(
+            model.excluded(len(rows), shown), -torch.inf
+        )
         return torch.log_softmax(logits, -1)
+
     monkeypatch.setattr(model, "slot_log_probs", slot_log_probs)
     with torch.no_grad():
         out = model(batch, inputs, hidden=targets != PAD)
-        loss = world_model_loss(model, out, batch, inputs, targets, torch.zeros(3, dtype=torch.bool),
-                                LossWeights.focal_only(), torch.Generator().manual_seed(0), torch.nn.Identity(),
-                                basket_targets=query)
+        loss = world_model_loss(
+            model,
+            out,
+            batch,
+            inputs,
+            targets,
+            torch.zeros(3, dtype=torch.bool),
+            LossWeights.focal_only(),
+            torch.Generator().manual_seed(0),
+            torch.nn.Identity(),
+            basket_targets=query,
+        )
     specials = {PAD, data.vocab.mask, data.vocab.eos}
+
     def fl(row, token):
-        shown = {int(t) for t, y in zip(inputs[row], targets[row]) if y == PAD and 1 <= t <= data.vocab.n_products}
-        z = sum(math.exp(fixed[v].item()) for v in range(data.vocab.size) if v not in shown | specials)
+        shown = {
+            int(t)
+            for t, y in zip(inputs[row], targets[row])
+            if y == PAD and 1 <= t <= data.vocab.n_products
+        }
+        z = sum(
+            math.exp(fixed[v].item()) for v in range(data.vocab.size) if v not in shown | specials
+        )
         p = math.exp(fixed[token].item()) / z
-        return -(1 - p) ** 2 * math.log(p)
+        return -((1 - p) ** 2) * math.log(p)
+
     per_row = []
     for r in (0, 1):
         cols = torch.nonzero(targets[r]).flatten().tolist()
@@ -204,20 +263,24 @@ def test_each_basket_weighs_once_in_the_product_loss(tiny, monkeypatch):
 
 
 def test_mixture_is_repeat_share_times_repeat_plus_the_rest_times_explore():
-    explore = torch.tensor([[0.0, 1.0, 2.0, 0.5, 0.0], [0.0, 1.0, 2.0, 0.5, 0.0]])      # (M=2, V=5)
+    explore = torch.tensor([[0.0, 1.0, 2.0, 0.5, 0.0], [0.0, 1.0, 2.0, 0.5, 0.0]])  # (M=2, V=5)
     excluded = torch.zeros(2, 5, dtype=torch.bool)
-    excluded[:, 0] = True                                                            # [PAD]
-    excluded[0, 2] = True                                                            # shown in basket 0
+    excluded[:, 0] = True  # [PAD]
+    excluded[0, 2] = True  # shown in basket 0
     repeat = torch.tensor([[3.0, 1.0, 0.0], [3.0, 1.0, 0.0]])
-    products = torch.tensor([[2, 3, PAD], [PAD, PAD, PAD]])                          # row 1: no history
+    products = torch.tensor([[2, 3, PAD], [PAD, PAD, PAD]])  # row 1: no history
     share = torch.tensor([0.4, 2.0])
     got = mixture_log_probs(explore, repeat, products, share, excluded)
     pi = torch.sigmoid(torch.tensor(0.4))
-    p_exp = torch.softmax(torch.tensor([1.0, 0.5, 0.0]), 0)                          # tokens 1, 3, 4 (2 shown)
-    want0 = torch.tensor([0.0, (1 - pi) * p_exp[0], 0.0, (1 - pi) * p_exp[1] + pi * 1.0, (1 - pi) * p_exp[2]])
-    torch.testing.assert_close(got[0, 1:].exp(), want0[1:])                           # 3 is the only allowed repeat
+    p_exp = torch.softmax(torch.tensor([1.0, 0.5, 0.0]), 0)  # tokens 1, 3, 4 (2 shown)
+    want0 = torch.tensor(
+        [0.0, (1 - pi) * p_exp[0], 0.0, (1 - pi) * p_exp[1] + pi * 1.0, (1 - pi) * p_exp[2]]
+    )
+    torch.testing.assert_close(got[0, 1:].exp(), want0[1:])  # 3 is the only allowed repeat
     assert got[0, 0] == NEG and got[0, 2] == NEG
-    torch.testing.assert_close(got[1, 1:].exp(), torch.softmax(explore[1, 1:], 0))   # no history: explore only
+    torch.testing.assert_close(
+        got[1, 1:].exp(), torch.softmax(explore[1, 1:], 0)
+    )  # no history: explore only
     leaf = explore.clone().requires_grad_()
     mixture_log_probs(leaf, repeat, products, share, excluded)[:, 1:].sum().backward()
     assert torch.isfinite(leaf.grad).all()
@@ -226,17 +289,18 @@ def test_mixture_is_repeat_share_times_repeat_plus_the_rest_times_explore():
 def test_substitute_counts_and_given_mission_features():
     from retailsim_core.history_features import FOCUS_COLUMNS, HISTORY_FEATURES, TYPE_COLUMNS
     from retailsim_core.models.heads import mission_features, substitute_counts
+
     values = torch.zeros(1, 3, len(HISTORY_FEATURES))
-    values[0, :, 0] = torch.log1p(torch.tensor([2.0, 5.0, 1.0]))                    # log counts of tokens 1, 2, 4
-    values[0, 1, TYPE_COLUMNS[2]] = 7.0                                              # Full Shop count of token 2
-    values[0, 1, FOCUS_COLUMNS[0]] = 3.0                                             # Fresh count of token 2
+    values[0, :, 0] = torch.log1p(torch.tensor([2.0, 5.0, 1.0]))  # log counts of tokens 1, 2, 4
+    values[0, 1, TYPE_COLUMNS[2]] = 7.0  # Full Shop count of token 2
+    values[0, 1, FOCUS_COLUMNS[0]] = 3.0  # Fresh count of token 2
     products = torch.tensor([[1, 2, 4]])
-    edges = torch.tensor([[1, 2, 3], [2, 1, 4]])                                     # 1 <-> 2, 3 -> 4
+    edges = torch.tensor([[1, 2, 3], [2, 1, 4]])  # 1 <-> 2, 3 -> 4
     got = substitute_counts(values, products, edges, vocab_size=6)[0, :, 0]
-    torch.testing.assert_close(got, torch.log1p(torch.tensor([5.0, 2.0, 0.0])))       # 3 never bought
-    t6 = torch.tensor([[3, 1, 2, 2]])                                                # Full Shop, Fresh
+    torch.testing.assert_close(got, torch.log1p(torch.tensor([5.0, 2.0, 0.0])))  # 3 never bought
+    t6 = torch.tensor([[3, 1, 2, 2]])  # Full Shop, Fresh
     torch.testing.assert_close(mission_features(values, t6)[0, 1], torch.tensor([7.0, 3.0]))
-    assert mission_features(values, torch.zeros_like(t6)).abs().sum() == 0          # none given: 0
+    assert mission_features(values, torch.zeros_like(t6)).abs().sum() == 0  # none given: 0
 
 
 def test_no_gradient_reaches_pad_positions_or_the_pad_embedding(tiny):
@@ -250,26 +314,38 @@ def test_no_gradient_reaches_pad_positions_or_the_pad_embedding(tiny):
     x, y = torch.from_numpy(x), torch.from_numpy(y)
     out = model(batch, x, hidden=y != PAD)
     out.hidden.retain_grad()
-    loss = world_model_loss(model, out, batch, x, y, torch.zeros(len(x), dtype=torch.bool), LossWeights(),
-                            torch.Generator().manual_seed(0), torch.nn.Linear(CFG.d_model, CFG.d_model),
-                            basket_targets=(torch.from_numpy(q_rows), torch.from_numpy(q_tokens)))
+    loss = world_model_loss(
+        model,
+        out,
+        batch,
+        x,
+        y,
+        torch.zeros(len(x), dtype=torch.bool),
+        LossWeights(),
+        torch.Generator().manual_seed(0),
+        torch.nn.Linear(CFG.d_model, CFG.d_model),
+        basket_targets=(torch.from_numpy(q_rows), torch.from_numpy(q_tokens)),
+    )
     loss.total.backward()
     assert model.product_table.grad[PAD].abs().sum() == 0
     pad = torch.cat([torch.zeros(len(x), 1, dtype=torch.bool), x == PAD], dim=1)
     assert out.hidden.grad[pad].abs().sum() == 0
-    assert all(p.grad is not None for n, p in model.named_parameters() if p.requires_grad and "aux" in n)
+    assert all(
+        p.grad is not None for n, p in model.named_parameters() if p.requires_grad and "aux" in n
+    )
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
 def test_suffix_masking_is_one_generation_step_never_an_eos():
-    tokens = np.array([[3, 4, 9, 0], [5, 9, 0, 0]])      # 9 = [EOS] of an 7-product vocabulary
+    tokens = np.array([[3, 4, 9, 0], [5, 9, 0, 0]])  # 9 = [EOS] of an 7-product vocabulary
     from retailsim_core.tokens import ProductVocab
+
     vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
     for seed in range(20):
         x, y = suffix_mask(tokens, vocab, np.random.default_rng(seed))
         for xi, yi, ti in zip(x, y, tokens):
             cut = int(np.flatnonzero(xi == vocab.mask)[0])
-            assert (xi[:cut] == ti[:cut]).all() and (xi[cut + 1:] == PAD).all()
+            assert (xi[:cut] == ti[:cut]).all() and (xi[cut + 1 :] == PAD).all()
             assert yi[cut] == ti[cut] != vocab.eos and (np.delete(yi, cut) == PAD).all()
 
 
@@ -281,8 +357,17 @@ def test_paper_preset_builds_and_takes_one_training_step(tiny):
     x, y = corrupt(batch["tokens"].numpy(), data.vocab, 0.15, 0.0, np.random.default_rng(0))
     x, y = torch.from_numpy(x), torch.from_numpy(y)
     out = model(batch, x, hidden=y != PAD)
-    loss = world_model_loss(model, out, batch, x, y, torch.zeros(2, dtype=torch.bool), LossWeights(),
-                            torch.Generator().manual_seed(0), torch.nn.Linear(cfg.d_model, cfg.d_model))
+    loss = world_model_loss(
+        model,
+        out,
+        batch,
+        x,
+        y,
+        torch.zeros(2, dtype=torch.bool),
+        LossWeights(),
+        torch.Generator().manual_seed(0),
+        torch.nn.Linear(cfg.d_model, cfg.d_model),
+    )
     loss.total.backward()
     torch.optim.AdamW(model.parameters(), lr=1e-5).step()
     assert torch.isfinite(loss.total) and parameter_count(model) > 10_000_000
@@ -291,14 +376,19 @@ def test_paper_preset_builds_and_takes_one_training_step(tiny):
 def test_item_shuffling_permutes_products_with_their_prices_only():
     from retailsim_core.tokens import ProductVocab
     from retailsim_core.training.corruption import shuffle_items
+
     vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
-    tokens = np.array([[3, 4, 5, 9, 0], [6, 9, 0, 0, 0]])                              # 9 = [EOS]
+    tokens = np.array([[3, 4, 5, 9, 0], [6, 9, 0, 0, 0]])  # 9 = [EOS]
     prices = tokens[..., None].astype(np.float32) * np.ones((1, 1, 9), dtype=np.float32)
     seen = set()
     for seed in range(20):
         t, p = shuffle_items(tokens, prices, vocab, np.random.default_rng(seed))
-        assert sorted(t[0, :3]) == [3, 4, 5] and list(t[0, 3:]) == [9, 0] and list(t[1]) == [6, 9, 0, 0, 0]
-        assert (p[..., 0] == t).all()                                                # each price follows its product
+        assert (
+            sorted(t[0, :3]) == [3, 4, 5]
+            and list(t[0, 3:]) == [9, 0]
+            and list(t[1]) == [6, 9, 0, 0, 0]
+        )
+        assert (p[..., 0] == t).all()  # each price follows its product
         seen.add(tuple(t[0, :3]))
     assert len(seen) > 3
 
@@ -306,40 +396,59 @@ def test_item_shuffling_permutes_products_with_their_prices_only():
 def test_basket_queries_ask_one_slot_for_every_product():
     from retailsim_core.tokens import ProductVocab
     from retailsim_core.training.corruption import basket_queries
+
     vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
-    tokens = np.array([[3, 4, 5, 9, 0], [6, 9, 0, 0, 0]])                              # 9 = [EOS]
-    x, y, (rows, targets) = basket_queries(tokens, tokens.copy(), np.zeros_like(tokens), vocab, 1.0,
-                                           np.random.default_rng(0))
+    tokens = np.array([[3, 4, 5, 9, 0], [6, 9, 0, 0, 0]])  # 9 = [EOS]
+    x, y, (rows, targets) = basket_queries(
+        tokens, tokens.copy(), np.zeros_like(tokens), vocab, 1.0, np.random.default_rng(0)
+    )
     assert (x[:, 0] == vocab.mask).all() and (x[:, 1:] == PAD).all() and (y == PAD).all()
-    assert list(zip(rows.tolist(), targets.tolist())) == [(0, 3), (0, 4), (0, 5), (1, 6)]   # never [EOS]
-    x0, _, (r0, _) = basket_queries(tokens, tokens.copy(), np.zeros_like(tokens), vocab, 0.0, np.random.default_rng(0))
+    assert list(zip(rows.tolist(), targets.tolist())) == [
+        (0, 3),
+        (0, 4),
+        (0, 5),
+        (1, 6),
+    ]  # never [EOS]
+    x0, _, (r0, _) = basket_queries(
+        tokens, tokens.copy(), np.zeros_like(tokens), vocab, 0.0, np.random.default_rng(0)
+    )
     assert (x0 == tokens).all() and len(r0) == 0
 
 
 def test_price_response_matches_hand_computation_with_substitutes():
     # Vocabulary of 4 tokens; products 1 and 2 are substitutes (both directions), 3 has none.
     pr = PriceResponse(d_model=2, vocab_size=4, substitutes=torch.tensor([[1, 2], [2, 1]]))
-    shelf = torch.tensor([[[0.0, 0.0, 0.0, 0.0], [-0.2, 0.2, 1.0, 1.0], [0.1, 0.5, 1.0, 1.0], [0.3, 0.0, 0.0, 1.0]]])
-    feats = pr.features(shelf)                                        # log_rel, depth, available, substitutes' depth
+    shelf = torch.tensor(
+        [[[0.0, 0.0, 0.0, 0.0], [-0.2, 0.2, 1.0, 1.0], [0.1, 0.5, 1.0, 1.0], [0.3, 0.0, 0.0, 1.0]]]
+    )
+    feats = pr.features(shelf)  # log_rel, depth, available, substitutes' depth
     torch.testing.assert_close(feats[0, 1], torch.tensor([-0.2, 0.2, 1.0, 0.5]))
     torch.testing.assert_close(feats[0, 2], torch.tensor([0.1, 0.5, 1.0, 0.2]))
     torch.testing.assert_close(feats[0, 3], torch.tensor([0.3, 0.0, 1.0, 0.0]))
     with torch.no_grad():
-        pr.raw_product_weights[1] = torch.tensor([2.0, 3.0]).expm1().log()    # softplus^-1: a = (2, -3)
-        pr.context_weights.bias[:] = torch.tensor([0.5, 0.1])              # log relative price, available
+        pr.raw_product_weights[1] = (
+            torch.tensor([2.0, 3.0]).expm1().log()
+        )  # softplus^-1: a = (2, -3)
+        pr.context_weights.bias[:] = torch.tensor([0.5, 0.1])  # log relative price, available
         pr.scale.bias[:] = math.log(2.0)
-    got = pr(torch.zeros(1, 2), feats, torch.tensor([0]))[:, [1, 3]]    # products 1 and 3 of basket row 0
+    got = pr(torch.zeros(1, 2), feats, torch.tensor([0]))[
+        :, [1, 3]
+    ]  # products 1 and 3 of basket row 0
     # product 1: 0.5 * -0.2 + 0.1 * 1 + 2 * (2 * 0.2 - 3 * 0.5); product 3: 0.5 * 0.3 + 0.1 * 1
-    torch.testing.assert_close(got, torch.tensor([[0.5 * -0.2 + 0.1 + 2 * (0.4 - 1.5), 0.15 + 0.1]]))
+    torch.testing.assert_close(
+        got, torch.tensor([[0.5 * -0.2 + 0.1 + 2 * (0.4 - 1.5), 0.15 + 0.1]])
+    )
 
 
 def test_a_substitutes_price_cut_lowers_a_products_probability_when_the_weight_says_so(tiny):
     inputs, data, model = tiny
     batch = data[_rows_with_history(data, 2)]
     edges = torch.tensor([[1, 2], [2, 1]])
-    m = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges).eval()
+    m = build_model(
+        CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges
+    ).eval()
     with torch.no_grad():
-        m.price_response.raw_product_weights[1, -1] = 4.0              # product 1 loses share to 2's promotions
+        m.price_response.raw_product_weights[1, -1] = 4.0  # product 1 loses share to 2's promotions
     shelf = batch["shelf"].clone()
     shelf[:, 2, 1] = 0.0
     with torch.no_grad():
@@ -348,14 +457,19 @@ def test_a_substitutes_price_cut_lowers_a_products_probability_when_the_weight_s
         promo = m.next_basket({**batch, "shelf": shelf})[1]
     assert ((promo[:, 1] - promo[:, 3]) - (base[:, 1] - base[:, 3]) < -1.0).all()
     # products without substitutes keep their odds against each other
-    torch.testing.assert_close(promo[:, 3] - promo[:, 4], base[:, 3] - base[:, 4], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(
+        promo[:, 3] - promo[:, 4], base[:, 3] - base[:, 4], atol=1e-4, rtol=1e-4
+    )
 
 
 def test_substitute_edges_travel_with_the_weights(tiny, tmp_path):
     from retailsim_core.training import checkpoint as ckpt
+
     inputs, data, _ = tiny
     for edges in (torch.zeros(2, 0, dtype=torch.long), torch.tensor([[1, 2, 5], [2, 1, 7]])):
-        m = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges)
+        m = build_model(
+            CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges
+        )
         ckpt.save_tensors(tmp_path / "m.safetensors", m.state_dict())
         loaded = ckpt.load_tensors(tmp_path / "m.safetensors")
         assert torch.equal(loaded["price_response.substitute_edges"], edges)
@@ -363,24 +477,32 @@ def test_substitute_edges_travel_with_the_weights(tiny, tmp_path):
 
 def test_copurchase_response_is_the_mean_log_lift_from_the_shown_products():
     from retailsim_core.models.heads import CopurchaseResponse
+
     # edges 1 -> 3 (lift e), 2 -> 3 (lift e^3), 1 -> 4 (lift e^2); 5 vocabulary tokens
-    cop = CopurchaseResponse(d_model=2, vocab_size=5, edges=torch.tensor([[1, 2, 1], [3, 3, 4]]),
-                             lift=torch.tensor([math.e, math.e ** 3, math.e ** 2]))
+    cop = CopurchaseResponse(
+        d_model=2,
+        vocab_size=5,
+        edges=torch.tensor([[1, 2, 1], [3, 3, 4]]),
+        lift=torch.tensor([math.e, math.e**3, math.e**2]),
+    )
     with torch.no_grad():
         cop.weight.bias[:] = 2.0
     shown = torch.tensor([[False, True, True, False, False], [False] * 5])
     got = cop(torch.zeros(2, 2), shown)
     # row 0: shown {1, 2}: token 3 gets (1 + 3) / 2, token 4 gets 2 / 2; times the weight 2
     torch.testing.assert_close(got[0], torch.tensor([0.0, 0.0, 0.0, 4.0, 2.0]))
-    assert got[1].abs().sum() == 0                                                   # nothing shown, no offset
+    assert got[1].abs().sum() == 0  # nothing shown, no offset
 
 
 def test_copurchase_edges_travel_with_the_weights(tiny, tmp_path):
     from retailsim_core.pipeline.world_model import load_model
     from retailsim_core.training import checkpoint as ckpt
+
     inputs, data, _ = tiny
     assert inputs.copurchase[0].shape[1] == len(inputs.copurchase[1]) > 0
-    m = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, copurchase=inputs.copurchase)
+    m = build_model(
+        CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, copurchase=inputs.copurchase
+    )
     loaded = ckpt.load_tensors(_save(m, tmp_path))
     assert torch.equal(loaded["copurchase.edges"], inputs.copurchase[0])
     again, _, _ = load_model(tmp_path)
@@ -393,6 +515,7 @@ def _save(model, folder):
     from retailsim_core.tensors import TensorConfig
     from retailsim_core.tokens import ProductVocab
     from retailsim_core.training.loop import TrainConfig
+
     vocab = ProductVocab(tuple(f"P{i:05d}" for i in range(model.vocab_size - 3)))
     write_checkpoint(folder, model, vocab, TensorConfig(), TrainConfig.preset("tiny"), {}, [])
     return folder / "model.safetensors"
@@ -407,6 +530,7 @@ def test_a_customer_without_history_gets_the_popular_products_first(tiny):
 
     from retailsim_core.training.corruption import basket_queries
     from retailsim_core.training.validation import popularity_scores
+
     inputs, data, _ = tiny
     model = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-2)
@@ -415,19 +539,30 @@ def test_a_customer_without_history_gets_the_popular_products_first(tiny):
     for step in range(40):
         batch = data[np.sort(rng.choice(rows, 64, replace=False))]
         tokens = batch["tokens"].numpy()
-        x, y, (qr, qt) = basket_queries(tokens, tokens.copy(), np.zeros_like(tokens), data.vocab, 1.0, rng)
+        x, y, (qr, qt) = basket_queries(
+            tokens, tokens.copy(), np.zeros_like(tokens), data.vocab, 1.0, rng
+        )
         x, y = torch.from_numpy(x), torch.from_numpy(y)
         out = model(batch, x, hidden=x == data.vocab.mask)
-        loss = world_model_loss(model, out, batch, x, y, torch.zeros(len(x), dtype=torch.bool),
-                                LossWeights.focal_only(), torch.Generator().manual_seed(step), torch.nn.Identity(),
-                                basket_targets=(torch.from_numpy(qr), torch.from_numpy(qt)))
+        loss = world_model_loss(
+            model,
+            out,
+            batch,
+            x,
+            y,
+            torch.zeros(len(x), dtype=torch.bool),
+            LossWeights.focal_only(),
+            torch.Generator().manual_seed(step),
+            torch.nn.Identity(),
+            basket_targets=(torch.from_numpy(qr), torch.from_numpy(qt)),
+        )
         opt.zero_grad()
         loss.total.backward()
         opt.step()
     cold = [int(r) for r in np.flatnonzero(data.hist_end == data.full_hist_start)[:16]]
     with torch.no_grad():
-        log_p = model.train(False).next_basket(data[cold])[1].mean(0)[1:data.vocab.n_products + 1]
-    pop = popularity_scores(data, rows)[1:data.vocab.n_products + 1]
+        log_p = model.train(False).next_basket(data[cold])[1].mean(0)[1 : data.vocab.n_products + 1]
+    pop = popularity_scores(data, rows)[1 : data.vocab.n_products + 1]
     assert spearmanr(log_p.numpy(), pop).statistic > 0.5
     top_pop, top_model = set(np.argsort(-pop)[:20]), set(torch.topk(log_p, 20).indices.tolist())
     assert len(top_pop & top_model) >= 10
@@ -451,9 +586,18 @@ def test_position_zero_heads_learn_only_where_nothing_of_the_basket_is_shown(tin
     for logits in out.aux_logits.values():
         logits.retain_grad()
     weights = LossWeights(focal=0.0, contrastive=0.0)
-    loss = world_model_loss(model, out, batch, x, y, torch.zeros(len(x), dtype=torch.bool), weights,
-                            torch.Generator().manual_seed(0), torch.nn.Identity(),
-                            basket_targets=(torch.from_numpy(q_rows), torch.from_numpy(q_tokens)))
+    loss = world_model_loss(
+        model,
+        out,
+        batch,
+        x,
+        y,
+        torch.zeros(len(x), dtype=torch.bool),
+        weights,
+        torch.Generator().manual_seed(0),
+        torch.nn.Identity(),
+        basket_targets=(torch.from_numpy(q_rows), torch.from_numpy(q_tokens)),
+    )
     loss.total.backward()
     shown = torch.from_numpy(~queried)
     assert out.size_logits.grad[shown].abs().sum() == 0

@@ -1,4 +1,6 @@
-"""A fresh warehouse per test with the tiny world's raw weeks 1-14 ingested (tests may rewrite it)."""
+"""A fresh warehouse per test with the tiny world's raw weeks 1-14 ingested (tests may rewrite
+it).
+"""
 
 import pytest
 

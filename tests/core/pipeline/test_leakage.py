@@ -17,8 +17,11 @@ def _perturb_from(wh: Warehouse, first_week: int) -> None:
     for week in range(first_week, WEEKS[-1] + 1):
         df = wh.scan(RAW_TABLE, [week]).collect()
         df = df.filter(pl.int_range(pl.len()) % 3 != 0).with_columns(
-            spend=pl.col("spend") * 2, store_id=pl.when(pl.int_range(pl.len()) % 5 == 0).then(pl.lit("STORE09999"))
-            .otherwise(pl.col("store_id")))
+            spend=pl.col("spend") * 2,
+            store_id=pl.when(pl.int_range(pl.len()) % 5 == 0)
+            .then(pl.lit("STORE09999"))
+            .otherwise(pl.col("store_id")),
+        )
         wh.write_partition(RAW_TABLE, week, df, RAW_TRANSACTIONS_SCHEMA, {"status": "ok"})
 
 
@@ -32,7 +35,7 @@ def test_prices_of_week_w_ignore_weeks_after_w(warehouse):
     _perturb_from(warehouse, W + 1)
     derive_price_weeks(warehouse, WEEKS)
     assert all(_bytes(warehouse, PRICES_TABLE, w) == before[w] for w in range(1, W + 1))
-    assert _bytes(warehouse, PRICES_TABLE, W + 1) != before[W + 1]   # the perturbation does matter
+    assert _bytes(warehouse, PRICES_TABLE, W + 1) != before[W + 1]  # the perturbation does matter
 
 
 def test_snapshots_of_week_w_ignore_weeks_from_w(warehouse):
@@ -50,13 +53,17 @@ def test_resumed_runs_equal_one_pass(warehouse, tmp_path):
     bytes as one pass over all weeks."""
     derive_price_weeks(warehouse, WEEKS)
     snapshot_weeks(warehouse, WEEKS)
-    one_pass = {(t, w): _bytes(warehouse, t, w) for t in (PRICES_TABLE, AFFINITY_TABLE, MISSIONS_TABLE) for w in WEEKS}
-    derive_price_weeks(warehouse, range(9, 15))            # state from partitions 1..8
+    one_pass = {
+        (t, w): _bytes(warehouse, t, w)
+        for t in (PRICES_TABLE, AFFINITY_TABLE, MISSIONS_TABLE)
+        for w in WEEKS
+    }
+    derive_price_weeks(warehouse, range(9, 15))  # state from partitions 1..8
     snapshot_weeks(warehouse, range(9, 15))
     for w in range(9, 15):
         for t in (PRICES_TABLE, AFFINITY_TABLE, MISSIONS_TABLE):
             assert _bytes(warehouse, t, w) == one_pass[(t, w)], (t, w)
-    fresh = Warehouse(tmp_path / "fresh")                   # no price partitions: rebuilt from raw
+    fresh = Warehouse(tmp_path / "fresh")  # no price partitions: rebuilt from raw
     for w in WEEKS:
         raw = warehouse.scan(RAW_TABLE, [w]).collect()
         fresh.write_partition(RAW_TABLE, w, raw, RAW_TRANSACTIONS_SCHEMA, {"status": "ok"})
@@ -65,7 +72,12 @@ def test_resumed_runs_equal_one_pass(warehouse, tmp_path):
 
 
 def test_feature_tables_of_week_w_ignore_later_weeks(warehouse):
-    from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE, price_feature_weeks, store_feature_weeks
+    from retailsim_core.pipeline.features import (
+        PRICE_FEATURES_TABLE,
+        STORE_FEATURES_TABLE,
+        price_feature_weeks,
+        store_feature_weeks,
+    )
 
     def build():
         derive_price_weeks(warehouse, WEEKS)
@@ -73,11 +85,21 @@ def test_feature_tables_of_week_w_ignore_later_weeks(warehouse):
         store_feature_weeks(warehouse, WEEKS)
 
     build()
-    before = {(t, w): _bytes(warehouse, t, w) for t in (PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE) for w in WEEKS}
-    _perturb_from(warehouse, W + 1)          # price features of W may use week W itself
+    before = {
+        (t, w): _bytes(warehouse, t, w)
+        for t in (PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE)
+        for w in WEEKS
+    }
+    _perturb_from(warehouse, W + 1)  # price features of W may use week W itself
     build()
-    assert all(_bytes(warehouse, PRICE_FEATURES_TABLE, w) == before[(PRICE_FEATURES_TABLE, w)] for w in range(1, W + 1))
-    _perturb_from(warehouse, W)              # store features of W use weeks < W only
+    assert all(
+        _bytes(warehouse, PRICE_FEATURES_TABLE, w) == before[(PRICE_FEATURES_TABLE, w)]
+        for w in range(1, W + 1)
+    )
+    _perturb_from(warehouse, W)  # store features of W use weeks < W only
     build()
-    assert all(_bytes(warehouse, STORE_FEATURES_TABLE, w) == before[(STORE_FEATURES_TABLE, w)] for w in range(1, W + 1))
+    assert all(
+        _bytes(warehouse, STORE_FEATURES_TABLE, w) == before[(STORE_FEATURES_TABLE, w)]
+        for w in range(1, W + 1)
+    )
     assert _bytes(warehouse, STORE_FEATURES_TABLE, W + 2) != before[(STORE_FEATURES_TABLE, W + 2)]

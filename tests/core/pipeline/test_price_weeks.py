@@ -1,4 +1,6 @@
-"""derived_prices runs: the overlapped stages keep order, fail loudly, and restore from the warehouse."""
+"""derived_prices runs: the overlapped stages keep order, fail loudly, and restore from the
+warehouse.
+"""
 
 import pytest
 
@@ -36,6 +38,8 @@ def test_a_partition_from_another_order_is_refused(warehouse):
     written = warehouse.scan(PRICES_TABLE, [2], schema=DERIVED_PRICES_SCHEMA).collect()
     shuffled = written.sort("store_id", "product_id")
     assert not shuffled.equals(written)
-    warehouse.write_partition(PRICES_TABLE, 2, shuffled, DERIVED_PRICES_SCHEMA, {"source_status": "ok"})
+    warehouse.write_partition(
+        PRICES_TABLE, 2, shuffled, DERIVED_PRICES_SCHEMA, {"source_status": "ok"}
+    )
     with pytest.raises(ValueError, match="re-materialize derived_prices from week 1"):
         derive_price_weeks(warehouse, [4])

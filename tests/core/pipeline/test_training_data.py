@@ -6,13 +6,18 @@ import pytest
 from scipy.stats import binomtest
 
 from retailsim_core.pipeline.ingest import ingest_weeks
-from retailsim_core.pipeline.samples import METADATA_TABLE, SAMPLES_TABLE, build_trip_store, training_data_weeks
+from retailsim_core.pipeline.samples import (
+    METADATA_TABLE,
+    SAMPLES_TABLE,
+    build_trip_store,
+    training_data_weeks,
+)
 from retailsim_core.split import TemporalSplit
 from retailsim_core.tokens import PAD, ProductVocab, mask_items, pad_baskets
 from retailsim_core.trips import TripStore, trips_of
 from retailsim_core.warehouse import Warehouse
 
-SPLIT = TemporalSplit(train_end=8, valid_end=11)   # the 14 tiny weeks span all three splits
+SPLIT = TemporalSplit(train_end=8, valid_end=11)  # the 14 tiny weeks span all three splits
 WEEKS = range(1, 15)
 
 
@@ -37,9 +42,19 @@ def test_no_future_leakage_on_every_split(data):
     assert (weeks[idx] < samples["week"].to_numpy()[rows]).all()
     # ... and nothing is missing: the slice holds every earlier trip of the customer.
     trips = store.trips.select("customer_id", "week")
-    counts = samples.select("customer_id", "week").with_row_index("i").join(trips, on="customer_id", suffix="_t") \
-        .filter(pl.col("week_t") < pl.col("week")).group_by("i").len()
-    got = samples.with_row_index("i").join(counts, on="i", how="left").with_columns(pl.col("len").fill_null(0))
+    counts = (
+        samples.select("customer_id", "week")
+        .with_row_index("i")
+        .join(trips, on="customer_id", suffix="_t")
+        .filter(pl.col("week_t") < pl.col("week"))
+        .group_by("i")
+        .len()
+    )
+    got = (
+        samples.with_row_index("i")
+        .join(counts, on="i", how="left")
+        .with_columns(pl.col("len").fill_null(0))
+    )
     assert (got["len"] == got["end"] - got["start"]).all()
     assert (got["history_trips"] == got["end"] - got["start"]).all()
 
@@ -47,12 +62,16 @@ def test_no_future_leakage_on_every_split(data):
 def test_histories_are_nested_and_grow(data):
     """Spec §5.6.0 test 2: the same customer at two weeks gets different, nested histories."""
     _, store, samples = data
-    busy = samples.group_by("customer_id").agg(pl.col("week").n_unique()).filter(pl.col("week") >= 3)["customer_id"][0]
+    busy = (
+        samples.group_by("customer_id")
+        .agg(pl.col("week").n_unique())
+        .filter(pl.col("week") >= 3)["customer_id"][0]
+    )
     mine = samples.filter(pl.col("customer_id") == busy).sort("week")
     first, last = mine.row(0, named=True), mine.row(-1, named=True)
     assert first["start"] == last["start"] and first["end"] < last["end"]
-    early = store.trips[first["start"]:first["end"]]["basket_id"].to_list()
-    late = store.trips[last["start"]:last["end"]]["basket_id"].to_list()
+    early = store.trips[first["start"] : first["end"]]["basket_id"].to_list()
+    late = store.trips[last["start"] : last["end"]]["basket_id"].to_list()
     assert late[: len(early)] == early
 
 
@@ -94,16 +113,18 @@ def test_tokens_eos_last_and_no_loss_on_pad_or_eos(data):
     matrix = pad_baskets(tokens)
     batch = mask_items(matrix, vocab, 0.15, np.random.default_rng(0))
     chosen = batch.targets != PAD
-    assert not (chosen & ((matrix == PAD) | (matrix == vocab.eos))).any()   # never PAD or EOS
+    assert not (chosen & ((matrix == PAD) | (matrix == vocab.eos))).any()  # never PAD or EOS
     assert (batch.inputs[matrix == vocab.eos] == vocab.eos).all()
     assert ((batch.targets[chosen] >= 1) & (batch.targets[chosen] <= vocab.n_products)).all()
-    assert chosen.any(axis=1)[(matrix > 0).any(1)].all()                    # every basket trains
+    assert chosen.any(axis=1)[(matrix > 0).any(1)].all()  # every basket trains
 
 
 def test_masking_proportions():
     vocab = ProductVocab.from_products([f"P{i:04d}" for i in range(500)])
     rng = np.random.default_rng(7)
-    tokens = np.concatenate([rng.integers(1, 501, (4000, 20)), np.full((4000, 1), vocab.eos)], axis=1)
+    tokens = np.concatenate(
+        [rng.integers(1, 501, (4000, 20)), np.full((4000, 1), vocab.eos)], axis=1
+    )
     batch = mask_items(tokens, vocab, 0.15, np.random.default_rng(42))
     chosen = batch.targets != PAD
     n, k = int((tokens <= 500).sum()), int(chosen.sum())
@@ -111,7 +132,9 @@ def test_masking_proportions():
     masked = int((batch.inputs[chosen] == vocab.mask).sum())
     kept = int((batch.inputs[chosen] == tokens[chosen]).sum())
     assert binomtest(masked, k, 0.8).pvalue > 0.001
-    assert binomtest(kept, k, 0.1 + 0.1 / 500).pvalue > 0.001     # "unchanged" plus random hits on itself
+    assert (
+        binomtest(kept, k, 0.1 + 0.1 / 500).pvalue > 0.001
+    )  # "unchanged" plus random hits on itself
     assert set(batch.positions[:, 0]) <= set(range(4000))
     rate20 = mask_items(tokens, vocab, 0.20, np.random.default_rng(42))
     assert binomtest(int((rate20.targets != PAD).sum()), n, 0.20).pvalue > 0.001
@@ -125,12 +148,30 @@ def test_trips_are_in_time_order_not_basket_id_order():
     from retailsim_core.trips import TRIPS_SCHEMA
 
     def trip(basket, day, hour):
-        return {"customer_id": "C1", "week": 1, "basket_id": basket, "shop_date": dt.date(2006, 4, day),
-                "shop_hour": hour, "products": ["P1"]}
+        return {
+            "customer_id": "C1",
+            "week": 1,
+            "basket_id": basket,
+            "shop_date": dt.date(2006, 4, day),
+            "shop_hour": hour,
+            "products": ["P1"],
+        }
+
     frame = pl.DataFrame([trip(30, 10, 9), trip(10, 12, 18), trip(20, 12, 8), trip(5, 14, 12)])
-    frame = frame.with_columns(*[pl.lit(None).cast(t).alias(c) for c, t in TRIPS_SCHEMA.items()
-                                 if c not in frame.columns]).select(TRIPS_SCHEMA.names()).cast(dict(TRIPS_SCHEMA))
+    frame = (
+        frame.with_columns(
+            *[
+                pl.lit(None).cast(t).alias(c)
+                for c, t in TRIPS_SCHEMA.items()
+                if c not in frame.columns
+            ]
+        )
+        .select(TRIPS_SCHEMA.names())
+        .cast(dict(TRIPS_SCHEMA))
+    )
     store = TripStore.build(frame)
     assert store.trips["basket_id"].to_list() == [30, 20, 10, 5]
-    raw = frame.explode("products").rename({"products": "product_id"}).with_columns(spend=pl.lit(1.0))
+    raw = (
+        frame.explode("products").rename({"products": "product_id"}).with_columns(spend=pl.lit(1.0))
+    )
     assert trips_of(raw.lazy()).collect()["basket_id"].to_list() == [30, 20, 10, 5]

@@ -5,16 +5,16 @@ import shutil
 
 import pytest
 
+from retailsim_core.io import sha256_of
 from retailsim_core.pipeline.evaluation import evaluate
 from retailsim_core.pipeline.truth import bind_truth, ingested_files
 from retailsim_core.synth.writer import FINGERPRINT_FILE, generate
-from retailsim_core.io import sha256_of
 
 
 def test_the_generator_fingerprints_every_file_it_wrote(tiny_dataset):
     weeks = json.loads((tiny_dataset["truth"] / FINGERPRINT_FILE).read_text())["weeks"]
     files = sorted(tiny_dataset["raw"].glob("transactions_*.csv"))
-    assert len(weeks) == len(files) == 13                                   # 14 weeks, week 4 left out
+    assert len(weeks) == len(files) == 13  # 14 weeks, week 4 left out
     assert "4" not in weeks
     assert sorted(weeks.values()) == sorted(sha256_of(p) for p in files)
 
@@ -36,8 +36,9 @@ def other_truth(tmp_path_factory, tiny_cfg):
     return root / "truth"
 
 
-def test_truth_of_other_files_is_skipped_with_a_note_that_names_the_setting(tiny_warehouse,
-                                                                           other_truth):
+def test_truth_of_other_files_is_skipped_with_a_note_that_names_the_setting(
+    tiny_warehouse, other_truth
+):
     binding = bind_truth(other_truth, tiny_warehouse["warehouse"])
     assert binding.truth_dir is None
     assert "RETAILSIM_TRUTH_DIR" in binding.note and "13 of 13" in binding.note

@@ -16,15 +16,29 @@ from retailsim_core.synth.writer import generate, week_frame
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_same_seed_gives_identical_bytes(tmp_path, tiny_cfg):
     for run in ("a", "b"):
-        generate(tiny_cfg, tmp_path / run / "raw", tmp_path / run / "truth", weeks=range(1, 4), compress=True)
+        generate(
+            tiny_cfg,
+            tmp_path / run / "raw",
+            tmp_path / run / "truth",
+            weeks=range(1, 4),
+            compress=True,
+        )
     assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
-    generate(tiny_cfg.replace(seed=7), tmp_path / "c" / "raw", tmp_path / "c" / "truth", weeks=range(1, 4))
+    generate(
+        tiny_cfg.replace(seed=7),
+        tmp_path / "c" / "raw",
+        tmp_path / "c" / "truth",
+        weeks=range(1, 4),
+    )
     assert _digest(tmp_path / "a" / "truth") != _digest(tmp_path / "c" / "truth")
 
 
@@ -39,8 +53,10 @@ def test_files_follow_the_lgsr_format(tiny_dataset):
     carded = df.filter(pl.col("CUST_CODE").is_not_null())
     assert carded["CUST_CODE"].str.contains(r"^CUST\d{10}$").all()
     # One customer, store, date, hour and mission per basket.
-    per_basket = df.group_by("BASKET_ID").agg(pl.col(c).n_unique() for c in
-                                              ("CUST_CODE", "STORE_CODE", "SHOP_DATE", "SHOP_HOUR", "BASKET_TYPE"))
+    per_basket = df.group_by("BASKET_ID").agg(
+        pl.col(c).n_unique()
+        for c in ("CUST_CODE", "STORE_CODE", "SHOP_DATE", "SHOP_HOUR", "BASKET_TYPE")
+    )
     assert (per_basket.drop("BASKET_ID").max_horizontal() == 1).all()
 
 
@@ -71,13 +87,15 @@ def tiny_year():
 def test_planted_population_behaviour(tiny_year):
     world, lines, truth = tiny_year
     uncarded = lines["CUST_CODE"].eq("").mean()
-    assert 0.10 < uncarded < 0.30          # LGSR: ~20% of rows
-    carded = lines.filter(pl.col("CUST_CODE") != "").with_columns(pl.col("SHOP_WEEK").cast(pl.Int32))
+    assert 0.10 < uncarded < 0.30  # LGSR: ~20% of rows
+    carded = lines.filter(pl.col("CUST_CODE") != "").with_columns(
+        pl.col("SHOP_WEEK").cast(pl.Int32)
+    )
     first = carded.group_by("CUST_CODE", "PROD_CODE").agg(pl.col("SHOP_WEEK").min().alias("first"))
     late = carded.filter(pl.col("SHOP_WEEK") >= 200720).join(first, on=["CUST_CODE", "PROD_CODE"])
-    assert (late["first"] < late["SHOP_WEEK"]).mean() > 0.75   # strong repeat habit
+    assert (late["first"] < late["SHOP_WEEK"]).mean() > 0.75  # strong repeat habit
     starts = truth.group_by("customer_idx").agg(pl.col("week").min())
-    assert starts["week"].max() > 80                            # cold-start customers exist
+    assert starts["week"].max() > 80  # cold-start customers exist
 
 
 def test_late_store_and_novel_products_appear_only_when_planted(tiny_year):
@@ -89,10 +107,11 @@ def test_late_store_and_novel_products_appear_only_when_planted(tiny_year):
     lines = tiny_year[1].with_columns(pl.col("SHOP_WEEK").cast(pl.Int32))
     launch = pl.DataFrame({"PROD_CODE": cat.product_code, "launch_week": cat.launch_week})
     from retailsim_core.calendar import week_of_shop_week
+
     sold = lines.group_by("PROD_CODE").agg(pl.col("SHOP_WEEK").min()).join(launch, on="PROD_CODE")
     first_week = sold["SHOP_WEEK"].map_elements(week_of_shop_week, return_dtype=pl.Int64)
     assert (first_week >= sold["launch_week"]).all()
-    assert (sold["launch_week"] > 80).any()                     # novel products are sold
+    assert (sold["launch_week"] > 80).any()  # novel products are sold
 
 
 def test_prices_follow_the_promotion_calendar(tiny_year):
@@ -102,7 +121,9 @@ def test_prices_follow_the_promotion_calendar(tiny_year):
     weeks = np.array([basket_week[b] for b in lines["BASKET_ID"].to_list()])
     p = np.searchsorted(cat.product_code, lines["PROD_CODE"].to_numpy())
     t = np.searchsorted(cat.store_code, lines["STORE_CODE"].to_numpy())
-    unit = lines["SPEND"].cast(pl.Float64).to_numpy() / lines["QUANTITY"].cast(pl.Float64).to_numpy()
+    unit = (
+        lines["SPEND"].cast(pl.Float64).to_numpy() / lines["QUANTITY"].cast(pl.Float64).to_numpy()
+    )
     expected = np.empty_like(unit)
     for week in np.unique(weeks):  # shelf() is vectorised within a week
         rows = weeks == week

@@ -16,8 +16,10 @@ def world():
     return build_world(preset("tiny"))
 
 
-@pytest.mark.parametrize("focus,mode,size,week", [("Fresh", "LA", "M", 30), ("Nonfood", "UM", "L", 100),
-                                                   ("Mixed", "MM", "S", 90)])
+@pytest.mark.parametrize(
+    "focus,mode,size,week",
+    [("Fresh", "LA", "M", 30), ("Nonfood", "UM", "L", 100), ("Mixed", "MM", "S", 90)],
+)
 def test_oracle_matches_monte_carlo(world, focus, mode, size, week):
     cat = world.catalogue
     carded = np.flatnonzero(world.population.carded)
@@ -25,12 +27,25 @@ def test_oracle_matches_monte_carlo(world, focus, mode, size, week):
     store = int(world.population.home_store[customer])
     probs = purchase_probabilities(world, week, customer, store, focus, mode, size)[0]
     rng = np.random.default_rng(0)
-    ctx = lambda vocab, v: np.full(N, vocab.index(v))
-    b, p, _ = draw_basket_lines(world, week, np.full(N, customer), np.full(N, store),
-                                ctx(MISSION_FOCI, focus), ctx(PRICE_MODES, mode), ctx(BASKET_SIZES, size), rng)
+
+    def ctx(vocab, v):
+        return np.full(N, vocab.index(v))
+
+    b, p, _ = draw_basket_lines(
+        world,
+        week,
+        np.full(N, customer),
+        np.full(N, store),
+        ctx(MISSION_FOCI, focus),
+        ctx(PRICE_MODES, mode),
+        ctx(BASKET_SIZES, size),
+        rng,
+    )
     empirical = np.bincount(p, minlength=cat.n_products) / N
     tolerance = 5 * np.sqrt(probs * (1 - probs) / N) + 2e-4
-    assert np.all(np.abs(empirical - probs) <= tolerance), np.max(np.abs(empirical - probs) - tolerance)
+    assert np.all(np.abs(empirical - probs) <= tolerance), np.max(
+        np.abs(empirical - probs) - tolerance
+    )
     assert np.all(probs[cat.launch_week > week] == 0)
     # The expected basket size is consistent too.
     assert abs(probs.sum() - len(p) / N) < 0.05 * probs.sum()

@@ -9,7 +9,11 @@ import torch
 
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.world_model import (
-    CHECKPOINT_TABLE, build_model, load_model, load_model_inputs, train_world_model,
+    CHECKPOINT_TABLE,
+    build_model,
+    load_model,
+    load_model_inputs,
+    train_world_model,
 )
 from retailsim_core.split import TemporalSplit
 from retailsim_core.training.loop import TrainConfig, train
@@ -23,15 +27,21 @@ def sets(tiny_warehouse):
     inputs = load_model_inputs(tiny_warehouse["warehouse"], range(1, 12))
     usable = inputs.samples.filter(~pl.col("truncated"))
     train_s = usable.filter(pl.col("split") == "train")
-    return (inputs, inputs.training_set(train_s), train_s["bucket"].to_numpy(),
-            inputs.training_set(usable.filter(pl.col("split") == "validation")))
+    return (
+        inputs,
+        inputs.training_set(train_s),
+        train_s["bucket"].to_numpy(),
+        inputs.training_set(usable.filter(pl.col("split") == "validation")),
+    )
 
 
 def _run(sets, tmp_path, cfg, stop=None):
     inputs, train_data, buckets, valid = sets
     model = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=cfg.seed)
     pop = popularity_scores(train_data, np.arange(len(train_data)))
-    return model, train(model, train_data, buckets, valid, pop, cfg, state_dir=tmp_path, stop_after_epochs=stop)
+    return model, train(
+        model, train_data, buckets, valid, pop, cfg, state_dir=tmp_path, stop_after_epochs=stop
+    )
 
 
 def test_evaluation_batches_cover_each_row_once_ordered_by_history_then_basket_size(sets):
@@ -58,11 +68,13 @@ def test_masked_item_ranks_without_the_baseline_rank_the_model_alike(sets):
 def test_interrupted_training_resumes_to_the_same_result(sets, tmp_path):
     cfg = TrainConfig.preset("tiny", seed=3)
     _, whole = _run(sets, tmp_path / "a", cfg)
-    _, first = _run(sets, tmp_path / "b", cfg, stop=2)                        # "crash" after two epochs
+    _, first = _run(sets, tmp_path / "b", cfg, stop=2)  # "crash" after two epochs
     assert first.state.epoch == 2 and not first.state.done
     _, resumed = _run(sets, tmp_path / "b", cfg)
     assert resumed.state.epoch == whole.state.epoch == 4
-    assert [h["valid_NDCG@10"] for h in resumed.state.history] == [h["valid_NDCG@10"] for h in whole.state.history]
+    assert [h["valid_NDCG@10"] for h in resumed.state.history] == [
+        h["valid_NDCG@10"] for h in whole.state.history
+    ]
     for k, v in whole.best_weights.items():
         assert torch.equal(v, resumed.best_weights[k]), k
 
@@ -72,19 +84,41 @@ def test_a_changed_configuration_does_not_resume_a_stale_state(sets, tmp_path):
     inputs, train_data, buckets, valid = sets
     pop = popularity_scores(train_data, np.arange(len(train_data)))
     m = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
-    train(m, train_data, buckets, valid, pop, cfg, state_dir=tmp_path, stop_after_epochs=1, fingerprint="old")
+    train(
+        m,
+        train_data,
+        buckets,
+        valid,
+        pop,
+        cfg,
+        state_dir=tmp_path,
+        stop_after_epochs=1,
+        fingerprint="old",
+    )
     m2 = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
-    res = train(m2, train_data, buckets, valid, pop, cfg, state_dir=tmp_path, stop_after_epochs=1, fingerprint="new")
-    assert res.state.epoch == 1                                                   # started afresh
+    res = train(
+        m2,
+        train_data,
+        buckets,
+        valid,
+        pop,
+        cfg,
+        state_dir=tmp_path,
+        stop_after_epochs=1,
+        fingerprint="new",
+    )
+    assert res.state.epoch == 1  # started afresh
 
 
 def test_early_stopping_ends_the_main_phase(sets, tmp_path):
     phases = TrainConfig.preset("tiny").phases
-    frozen = tuple(dataclasses.replace(p, lr=0.0, epochs=6 if p.name == "main" else p.epochs) for p in phases)
+    frozen = tuple(
+        dataclasses.replace(p, lr=0.0, epochs=6 if p.name == "main" else p.epochs) for p in phases
+    )
     cfg = dataclasses.replace(TrainConfig.preset("tiny"), phases=frozen, patience=2)
     _, res = _run(sets, tmp_path, cfg)
     main = [h for h in res.state.history if h["phase"] == "main"]
-    assert len(main) == 2                                                          # no improvement: patience 2
+    assert len(main) == 2  # no improvement: patience 2
 
 
 def test_trained_checkpoint_beats_popularity_and_reloads_without_pickle(tiny_warehouse):
@@ -94,15 +128,24 @@ def test_trained_checkpoint_beats_popularity_and_reloads_without_pickle(tiny_war
     best = summary["best"]
     assert best["valid_Hit@10"] > best["valid_popularity_Hit@10"]
     folder = wh.table_dir(CHECKPOINT_TABLE)
-    assert {p.name for p in folder.iterdir()} >= {"model.safetensors", "config.json", "vocabulary.parquet"}
-    assert not (folder / "training_state").exists()                                # finished runs leave no resume state
+    assert {p.name for p in folder.iterdir()} >= {
+        "model.safetensors",
+        "config.json",
+        "vocabulary.parquet",
+    }
+    assert not (folder / "training_state").exists()  # finished runs leave no resume state
     assert not any(p.suffix in (".pt", ".pkl", ".pickle") for p in folder.rglob("*"))
     model, vocab, config = load_model(folder)
-    assert vocab.n_products == summary["vocabulary"] and config["summary"]["best_epoch"] == summary["best_epoch"]
+    assert (
+        vocab.n_products == summary["vocabulary"]
+        and config["summary"]["best_epoch"] == summary["best_epoch"]
+    )
 
 
 def test_torchrun_ddp_trains_identical_replicas(tiny_warehouse, tmp_path):
-    """Two ranks under torchrun (gloo, CPU): one checkpoint, and DDP keeps the replicas identical."""
+    """Two ranks under torchrun (gloo, CPU): one checkpoint, and DDP keeps the replicas
+    identical.
+    """
     import os
     import shutil
     import subprocess
@@ -110,13 +153,38 @@ def test_torchrun_ddp_trains_identical_replicas(tiny_warehouse, tmp_path):
     from pathlib import Path
 
     wh_copy = tmp_path / "wh"
-    shutil.copytree(tiny_warehouse["warehouse"].root, wh_copy, ignore=shutil.ignore_patterns(CHECKPOINT_TABLE))
+    shutil.copytree(
+        tiny_warehouse["warehouse"].root, wh_copy, ignore=shutil.ignore_patterns(CHECKPOINT_TABLE)
+    )
     torchrun = Path(sys.executable).with_name("torchrun")
-    out = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "retailsim_core.training.cli",
-                          "--warehouse", str(wh_copy), "--preset", "tiny", "--train-end", "8", "--valid-end", "11"],
-                         capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    out = subprocess.run(
+        [
+            str(torchrun),
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "retailsim_core.training.cli",
+            "--warehouse",
+            str(wh_copy),
+            "--preset",
+            "tiny",
+            "--train-end",
+            "8",
+            "--valid-end",
+            "11",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    digests = {line.split()[1]: line.split()[-1] for line in out.stdout.splitlines() if "weights sha256" in line}
+    digests = {
+        line.split()[1]: line.split()[-1]
+        for line in out.stdout.splitlines()
+        if "weights sha256" in line
+    }
     assert set(digests) == {"0/2", "1/2"} and len(set(digests.values())) == 1
     assert (wh_copy / CHECKPOINT_TABLE / "model.safetensors").exists()
 
@@ -148,15 +216,30 @@ def test_training_killed_mid_epoch_resumes_to_the_uninterrupted_result(tiny_ware
     runs = {}
     for name in ("killed", "whole"):
         wh = tmp_path / name
-        shutil.copytree(tiny_warehouse["warehouse"].root, wh, ignore=shutil.ignore_patterns(CHECKPOINT_TABLE))
+        shutil.copytree(
+            tiny_warehouse["warehouse"].root, wh, ignore=shutil.ignore_patterns(CHECKPOINT_TABLE)
+        )
         runs[name] = wh
-    proc = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(runs["killed"])], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == -9                                                  # SIGKILL: no clean shutdown
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL_SCRIPT, str(runs["killed"])],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == -9  # SIGKILL: no clean shutdown
     state = runs["killed"] / CHECKPOINT_TABLE / "training_state"
-    assert (state / "state.json").exists() and not (runs["killed"] / CHECKPOINT_TABLE / "model.safetensors").exists()
+    assert (state / "state.json").exists() and not (
+        runs["killed"] / CHECKPOINT_TABLE / "model.safetensors"
+    ).exists()
     from retailsim_core.warehouse import Warehouse
-    for name in ("killed", "whole"):   # the killed run resumes from epoch 2; the other runs from scratch
-        train_world_model(Warehouse(runs[name]), TemporalSplit(8, 11), MODEL, TrainConfig.preset("tiny", seed=5))
+
+    for name in (
+        "killed",
+        "whole",
+    ):  # the killed run resumes from epoch 2; the other runs from scratch
+        train_world_model(
+            Warehouse(runs[name]), TemporalSplit(8, 11), MODEL, TrainConfig.preset("tiny", seed=5)
+        )
     a = load_file(str(runs["killed"] / CHECKPOINT_TABLE / "model.safetensors"))
     b = load_file(str(runs["whole"] / CHECKPOINT_TABLE / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
