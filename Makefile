@@ -16,7 +16,8 @@ LAST_WEEK := 2008-06-30
 
 help:
 	@echo "make demo   install, generate the default data if absent, materialize every asset for all weeks"
-	@echo "make test   install and run the test suite"
+	@echo "make test   install, check formatting and lint, run the test suite"
+	@echo "make lint   ruff format --check and ruff check (line length 100)"
 	@echo "make data   generate the synthetic dataset (PRESET=tiny|default|large) if data/raw is empty"
 	@echo "make ui     serve the Dagster UI on http://127.0.0.1:3000"
 	@echo "make bench  run the benchmarks in benchmarks/"
@@ -43,7 +44,11 @@ demo: install data $(DAGSTER_HOME)/dagster.yaml
 	$(VENV)/bin/dagster asset materialize -m retailsim_dagster.definitions \
 	  --select '*' --partition-range $(FIRST_WEEK)...$(LAST_WEEK)
 
-test: install
+lint: install
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+
+test: install lint
 	$(PY) -m pytest
 
 ui: install $(DAGSTER_HOME)/dagster.yaml
@@ -61,4 +66,4 @@ recover: install $(DAGSTER_HOME)/dagster.yaml
 clean-data:
 	rm -rf data/raw data/ground_truth data/warehouse
 
-.PHONY: help install data demo test ui bench recover clean-data
+.PHONY: help install data demo lint test ui bench recover clean-data
