@@ -45,6 +45,7 @@ from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE
 from retailsim_core.pipeline.graph import load_graph
 from retailsim_core.pipeline.prices import DERIVED_PRICES_SCHEMA, PRICES_TABLE
+from retailsim_core.pipeline.samples import SAMPLES_TABLE
 from retailsim_core.pipeline.truth import bind_truth
 from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, load_model, load_model_inputs
 from retailsim_core.simulation import expected_basket_size
@@ -78,7 +79,11 @@ def evaluate(
         log(oracle_note)
     torch.manual_seed(cfg.seed)
     model, vocab, config = load_model(checkpoint or warehouse.table_dir(CHECKPOINT_TABLE))
-    inputs = load_model_inputs(warehouse)
+    # Validation and test weeks only: their rows are all it scores, and the price and shelf
+    # tables of the training weeks were most of its memory on real data (20 GB at 3M rows).
+    inputs = load_model_inputs(
+        warehouse, [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.train_end]
+    )
     if inputs.vocab != vocab:
         raise ValueError(
             "the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain"
@@ -95,7 +100,7 @@ def evaluate(
     test_day = _first_day(inputs.store.trips, split.valid_end + 1)
     pop = {"valid": _popularity(data, trips, valid_day), "test": _popularity(data, trips, test_day)}
     categories = _categories(warehouse, vocab)
-    ctx = _context(data, samples, inputs.store, trips, categories, _mean_prices(inputs, vocab.size))
+    ctx = _context(data, samples, inputs.store, trips, categories, _mean_prices(warehouse, vocab))
 
     def valid_r20(scores, rows):
         truth = truth_matrix(
@@ -413,15 +418,17 @@ def _first_day(trips: pl.DataFrame, week: int) -> int:
     return int(later["shop_date"].cast(pl.Int32).min()) if later.height else 10**9
 
 
-def _mean_prices(inputs, vocab_size: int) -> np.ndarray:
-    """Mean week price of each token over the loaded price rows (for revenue of a predicted
-    basket).
-    """
+def _mean_prices(warehouse: Warehouse, vocab) -> np.ndarray:
+    """Mean week price of each token over every price-features row (for the revenue of a
+    predicted basket)."""
     prices = (
-        inputs.tables["price_features"].group_by("product_id").agg(pl.col("actual_price").mean())
+        warehouse.scan(PRICE_FEATURES_TABLE)
+        .group_by("product_id")
+        .agg(pl.col("actual_price").mean())
+        .collect()
     )
-    tokens = inputs.vocab.frame().join(prices, on="product_id", how="left")
-    out = np.zeros(vocab_size)
+    tokens = vocab.frame().join(prices, on="product_id", how="left")
+    out = np.zeros(vocab.size)
     out[tokens["token"].to_numpy()] = tokens["actual_price"].fill_null(0.0).to_numpy()
     return out
 
