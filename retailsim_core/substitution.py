@@ -26,7 +26,8 @@ from scipy.stats import poisson
 
 from retailsim_core.graph import EDGES_SCHEMA, incidence
 
-HOLDOUT_CELLS_SCHEMA = pl.Schema(
+# Cells of derived_prices the promotion tests read (``pipeline.prices.promotion_cells``).
+PROMOTION_CELLS_SCHEMA = pl.Schema(
     {
         "product_id": pl.String,
         "store_id": pl.String,
@@ -34,8 +35,21 @@ HOLDOUT_CELLS_SCHEMA = pl.Schema(
         "promo": pl.Boolean,
         "observed": pl.Boolean,
         "units": pl.Int64,
+        "discount_depth": pl.Float64,
     }
 )
+
+
+def log_rate_ratio(units: str, weeks: str, base_units: str, base_weeks: str) -> pl.Expr:
+    """log((units / weeks + 1) / (base_units / base_weeks + 1)): the change of mean units per
+    store-week, +1 smoothed (a few units per product and store-week are common)."""
+    return (
+        (pl.col(units) / pl.col(weeks) + 1) / (pl.col(base_units) / pl.col(base_weeks) + 1)
+    ).log()
+
+
+def weighted_mean(value: str, weight: str) -> pl.Expr:
+    return (pl.col(value) * pl.col(weight)).sum() / pl.col(weight).sum()
 
 
 def bh_threshold(p: np.ndarray, rate: float) -> float:
@@ -145,18 +159,13 @@ def pair_effects(cells: pl.LazyFrame, pairs: pl.DataFrame) -> pl.DataFrame:
         )
         .filter(pl.col("base_weeks") > 0)
         .with_columns(
-            effect=(
-                (pl.col("promo_units") / pl.col("promo_weeks") + 1)
-                / (pl.col("base_units") / pl.col("base_weeks") + 1)
-            ).log()
+            effect=log_rate_ratio("promo_units", "promo_weeks", "base_units", "base_weeks")
         )
     )
     return (
         per_store.group_by("a", "b")
         .agg(
-            ((pl.col("effect") * pl.col("promo_weeks")).sum() / pl.col("promo_weeks").sum()).alias(
-                "effect"
-            ),
+            weighted_mean("effect", "promo_weeks").alias("effect"),
             pl.col("promo_weeks").sum().alias("store_weeks"),
         )
         .sort("a", "b")
@@ -179,7 +188,7 @@ def promotion_holdout(
 ) -> dict:
     """The held-out promotion test of the substitution edges: mean pair effect of substitutes
     against random pairs of the same sub-commodity (not edges), the difference with a 95%
-    bootstrap interval over pairs. ``cells``: HOLDOUT_CELLS_SCHEMA rows of weeks the graph never
+    bootstrap interval over pairs. ``cells``: PROMOTION_CELLS_SCHEMA rows of weeks the graph never
     saw; ``products``: product_id, prod_code_10."""
     subs = edges.filter(pl.col("edge_type") == "substitution").select(
         pl.col("src").alias("a"), pl.col("dst").alias("b")

@@ -18,19 +18,8 @@ import polars as pl
 from scipy.stats import spearmanr
 
 from retailsim_core.simulation import jacobian_rows
-from retailsim_core.substitution import pair_effects
+from retailsim_core.substitution import log_rate_ratio, pair_effects, weighted_mean
 
-EVAL_CELLS_SCHEMA = pl.Schema(
-    {
-        "product_id": pl.String,
-        "store_id": pl.String,
-        "week": pl.Int16,
-        "promo": pl.Boolean,
-        "observed": pl.Boolean,
-        "units": pl.Int64,
-        "discount_depth": pl.Float64,
-    }
-)
 MIN_PROMO_STORE_WEEKS = 5
 
 
@@ -46,23 +35,14 @@ def own_uplift(cells: pl.LazyFrame) -> pl.DataFrame:
             depth=pl.col("discount_depth").filter(pl.col("promo") & pl.col("observed")).mean(),
         )
         .filter((pl.col("on_weeks") > 0) & (pl.col("off_weeks") > 0))
-        .with_columns(
-            uplift=(
-                (pl.col("on_units") / pl.col("on_weeks") + 1)
-                / (pl.col("off_units") / pl.col("off_weeks") + 1)
-            ).log()
-        )
+        .with_columns(uplift=log_rate_ratio("on_units", "on_weeks", "off_units", "off_weeks"))
     )
     return (
         per_store.group_by("product_id")
         .agg(
-            ((pl.col("uplift") * pl.col("on_weeks")).sum() / pl.col("on_weeks").sum()).alias(
-                "observed_uplift"
-            ),
+            weighted_mean("uplift", "on_weeks").alias("observed_uplift"),
             pl.col("on_weeks").sum().cast(pl.Int64).alias("promo_store_weeks"),
-            ((pl.col("depth") * pl.col("on_weeks")).sum() / pl.col("on_weeks").sum()).alias(
-                "depth"
-            ),
+            weighted_mean("depth", "on_weeks").alias("depth"),
         )
         .sort("product_id")
         .collect()

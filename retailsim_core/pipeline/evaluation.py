@@ -22,7 +22,7 @@ import torch
 
 from retailsim_core.evaluation import baselines as bl
 from retailsim_core.evaluation.metrics import masked_item_summary, next_basket_metrics, truth_matrix
-from retailsim_core.evaluation.observed_response import EVAL_CELLS_SCHEMA, observed_check
+from retailsim_core.evaluation.observed_response import observed_check
 from retailsim_core.evaluation.oracle import honest_oracle_scorer, oracle_scorer
 from retailsim_core.evaluation.price_response import price_response, simulation_check
 from retailsim_core.evaluation.report_html import render_report
@@ -44,7 +44,7 @@ from retailsim_core.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE
 from retailsim_core.pipeline.graph import load_graph
-from retailsim_core.pipeline.prices import DERIVED_PRICES_SCHEMA, PRICES_TABLE
+from retailsim_core.pipeline.prices import PRICES_TABLE, promotion_cells
 from retailsim_core.pipeline.samples import SAMPLES_TABLE
 from retailsim_core.pipeline.truth import bind_truth
 from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, load_model, load_model_inputs
@@ -217,19 +217,7 @@ def observed_response(
     weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.valid_end]
     if not weeks:
         return {"note": "no test week of derived_prices is materialized"}
-    cells = (
-        warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
-        .select(
-            "product_id",
-            "store_id",
-            "week",
-            pl.col("promo_flag").fill_null(False).alias("promo"),
-            (pl.col("imputation_method") == "observed").alias("observed"),
-            pl.col("units").fill_null(0).cast(pl.Int64),
-            "discount_depth",
-        )
-        .cast(dict(EVAL_CELLS_SCHEMA))
-    )
+    cells = promotion_cells(warehouse, weeks)
     batch = data[rows[:: max(len(rows) // 128, 1)][:128]]
     size = expected_basket_size(model, batch)
     return {

@@ -23,9 +23,9 @@ from retailsim_core.graph import (
 )
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.ingest import RAW_TABLE
-from retailsim_core.pipeline.prices import DERIVED_PRICES_SCHEMA, PRICES_TABLE
+from retailsim_core.pipeline.prices import DERIVED_PRICES_SCHEMA, PRICES_TABLE, promotion_cells
 from retailsim_core.split import TemporalSplit
-from retailsim_core.substitution import HOLDOUT_CELLS_SCHEMA, promotion_holdout, switching_edges
+from retailsim_core.substitution import promotion_holdout, switching_edges
 from retailsim_core.warehouse import Warehouse
 
 GRAPH_NODES_TABLE = "product_graph/nodes"
@@ -152,18 +152,7 @@ def substitution_holdout(
             "substitution_edges": int((graph.edges["edge_type"] == "substitution").sum()),
             "note": "no held-out week of derived_prices is materialized",
         }
-    cells = (
-        warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
-        .select(
-            "product_id",
-            "store_id",
-            "week",
-            pl.col("promo_flag").fill_null(False).alias("promo"),
-            (pl.col("imputation_method") == "observed").alias("observed"),
-            pl.col("units").fill_null(0).cast(pl.Int64),
-        )
-        .cast(dict(HOLDOUT_CELLS_SCHEMA))
-    )
+    cells = promotion_cells(warehouse, weeks)
     products = graph.nodes.filter(pl.col("node_type") == "product").select(
         pl.col("node_id").alias("product_id"),
         pl.col("category_path").str.split("/").list.last().alias("prod_code_10"),

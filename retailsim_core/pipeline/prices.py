@@ -26,6 +26,7 @@ from retailsim_core.prices import (
     flag,
     observed_prices,
 )
+from retailsim_core.substitution import PROMOTION_CELLS_SCHEMA
 from retailsim_core.warehouse import Warehouse
 
 PRICES_TABLE = "derived_prices"
@@ -168,3 +169,21 @@ def price_rule_report(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
         RuleResult(rule, counts[rule] / max(cells, 1), tol, cells)
         for rule, tol in PRICE_RULE_TOLERANCES.items()
     ]
+
+
+def promotion_cells(warehouse: Warehouse, weeks: list[int]) -> pl.LazyFrame:
+    """derived_prices cells of ``weeks`` as the promotion tests read them
+    (``substitution.PROMOTION_CELLS_SCHEMA``): promotion flag, observed or imputed, units, depth."""
+    return (
+        warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
+        .select(
+            "product_id",
+            "store_id",
+            "week",
+            pl.col("promo_flag").fill_null(False).alias("promo"),
+            (pl.col("imputation_method") == "observed").alias("observed"),
+            pl.col("units").fill_null(0).cast(pl.Int64),
+            "discount_depth",
+        )
+        .cast(dict(PROMOTION_CELLS_SCHEMA))
+    )

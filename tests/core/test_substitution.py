@@ -8,7 +8,7 @@ from scipy.stats import poisson
 
 from retailsim_core.graph import EDGES_SCHEMA
 from retailsim_core.substitution import (
-    HOLDOUT_CELLS_SCHEMA,
+    PROMOTION_CELLS_SCHEMA,
     bh_threshold,
     pair_effects,
     planted_recovery,
@@ -68,7 +68,8 @@ def test_benjamini_hochberg_cut_matches_hand_computation():
 
 
 def _cells(rows):
-    return pl.DataFrame(rows, schema=list(HOLDOUT_CELLS_SCHEMA.items()), orient="row").lazy()
+    rows = [(*row, 0.3 if row[3] else 0.0) for row in rows]  # + discount_depth
+    return pl.DataFrame(rows, schema=list(PROMOTION_CELLS_SCHEMA.items()), orient="row").lazy()
 
 
 def test_a_pairs_effect_is_the_log_ratio_to_the_weeks_when_neither_was_on_promotion():

@@ -161,7 +161,8 @@ def test_next_basket_metrics_on_a_literal_ranking():
 
 
 def test_own_uplift_on_literal_cells():
-    from retailsim_core.evaluation.observed_response import EVAL_CELLS_SCHEMA, own_uplift
+    from retailsim_core.evaluation.observed_response import own_uplift
+    from retailsim_core.substitution import PROMOTION_CELLS_SCHEMA
 
     # store S1: on promotion in week 2 (depth 0.3) with 7 units, off it weeks 1, 3 with 2 and 4
     # units; store S2: never promoted (no uplift to measure there); an imputed promotion week
@@ -173,7 +174,7 @@ def test_own_uplift_on_literal_cells():
         ("A", "S1", 4, True, False, 0, 0.3),
         ("A", "S2", 1, False, True, 5, 0.0),
     ]
-    cells = pl.DataFrame(rows, schema=list(EVAL_CELLS_SCHEMA.items()), orient="row").lazy()
+    cells = pl.DataFrame(rows, schema=list(PROMOTION_CELLS_SCHEMA.items()), orient="row").lazy()
     got = own_uplift(cells)
     assert got["product_id"].to_list() == ["A"] and got["promo_store_weeks"].to_list() == [1]
     assert got["observed_uplift"][0] == pytest.approx(math.log((7 + 1) / (3 + 1)))
