@@ -11,6 +11,8 @@ import json
 
 import polars as pl
 
+from retailsim_core.evaluation.svg_charts import bars, scatter, size_bars
+
 METHOD_ORDER = (
     "world_model",
     "P-TopFreq",
@@ -45,17 +47,6 @@ HEADLINE = (
     "revenue_correlation",
     "R@20_repeat",
     "R@20_explore",
-)
-COLOURS = (
-    "#4f43dd",
-    "#8b83ee",
-    "#2a9d8f",
-    "#e76f51",
-    "#f4a261",
-    "#264653",
-    "#e9c46a",
-    "#a8dadc",
-    "#999999",
 )
 
 
@@ -146,25 +137,6 @@ def _inputs_table(inputs: dict) -> str:
     return f"<table>{head}{rows}</table>"
 
 
-def _bars(values: dict[str, float], title: str, width: int = 560) -> str:
-    items = list(values.items())
-    top = max([v for _, v in items] + [1e-9])
-    h = 22 * len(items) + 30
-    bars = "".join(
-        f"<text x='4' y='{30 + 22 * i + 12}' font-size='12'>{html.escape(k)}</text>"
-        f"<rect x='190' y='{30 + 22 * i}' width='{(width - 260) * v / top:.1f}' height='16' "
-        f"fill='{COLOURS[i % len(COLOURS)]}'/>"
-        f"<text x='{196 + (width - 260) * v / top:.1f}' y='{30 + 22 * i + 12}' "
-        f"font-size='11'>{v:.4f}</text>"
-        for i, (k, v) in enumerate(items)
-    )
-    return (
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{h}' role='img'>"
-        "<text x='4' y='16' font-size='13' "
-        f"font-weight='bold'>{html.escape(title)}</text>{bars}</svg>"
-    )
-
-
 def _reliability(calibration: pl.DataFrame) -> str:
     svgs = []
     for (head,), part in calibration.filter(pl.col("samples") > 0).group_by(
@@ -205,28 +177,6 @@ def _frame_table(df: pl.DataFrame) -> str:
         "<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in df.iter_rows()
     )
     return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _scatter(xs, ys, xlabel: str, ylabel: str, size: int = 260) -> str:
-    xs, ys = list(xs), list(ys)
-    if not xs:
-        return ""
-    lo_x, hi_x, lo_y, hi_y = min(xs), max(xs), min(ys), max(ys)
-
-    def sx(v):
-        return 30 + (size - 40) * (v - lo_x) / ((hi_x - lo_x) or 1)
-
-    def sy(v):
-        return size - 30 - (size - 40) * (v - lo_y) / ((hi_y - lo_y) or 1)
-
-    dots = "".join(
-        f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3' fill='#4f43dd'/>" for x, y in zip(xs, ys)
-    )
-    return (
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{size}' height='{size}'>{dots}"
-        f"<text x='30' y='{size - 8}' font-size='11'>{html.escape(xlabel)} →</text>"
-        f"<text x='4' y='12' font-size='11'>↑ {html.escape(ylabel)}</text></svg>"
-    )
 
 
 def _observed_section(obs: dict) -> list[str]:
@@ -284,7 +234,7 @@ def _response_section(response: dict, tuning: dict) -> list[str]:
             "decision D45), so the sign is partly structural; the ranking is learned.</p>"
         )
         parts.append(
-            _scatter(own["planted_elasticity"], own["model_elasticity"], "planted", "model")
+            scatter(own["planted_elasticity"], own["model_elasticity"], "planted", "model")
         )
     sub = response.get("substitution")
     if sub and sub.get("substitute_pairs") and sub.get("random_pairs"):
@@ -324,35 +274,8 @@ def _response_section(response: dict, tuning: dict) -> list[str]:
             _frame_table(pl.DataFrame([{k: float(v) for k, v in sim.items()}])),
         ]
         if sizes:
-            parts.append(_size_bars(sizes["real"], sizes["simulated"]))
+            parts.append(size_bars(sizes["real"], sizes["simulated"]))
     return parts
-
-
-def _size_bars(real: list[int], simulated: list[int], width: int = 560) -> str:
-    """Share of baskets by size, real (dark) and simulated (light), sizes 1..20 and > 20."""
-
-    def shares(h):
-        h = [*h[1:21], sum(h[21:])]
-        total = max(sum(h), 1)
-        return [v / total for v in h]
-
-    r, q = shares(real), shares(simulated)
-    top = max(r + q + [1e-9])
-    step = (width - 40) / len(r)
-    bars = "".join(
-        f"<rect x='{30 + i * step:.1f}' y='{150 - 120 * a / top:.1f}' width='{step / 2 - 1:.1f}' "
-        f"height='{120 * a / top:.1f}' fill='#4f43dd'/><rect x='{30 + i * step + step / 2:.1f}' "
-        f"y='{150 - 120 * b / top:.1f}' width='{step / 2 - 1:.1f}' height='{120 * b / top:.1f}' "
-        "fill='#b8b2f2'/>"
-        for i, (a, b) in enumerate(zip(r, q))
-    )
-    return (
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='175' role='img'>"
-        "<text x='4' y='14' font-size='13' font-weight='bold'>basket size: real (dark) vs "
-        "simulated (light)"
-        f"</text>{bars}<text x='30' y='168' font-size='11'>1 product → 20, then &gt; "
-        "20</text></svg>"
-    )
 
 
 def render_report(
@@ -372,7 +295,7 @@ def render_report(
     )
     buckets = {s: v for s, v in nb.items() if s.startswith("bucket_")}
     bucket_svgs = "".join(
-        _bars({m: v.get("R@20", 0.0) for m, v in by.items()}, f"R@20, {s}")
+        bars({m: v.get("R@20", 0.0) for m, v in by.items()}, f"R@20, {s}")
         for s, by in sorted(buckets.items())
     )
     week_tables = [
@@ -403,8 +326,8 @@ def render_report(
         "<h2>Verdict</h2><ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in lines) + "</ul>",
         "<h2>Next basket (all test baskets)</h2>",
         _table(nb["all"], HEADLINE, bounds.get("next_basket", {}).get("all")),
-        _bars({m: v["R@20"] for m, v in nb["all"].items() if "R@20" in v}, "R@20 by method"),
-        _bars(
+        bars({m: v["R@20"] for m, v in nb["all"].items() if "R@20" in v}, "R@20 by method"),
+        bars(
             {m: v["NDCG@10"] for m, v in nb["all"].items() if "NDCG@10" in v}, "NDCG@10 by method"
         ),
         "<h2>Next basket by test-week slice</h2>",
@@ -414,7 +337,7 @@ def render_report(
         "other "
         "methods rank with their next-basket scores.</p>",
         _table(mi["all"], ("Hit@10", "NDCG@10", "MRR"), bounds.get("masked_item", {}).get("all")),
-        _bars(
+        bars(
             {m: v["Hit@10"] for m, v in mi["all"].items() if "Hit@10" in v},
             "masked-item Hit@10 by method",
         ),
