@@ -19,20 +19,25 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.calendar import N_WEEKS, uk_bank_holidays
-from retailsim_core.history_features import BasketContext, TripArrays, history_features
-from retailsim_core.lgsr import (
-    LIFESTAGE_CODES,
-    PRICE_SENSITIVITY_CODES,
-    STORE_FORMAT_CODES,
-    STORE_REGION_CODES,
+from retailsim_core.batch_inputs import (
+    BASKET_TYPES,
+    MISSIONS,
+    TripIndex,
+    calendar_inputs,
+    codes,
+    customer_inputs,
+    days_since_last_trip,
+    history_alpha,
+    history_inputs,
+    ragged,
+    store_inputs,
 )
+from retailsim_core.history_features import BasketContext
+from retailsim_core.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
 from retailsim_core.shelf import ShelfPrices
 from retailsim_core.tokens import PAD, ProductVocab
 from retailsim_core.trips import TripStore
 
-BASKET_TYPES = ("Top Up", "Small Shop", "Full Shop", "XX")
-MISSIONS = ("Fresh", "Grocery", "Mixed", "Nonfood", "XX")
 SIZES = ("S", "M", "L")
 PRICE_COLUMNS = (
     "actual_price",
@@ -45,27 +50,7 @@ PRICE_COLUMNS = (
     "promo_flag",
     "is_imputed_price",
 )
-AFFINITY_COLUMNS = (
-    "loyalty_score",
-    "switching_rate",
-    "region_diversity",
-    "total_stores_visited",
-    "visit_concentration",
-    "spatial_range",
-    "n_visits",
-    "weeks_since_last_visit",
-)
-MISSION_COLUMNS = (
-    "mission_type_entropy",
-    "focus_entropy",
-    "mean_price_sensitivity",
-    "sensitivity_volatility",
-    "mean_basket_size",
-    "basket_size_variance",
-    "mission_consistency",
-)
-STORE_COLUMNS = ("traffic", "size_proxy", "regional_competition", "age")
-HOLIDAYS = {d for y in range(2005, 2010) for d in uk_bank_holidays(y)}
+__all__ = ["BASKET_TYPES", "MISSIONS", "SIZES", "PRICE_COLUMNS", "ragged", "codes"]
 
 
 @dataclass(frozen=True)
@@ -73,25 +58,6 @@ class TensorConfig:
     max_items: int = 50  # basket products (spec §4.7.5 case 5), [EOS] extra
     max_history_trips: int = 100  # most recent trips the encoder reads (H); every trip of every
     # product enters the history features
-
-
-def codes(col: str, vocab: tuple[str, ...]) -> pl.Expr:
-    """1-based code of a categorical column; 0 when missing or unknown."""
-    return pl.col(col).replace_strict(
-        {v: i + 1 for i, v in enumerate(vocab)}, default=0, return_dtype=pl.Int16
-    )
-
-
-def ragged(
-    flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, width: int, fill=0
-) -> np.ndarray:
-    """Rows ``flat[starts[i] : starts[i] + min(lengths[i], width)]`` padded to ``width``."""
-    lengths = np.minimum(lengths, width)
-    out = np.full((len(starts), width) + flat.shape[1:], fill, dtype=flat.dtype)
-    rows = np.repeat(np.arange(len(starts)), lengths)
-    cols = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    out[rows, cols] = flat[np.repeat(starts, lengths) + cols]
-    return out
 
 
 class TrainingSet:
@@ -108,38 +74,12 @@ class TrainingSet:
         shelf: ShelfPrices | None = None,
     ):
         self.cfg, self.vocab, self.n, self.shelf = cfg, vocab, samples.height, shelf
+        self.index = TripIndex.build(store.trips, vocab)
+        self.trips = self.index.arrays
+        self.trip_tokens, self.trip_offsets = self.trips.tokens, self.trips.offsets
+        self.trip_day, self.trip_context = self.trips.day, self.trips.mission
+        self.trip_customer = self.index.customer
         trips = store.trips.with_row_index("row")
-        # History store arrays (all trips): item tokens, days, store, hour, mission codes.
-        items = (
-            trips.select("row", pl.col("products"))
-            .explode("products")
-            .join(
-                vocab.frame(),
-                left_on="products",
-                right_on="product_id",
-                how="left",
-                maintain_order="left",
-            )
-        )
-        self.trip_tokens = items["token"].fill_null(PAD).to_numpy().astype(np.int32)
-        self.trip_offsets = np.concatenate(
-            [[0], np.cumsum(trips["products"].list.len().to_numpy())]
-        ).astype(np.int64)
-        self.trip_day = (trips["shop_date"].cast(pl.Int32)).to_numpy()
-        self.trip_customer = trips["customer_id"].cast(pl.Categorical).to_physical().to_numpy()
-        self.trip_context = trips.select(
-            codes("basket_type", BASKET_TYPES), codes("basket_dominant_mission", MISSIONS)
-        ).to_numpy()
-        self.trips = TripArrays(
-            tokens=self.trip_tokens,
-            offsets=self.trip_offsets,
-            day=self.trip_day,
-            store=trips["store_id"].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64),
-            hour=trips["shop_hour"].fill_null(0).to_numpy().astype(np.int64),
-            weekend=(trips["shop_date"].dt.weekday() >= 6).to_numpy(),
-            mission=self.trip_context,
-        )
-
         s = samples.join(
             trips.select("basket_id", pl.col("row").alias("trip")),
             on="basket_id",
@@ -201,83 +141,19 @@ class TrainingSet:
         self.item_counts = counts
 
     def _context(self, s, basket, affinity, missions, stores) -> None:
-        key = ["customer_id", "week"]
-        aff = s.select(key).join(
-            affinity.select(*key, *AFFINITY_COLUMNS), on=key, how="left", maintain_order="left"
+        self.t1_numeric, self.t1_names, self.t1_has_snapshot = customer_inputs(
+            s, affinity, missions
         )
-        mis = s.select(key).join(
-            missions.select(
-                *key,
-                *MISSION_COLUMNS,
-                pl.col("mission_type_dist").struct.unnest(),
-                pl.col("mission_focus_dist").struct.unnest(),
-            ),
-            on=key,
-            how="left",
-            maintain_order="left",
-        )
-        numeric = aff.drop(key).hstack(mis.drop(key))  # equal heights: both keyed on s
-        self.t1_numeric = numeric.select(
-            pl.all().cast(pl.Float32).fill_null(0.0).fill_nan(0.0)
-        ).to_numpy()
-        self.t1_names = tuple(numeric.columns)
-        self.t1_has_snapshot = aff["loyalty_score"].is_not_null().to_numpy()
         self.t1_codes = basket.select(
             codes("cust_price_sensitivity", PRICE_SENSITIVITY_CODES),
             codes("cust_lifestage", LIFESTAGE_CODES),
         ).to_numpy()
-        trips_n = s["history_trips"].to_numpy()
-        # Spec §4.2.1: alpha = 0.8 below 5 trips, else max(0.2, 1 / ln(trips)).
-        self.t1_alpha = np.where(
-            trips_n < 5, 0.8, np.maximum(0.2, 1.0 / np.log(np.maximum(trips_n, 2)))
-        ).astype(np.float32)
+        self.t1_alpha = history_alpha(s["history_trips"].to_numpy())
         date = basket["shop_date"]
         self.basket_day = date.cast(pl.Int32).to_numpy()
-        last_day = np.where(self.hist_end > 0, self.trip_day[np.maximum(self.hist_end - 1, 0)], -1)
-        same_customer = self.hist_end > self.hist_start
-        self.t3 = np.stack(
-            [
-                date.dt.week().to_numpy(),
-                (date.dt.weekday() % 7 + 1).to_numpy(),
-                basket["shop_hour"].to_numpy(),
-                date.is_in(sorted(HOLIDAYS)).to_numpy(),
-                ((date.dt.month() % 12) // 3).to_numpy(),  # calendar.season_of, vectorised
-                s["week"].to_numpy() / N_WEEKS,
-                np.where(same_customer, date.cast(pl.Int32).to_numpy() - last_day, -1),
-            ],
-            axis=1,
-        ).astype(np.float32)
-        # T5: the store's week-W row; a store first seen in week W uses its format x region
-        # fallback row (spec §4.7.5 case 4) and store id 0.
-        known = stores.filter(pl.col("store_id").is_not_null()).select(
-            "store_id", "week", *STORE_COLUMNS
-        )
-        fallback = stores.filter(pl.col("store_id").is_null()).select(
-            "store_format",
-            "store_region",
-            "week",
-            *[pl.col(c).alias(f"fb_{c}") for c in STORE_COLUMNS],
-        )
-        st = (
-            basket.select("store_id", "store_format", "store_region", "week")
-            .with_row_index("i")
-            .join(known, on=["store_id", "week"], how="left")
-            .join(fallback, on=["store_format", "store_region", "week"], how="left")
-            .sort("i")
-        )
-        is_new = st[STORE_COLUMNS[0]].is_null()
-        self.t5_numeric = st.select(
-            pl.coalesce(c, f"fb_{c}").cast(pl.Float32).fill_null(0.0) for c in STORE_COLUMNS
-        ).to_numpy()
-        self.t5_codes = st.select(
-            codes("store_format", STORE_FORMAT_CODES),
-            codes("store_region", STORE_REGION_CODES),
-            pl.when(~is_new)
-            .then(pl.col("store_id").str.slice(5).cast(pl.Int32, strict=False))
-            .otherwise(0)
-            .fill_null(0),
-        ).to_numpy()
-        self.t5_is_new = is_new.to_numpy()
+        since = days_since_last_trip(self.index, self.basket_context, self.hist_start)
+        self.t3 = calendar_inputs(date, basket["shop_hour"].to_numpy(), s["week"].to_numpy(), since)
+        self.t5_numeric, self.t5_codes, self.t5_is_new = store_inputs(basket, stores)
         self.t6 = basket.select(
             codes("basket_type", BASKET_TYPES),
             codes("basket_dominant_mission", MISSIONS),
@@ -297,25 +173,10 @@ class TrainingSet:
         tokens = ragged(self.item_tokens, self.item_starts[idx], n_items, L)
         tokens[np.arange(len(idx)), n_items] = eos  # [EOS] right after the last item
         prices = ragged(self.item_prices, self.item_starts[idx], n_items, L)  # (B, L, 8)
-        h_len = self.hist_end[idx] - self.hist_start[idx]
-        H = max(int(h_len.max()), 1)
-        trip_rows = ragged(
-            np.arange(len(self.trip_day), dtype=np.int64), self.hist_start[idx], h_len, H, fill=-1
-        )
-        valid = trip_rows >= 0  # (B, H)
-        # Every product of the encoder's trips, flat: (B * H) bags, empty for padded trips.
-        lengths = np.where(
-            valid, self.trip_offsets[trip_rows + 1] - self.trip_offsets[np.maximum(trip_rows, 0)], 0
-        )
-        bag_starts = np.cumsum(lengths.reshape(-1)) - lengths.reshape(-1)
-        flat_rows = np.repeat(np.maximum(trip_rows, 0).reshape(-1), lengths.reshape(-1))
-        within = np.arange(lengths.sum()) - np.repeat(bag_starts, lengths.reshape(-1))
-        history_items = self.trip_tokens[self.trip_offsets[flat_rows] + within]
-        hist_context = np.zeros((len(idx), H, 2), dtype=np.int64)
-        hist_context[valid] = self.trip_context[trip_rows[valid]]
         ctx = self.basket_context
-        products, values = history_features(
-            self.trips,
+        history = history_inputs(
+            self.index,
+            self.hist_start[idx],
             BasketContext(
                 start=ctx.start[idx],
                 end=ctx.end[idx],
@@ -334,18 +195,7 @@ class TrainingSet:
             "tokens": torch.from_numpy(tokens),
             "item_mask": torch.from_numpy(tokens != PAD),
             "t4_prices": torch.from_numpy(prices),
-            "history_items": torch.from_numpy(history_items.astype(np.int64)),
-            "history_offsets": torch.from_numpy(bag_starts.astype(np.int64)),
-            "history_mask": torch.from_numpy(valid),
-            "history_context": torch.from_numpy(hist_context),
-            # Days between each history trip and the basket: the encoder's time gaps (spec §3.5).
-            "history_days_before": torch.from_numpy(
-                np.where(
-                    valid, self.basket_day[idx, None] - self.trip_day[np.maximum(trip_rows, 0)], 0
-                )
-            ),
-            "repeat_products": torch.from_numpy(products),
-            "repeat_values": torch.from_numpy(values),
+            **{name: torch.from_numpy(value) for name, value in history.items()},
             "t1_codes": torch.from_numpy(self.t1_codes[idx].astype(np.int64)),
             "t1_numeric": torch.from_numpy(self.t1_numeric[idx]),
             "t1_alpha": torch.from_numpy(self.t1_alpha[idx]),

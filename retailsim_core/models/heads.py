@@ -24,6 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from retailsim_core.history_features import FOCUS_COLUMNS, HISTORY_FEATURES, TYPE_COLUMNS
+from retailsim_core.models.weight_cache import WeightCache
 from retailsim_core.shelf import SHELF_FEATURES
 from retailsim_core.tokens import PAD
 
@@ -160,7 +161,8 @@ def substitute_counts(
     """(B, U, 1) log(1 + history count of each product's substitutes), from the log counts of the
     row's history products and the (2, E) substitution edges (src -> dst)."""
     counts = torch.expm1(values[..., _COUNT]) * (products != PAD)  # (B, U)
-    dense = counts.new_zeros(len(products), vocab_size).scatter_add(1, products, counts)  # (B, V)
+    dense = counts.new_zeros(products.shape[0], vocab_size)  # (B, V)
+    dense = dense.scatter_add(1, products, counts)
     src, dst = edges
     subs = torch.zeros_like(dense).index_add(1, dst, dense[:, src])  # (B, V)
     return torch.log1p(subs.gather(1, products))[..., None]
@@ -183,6 +185,7 @@ class RepeatHead(nn.Module):
         self.base = nn.Linear(hidden, 1)
         self.key = nn.Linear(hidden, rank)
         self.query = nn.Linear(d_model, rank)
+        self.cache = WeightCache()
 
     @staticmethod
     def raw_features(
@@ -221,9 +224,12 @@ class RepeatHead(nn.Module):
         """(B, U) base scores and (B, U, rank) keys of each history product; ``raw`` (B, U, F +
         3).
         """
-        x = self.features((raw - self.feature_shift) / self.feature_scale) + self.product(
-            product_table[products]
-        )
+        # Project the (V, G) table once, then gather H-wide rows: the same product as gathering
+        # (B, U, G) rows first, without a (B, U, G) copy (most of a large batch's time).
+        projected = self.cache.get(
+            "product", (product_table, self.product.weight), lambda: self.product(product_table)
+        )  # (V, hidden)
+        x = self.features((raw - self.feature_shift) / self.feature_scale) + projected[products]
         z = self.mix(x)  # (B, U, hidden)
         return self.base(z)[..., 0], self.key(z)
 

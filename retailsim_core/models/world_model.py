@@ -36,6 +36,7 @@ from retailsim_core.models.heads import (
 )
 from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
+from retailsim_core.models.weight_cache import WeightCache
 from retailsim_core.tensors import BASKET_TYPES, MISSIONS, PRICE_SENSITIVITY_CODES, SIZES
 from retailsim_core.tokens import PAD
 
@@ -121,6 +122,7 @@ class TripEncoder(nn.Module):
         self.norm = nn.LayerNorm(d)
         self.empty = nn.Parameter(torch.zeros(d))  # history vector of a customer with no trips
         self.scan = cfg.scan
+        self.cache = WeightCache()
 
     def forward(self, product_table: torch.Tensor, batch: dict[str, torch.Tensor]):
         mask = batch["history_mask"]  # (B, H)
@@ -128,7 +130,11 @@ class TripEncoder(nn.Module):
         # The mean over a trip's products commutes with the linear map, so the (V, G) table is
         # projected once and embedding_bag averages D-wide rows over the flat item list (every
         # product of every trip; an empty bag gives the bias alone, as items(0) would).
-        projected = product_table @ self.items.weight.T  # (V, D)
+        projected = self.cache.get(
+            "projected",
+            (product_table, self.items.weight),
+            lambda: product_table @ self.items.weight.T,
+        )  # (V, D)
         bags = F.embedding_bag(
             batch["history_items"],
             projected,
@@ -236,6 +242,7 @@ class WorldModel(nn.Module):
             {name: nn.Linear(cfg.d_model, n) for name, (_, n) in AUX_HEADS.items()}
         )
         self.size_head = nn.Linear(cfg.d_model, cfg.max_items)
+        self.cache = WeightCache()
 
     @property
     def product_table(self) -> torch.Tensor:
@@ -288,7 +295,7 @@ class WorldModel(nn.Module):
         """The next-basket query (D34): one [MASK] slot after the context token, its price
         hidden.
         """
-        b = len(batch["t6"])
+        b = batch["t6"].shape[0]  # a symbolic size under torch.export, not a constant
         query = torch.full((b, 1), self.mask_token, dtype=torch.long, device=batch["t6"].device)
         prices = batch["t4_prices"].new_zeros(b, 1, batch["t4_prices"].shape[-1])
         return {**batch, "t4_prices": prices}, query
@@ -305,7 +312,7 @@ class WorldModel(nn.Module):
             hidden=torch.ones_like(query, dtype=torch.bool),
             given_mission=given_mission,
         )
-        b = len(query)
+        b = query.shape[0]
         return out, self.slot_log_probs(out, torch.arange(b), torch.zeros(b, dtype=torch.long))
 
     def excluded(self, n: int, shown: torch.Tensor | None = None, device=None) -> torch.Tensor:
@@ -324,7 +331,12 @@ class WorldModel(nn.Module):
         """(M, V) log p(product) of the slots (rows, cols) (basket coordinates; +1 for the context
         token); ``shown`` (M, V) products that cannot fill them. Excluded entries are ``NEG``."""
         h = out.hidden[rows, cols + 1]  # (M, D)
-        emb = self.item_out(self.product_table)  # (V, D)
+        table = self.product_table
+        emb = self.cache.get(
+            "item_out",
+            (table, self.item_out.weight, self.item_out.bias),
+            lambda: self.item_out(table),
+        )  # (V, D)
         explore = self.query(h) @ emb.T / self.cfg.d_model**0.5 + self.item_bias  # (M, V)
         price = self.price_response(h, out.shelf, rows) if out.shelf is not None else None
         if price is not None:
@@ -333,7 +345,7 @@ class WorldModel(nn.Module):
             offset = self.copurchase(h, shown)  # (M, V)
             price = offset if price is None else price + offset
             explore = explore + offset
-        excluded = self.excluded(len(rows), shown, h.device)
+        excluded = self.excluded(rows.shape[0], shown, h.device)
         if out.repeat is None:
             return mixture_log_probs(explore, None, None, None, excluded)
         products = out.repeat_products[rows]  # (M, U)
