@@ -28,6 +28,7 @@ from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.models.graphsage import RELATIONS, GraphSAGEConfig, NodeIds, model_graph, train
 from retailsim_core.pipeline.graph import ProductGraph
 from retailsim_core.pipeline.ingest import RAW_TABLE
+from retailsim_core.tokens import ProductVocab
 from retailsim_core.warehouse import CorruptPartitionError, Warehouse
 
 EMBEDDINGS_TABLE = "graphsage_embeddings"
@@ -265,3 +266,16 @@ def loss_curve_svg(losses: list[float], width: int = 480, height: int = 200) -> 
         f"{losses[-1]:.3f}</text>"
         f"</svg>"
     )
+
+
+def product_categories(warehouse: Warehouse, vocab: ProductVocab) -> np.ndarray:
+    """(V,) category code (1-based, from PROD_CODE_10) of every token; 0 for special tokens."""
+    _, id_map = load_embeddings(warehouse)
+    codes = vocab.frame().join(
+        id_map.select("product_id", "prod_code_10"), on="product_id", how="left"
+    )
+    out = np.zeros(vocab.size, dtype=np.int64)
+    out[codes["token"].to_numpy()] = (
+        codes["prod_code_10"].cast(pl.Categorical).to_physical().to_numpy() + 1
+    )
+    return out

@@ -38,7 +38,7 @@ from retailsim_core.evaluation.run import (
 )
 from retailsim_core.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.pipeline.baseline_tuning import tune_baselines
-from retailsim_core.pipeline.embeddings import load_embeddings
+from retailsim_core.pipeline.embeddings import product_categories
 from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE
 from retailsim_core.pipeline.graph import load_graph
 from retailsim_core.pipeline.prices import PRICES_TABLE, promotion_cells
@@ -93,7 +93,7 @@ def evaluate(
     valid_day = _first_day(inputs.store.trips, split.train_end + 1)
     test_day = _first_day(inputs.store.trips, split.valid_end + 1)
     pop = {"valid": _popularity(data, trips, valid_day), "test": _popularity(data, trips, test_day)}
-    categories = _categories(warehouse, vocab)
+    categories = product_categories(warehouse, vocab)
     ctx = _context(data, samples, inputs.store, trips, categories, _mean_prices(warehouse, vocab))
 
     def valid_r20(scores, rows):
@@ -253,18 +253,6 @@ def _context(data: TrainingSet, samples: pl.DataFrame, store, trips, categories,
 
 def _popularity(data: TrainingSet, trips, before_day: int) -> np.ndarray:
     return np.asarray(trips[data.trip_day < before_day].sum(0)).ravel()
-
-
-def _categories(warehouse: Warehouse, vocab) -> np.ndarray:
-    _, id_map = load_embeddings(warehouse)
-    codes = vocab.frame().join(
-        id_map.select("product_id", "prod_code_10"), on="product_id", how="left"
-    )
-    out = np.zeros(vocab.size, dtype=np.int64)
-    out[codes["token"].to_numpy()] = (
-        codes["prod_code_10"].cast(pl.Categorical).to_physical().to_numpy() + 1
-    )
-    return out
 
 
 def _first_day(trips: pl.DataFrame, week: int) -> int:

@@ -262,8 +262,16 @@ def train_world_model(
         "best": {k: v for k, v in best.items() if isinstance(v, float)},
     }
     if distributed.rank_and_world()[0] == 0:
+        split_weeks = {"train_end": split.train_end, "valid_end": split.valid_end}
         write_checkpoint(
-            folder, model, inputs.vocab, tensor_cfg, train_cfg, summary, result.state.history
+            folder,
+            model,
+            split_weeks,
+            inputs.vocab,
+            tensor_cfg,
+            train_cfg,
+            summary,
+            result.state.history,
         )
         shutil.rmtree(
             folder / "training_state", ignore_errors=True
@@ -274,6 +282,7 @@ def train_world_model(
 def write_checkpoint(
     folder: Path,
     model: WorldModel,
+    split: dict,
     vocab: ProductVocab,
     tensor_cfg: TensorConfig,
     train_cfg: TrainConfig,
@@ -289,11 +298,13 @@ def write_checkpoint(
             "n_t1_numeric": model.context.t1_numeric.in_features,
             "tensors": tensor_cfg.__dict__,
             "training": {"seed": train_cfg.seed, "phases": phase_schedule(train_cfg)},
+            "split": split,
             "summary": summary,
             "history": history,
         },
     )
     atomic_write_parquet(vocab.frame(), folder / "vocabulary.parquet")
+    ckpt.write_manifest(folder)
 
 
 def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:

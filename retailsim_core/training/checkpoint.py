@@ -6,17 +6,23 @@ Layout of a checkpoint folder:
     config.json         model config, vocabulary size, T1 width, training config, metrics
     state.safetensors   resume state: ``optim.<param>.<moment>``, ``best.<weight>``
     state.json          resume counters (phase, epoch, best metric, patience, history)
+    manifest.json       written last: sha256 of the deliverable files and the checkpoint id;
+                        a reader (the serving app) trusts a checkpoint only when they match
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 
-from retailsim_core.io import atomic_write, atomic_write_text
+from retailsim_core.io import atomic_write, atomic_write_text, sha256_of
+
+MANIFEST = "manifest.json"
+DELIVERABLES = ("model.safetensors", "config.json", "vocabulary.parquet")
 
 
 def save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
@@ -61,3 +67,33 @@ def restore_optimizer(
         if "betas" in group:
             group["betas"] = tuple(group["betas"])
     optimizer.load_state_dict({"state": state, "param_groups": groups})
+
+
+def write_manifest(folder: Path) -> str:
+    """Publish the checkpoint: checksums of its files and an id derived from them (written
+    last, atomically, so a reader never sees a half-written checkpoint as a new one)."""
+    files = {name: sha256_of(folder / name) for name in DELIVERABLES}
+    checkpoint_id = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+    write_json(folder / MANIFEST, {"checkpoint_id": checkpoint_id, "files": files})
+    return checkpoint_id
+
+
+def verified_id(folder: Path) -> str | None:
+    """The checkpoint id when the manifest exists and every file matches it, else None."""
+    try:
+        manifest = read_json(folder / MANIFEST)
+        ok = all(sha256_of(folder / n) == h for n, h in manifest["files"].items())
+    except (OSError, ValueError, KeyError):
+        return None
+    return manifest["checkpoint_id"] if ok else None
+
+
+def published_id(folder: Path) -> str:
+    """``verified_id``, or FileNotFoundError naming the folder and the fix."""
+    checkpoint_id = verified_id(folder)
+    if checkpoint_id is None:
+        raise FileNotFoundError(
+            f"{folder}: no published checkpoint (manifest missing or its checksums differ): "
+            "materialize trained_checkpoint"
+        )
+    return checkpoint_id

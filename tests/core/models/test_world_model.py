@@ -367,7 +367,10 @@ def _save(model, folder):
     from retailsim_core.training.loop import TrainConfig
 
     vocab = ProductVocab(tuple(f"P{i:05d}" for i in range(model.vocab_size - 3)))
-    write_checkpoint(folder, model, vocab, TensorConfig(), TrainConfig.preset("tiny"), {}, [])
+    split = {"train_end": 8, "valid_end": 11}
+    write_checkpoint(
+        folder, model, split, vocab, TensorConfig(), TrainConfig.preset("tiny"), {}, []
+    )
     return folder / "model.safetensors"
 
 
