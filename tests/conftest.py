@@ -9,8 +9,14 @@ import pytest
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
+from retailsim_core.pipeline.customers import snapshot_weeks
+from retailsim_core.pipeline.graph import build_product_graph, write_graph
+from retailsim_core.pipeline.ingest import ingest_weeks
+from retailsim_core.pipeline.prices import derive_price_weeks
+from retailsim_core.split import TemporalSplit
 from retailsim_core.synth import preset
 from retailsim_core.synth.writer import generate
+from retailsim_core.warehouse import Warehouse
 
 TINY_WEEKS = range(1, 15)
 
@@ -26,3 +32,53 @@ def tiny_dataset(tmp_path_factory, tiny_cfg) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tiny")
     generate(tiny_cfg, root / "raw", root / "truth", missing_weeks=[4], weeks=TINY_WEEKS)
     return {"raw": root / "raw", "truth": root / "truth", "root": root}
+
+
+@pytest.fixture(scope="session")
+def tiny_warehouse(tiny_dataset, tmp_path_factory):
+    """The tiny world through every table the world model reads (weeks 1-14, split 8 / 11).
+    Product embeddings are seeded random vectors: the model tests need a table, not a trained
+    GNN."""
+    import polars as pl
+    import torch
+
+    from retailsim_core.models.graphsage import GraphSAGEConfig
+    from retailsim_core.pipeline.embeddings import Embeddings, all_products, write_embeddings
+    from retailsim_core.pipeline.features import price_feature_weeks, store_feature_weeks
+    from retailsim_core.pipeline.samples import training_data_weeks
+
+    wh = Warehouse(tmp_path_factory.mktemp("tiny_wh") / "wh")
+    weeks = range(1, 15)
+    ingest_weeks(tiny_dataset["raw"], wh, weeks)
+    derive_price_weeks(wh, weeks)
+    snapshot_weeks(wh, weeks)
+    price_feature_weeks(wh, weeks)
+    store_feature_weeks(wh, weeks)
+    split = TemporalSplit(8, 11)
+    write_graph(wh, build_product_graph(wh, split))  # the model's substitution edges
+    training_data_weeks(wh, weeks, split)
+    products = all_products(wh).sort("product_id")
+    id_map = products.select(
+        pl.int_range(pl.len(), dtype=pl.Int32).alias("row"),
+        "product_id",
+        "prod_code_10",
+        pl.lit("graph").alias("source"),
+    )
+    vectors = torch.randn(products.height, 256, generator=torch.Generator().manual_seed(0))
+    write_embeddings(wh, Embeddings(vectors, id_map, [1.0], 0.0), GraphSAGEConfig())
+    return {"warehouse": wh, "split": split, "truth": tiny_dataset["truth"]}
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tiny_warehouse):
+    """A tiny-preset world model trained on the tiny warehouse (seconds)."""
+    from retailsim_core.models.world_model import WorldModelConfig
+    from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, train_world_model
+    from retailsim_core.training.loop import TrainConfig
+
+    wh = tiny_warehouse["warehouse"]
+    if not (wh.table_dir(CHECKPOINT_TABLE) / "model.safetensors").exists():
+        train_world_model(
+            wh, tiny_warehouse["split"], WorldModelConfig.preset("tiny"), TrainConfig.preset("tiny")
+        )
+    return wh.table_dir(CHECKPOINT_TABLE)

@@ -1,0 +1,27 @@
+"""``onnx_scoring_graph``: the trained checkpoint's next-basket scoring graph in ONNX, exported
+with a real serving batch of the first served week and checked against PyTorch on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, load_model
+from retailsim_core.serving.context import ServingData, served_weeks
+from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, write_scoring_graph
+from retailsim_core.tensors import TensorConfig
+from retailsim_core.training.checkpoint import published_id
+from retailsim_core.warehouse import Warehouse
+
+EXAMPLE_CONTEXTS = 16
+
+
+def export_checkpoint_graph(warehouse: Warehouse, checkpoint: Path | None = None) -> dict:
+    """Write ``onnx_scoring_graph`` for the (published) checkpoint; returns its manifest."""
+    checkpoint = checkpoint or warehouse.table_dir(CHECKPOINT_TABLE)
+    checkpoint_id = published_id(checkpoint)
+    model, _, config = load_model(checkpoint)
+    tensor_cfg = TensorConfig(**config["tensors"])
+    data = ServingData.load(warehouse, served_weeks(warehouse, config)[:1], tensor_cfg)
+    contexts = data.sample_contexts(EXAMPLE_CONTEXTS, seed=0)
+    batch = data.batch(contexts, history_width=tensor_cfg.max_history_trips)
+    return write_scoring_graph(warehouse.table_dir(GRAPH_TABLE), model, batch, checkpoint_id)

@@ -1,0 +1,291 @@
+"""Model inputs for trips that have not happened: a customer (or a new one) walking into a store
+on a date at an hour. Everything is loaded once (``ServingData.load``); ``ServingData.batch``
+then builds a batch for any number of contexts with vectorised lookups only.
+
+The inputs are the honest protocol of the evaluation (decision D52): the customer's trips
+before the context's week, the week's customer snapshot, the store, date and hour, and the
+shelf known before the trip; no label of the basket (T6 is all unknown). The pieces are the
+ones ``TrainingSet`` uses (``batch_inputs``), so a context equal to an evaluated basket's gets
+the evaluated basket's inputs, score for score (tested).
+
+Glossary: B contexts, C customers, T trips, V vocabulary, S shelf features.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+import torch
+
+from retailsim_core.batch_inputs import (
+    TripIndex,
+    calendar_inputs,
+    codes,
+    customer_inputs,
+    days_since_last_trip,
+    history_alpha,
+    history_inputs,
+    store_inputs,
+)
+from retailsim_core.calendar import FIRST_MONDAY
+from retailsim_core.history_features import BasketContext
+from retailsim_core.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
+from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
+from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
+from retailsim_core.pipeline.samples import SAMPLES_TABLE
+from retailsim_core.pipeline.world_model import load_model_inputs
+from retailsim_core.shelf import ShelfPrices
+from retailsim_core.split import default_split
+from retailsim_core.tensors import PRICE_COLUMNS, TensorConfig
+from retailsim_core.tokens import ProductVocab
+from retailsim_core.warehouse import Warehouse
+
+CONTEXT_SCHEMA = pl.Schema(
+    {
+        "customer_id": pl.String,  # null: a new customer (cold start)
+        "store_id": pl.String,
+        "date": pl.Date,
+        "hour": pl.Int64,
+    }
+)
+WEEK_KEY = 1024  # customer rank * WEEK_KEY + week orders trips by (customer, week)
+
+
+def served_weeks(warehouse: Warehouse, checkpoint_config: dict) -> list[int]:
+    """The weeks a checkpoint serves: the warehouse's sample weeks after its validation weeks
+    (weeks it neither trained nor stopped on)."""
+    split = checkpoint_config.get("split") or default_split().__dict__
+    weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split["valid_end"]]
+    if not weeks:
+        raise FileNotFoundError(
+            f"no {SAMPLES_TABLE} week after week {split['valid_end']} (the checkpoint's last "
+            "validation week) in the warehouse: nothing to serve"
+        )
+    return weeks
+
+
+def week_of_date(dates: pl.Expr) -> pl.Expr:
+    """Calendar week (1 = the week of Monday 2006-04-10) of a date column."""
+    return ((dates - pl.lit(FIRST_MONDAY)).dt.total_days() // 7 + 1).cast(pl.Int64)
+
+
+@dataclass(frozen=True)
+class ServingData:
+    """What the model reads for any context of the served weeks, loaded once."""
+
+    vocab: ProductVocab
+    weeks: tuple[int, ...]  # the weeks contexts may fall in
+    tensor_cfg: TensorConfig
+    index: TripIndex
+    customers: pl.DataFrame  # customer_id, rank, start, end (their run of trips)
+    customer_codes: np.ndarray  # (T, 2) price-sensitivity and lifestage codes of each trip
+    trip_keys: np.ndarray  # (T,) rank * WEEK_KEY + week of every trip, sorted
+    stores: pl.DataFrame  # store_id, store_format, store_region, code
+    snapshot_keys: pl.DataFrame  # customer_id, week, snapshot_row
+    snapshots: np.ndarray  # (R + 1, F) T1 numeric of each snapshot row; the last row zeros
+    store_weeks: pl.DataFrame  # store_id, week, store_row, shelf_row: every store x served week
+    store_t5: tuple[np.ndarray, np.ndarray, np.ndarray]  # T5 numeric, codes, is_new by store_row
+    shelf: ShelfPrices
+    price_features: pl.DataFrame  # product_id, store_id, week, PRICE_COLUMNS of served weeks
+
+    @classmethod
+    def load(cls, warehouse: Warehouse, weeks: list[int], tensor_cfg: TensorConfig) -> ServingData:
+        inputs = load_model_inputs(warehouse, weeks)
+        trips = inputs.store.trips
+        index = TripIndex.build(trips, inputs.vocab)
+        customers = inputs.store.customers.with_row_index("rank").select(
+            "customer_id", pl.col("rank").cast(pl.Int64), "start", "end"
+        )
+        rank = trips.select("customer_id").join(
+            customers.select("customer_id", "rank"), on="customer_id", how="left"
+        )["rank"]
+        stores = (
+            trips.select("store_id", "store_format", "store_region")
+            .with_columns(code=pl.Series(index.arrays.store))
+            .unique("store_id", keep="last")
+            .sort("store_id")
+        )
+        tables = inputs.tables
+        keys = (
+            pl.concat(
+                [tables[t].select("customer_id", "week") for t in (AFFINITY_TABLE, MISSIONS_TABLE)]
+            )
+            .unique()
+            .sort("customer_id", "week")
+        )
+        values, _, _ = customer_inputs(keys, tables[AFFINITY_TABLE], tables[MISSIONS_TABLE])
+        store_weeks = stores.join(
+            pl.DataFrame({"week": sorted(weeks)}, schema={"week": pl.Int16}), how="cross"
+        ).with_row_index("store_row")
+        t5 = store_inputs(store_weeks, tables[STORE_FEATURES_TABLE])
+        store_weeks = store_weeks.select(
+            "store_id",
+            pl.col("week").cast(pl.Int64),
+            pl.col("store_row").cast(pl.Int64),
+            shelf_row=inputs.shelf.rows_of(store_weeks["store_id"], store_weeks["week"]),
+        )
+        prices = (
+            warehouse.scan(PRICE_FEATURES_TABLE, weeks)
+            .select("product_id", "store_id", "week", *PRICE_COLUMNS)
+            .collect()
+        )
+        return cls(
+            vocab=inputs.vocab,
+            weeks=tuple(sorted(weeks)),
+            tensor_cfg=tensor_cfg,
+            index=index,
+            customers=customers,
+            customer_codes=trips.select(
+                codes("cust_price_sensitivity", PRICE_SENSITIVITY_CODES),
+                codes("cust_lifestage", LIFESTAGE_CODES),
+            )
+            .to_numpy()
+            .astype(np.int64),
+            trip_keys=rank.to_numpy() * WEEK_KEY + trips["week"].cast(pl.Int64).to_numpy(),
+            stores=stores,
+            snapshot_keys=keys.with_columns(
+                pl.col("week").cast(pl.Int64), snapshot_row=pl.int_range(pl.len(), dtype=pl.Int64)
+            ),
+            snapshots=np.vstack([values, np.zeros((1, values.shape[1]), values.dtype)]),
+            store_weeks=store_weeks,
+            store_t5=t5,
+            shelf=inputs.shelf,
+            price_features=prices,
+        )
+
+    @property
+    def dates(self) -> tuple[dt.date, dt.date]:
+        """First and last date of the served weeks."""
+        first = FIRST_MONDAY + dt.timedelta(weeks=self.weeks[0] - 1)
+        return first, FIRST_MONDAY + dt.timedelta(weeks=self.weeks[-1], days=-1)
+
+    @cached_property
+    def _lookups(self) -> dict[str, dict]:
+        """Id -> row dictionaries. A request holds a handful of contexts: hash lookups cost
+        microseconds where a join of a few rows costs milliseconds of fixed overhead."""
+        c, sw, sk = self.customers, self.store_weeks, self.snapshot_keys
+        return {
+            "customer": dict(zip(c["customer_id"], zip(c["rank"], c["start"]))),
+            "store": dict(zip(self.stores["store_id"], self.stores["code"])),
+            "store_week": dict(
+                zip(zip(sw["store_id"], sw["week"]), zip(sw["store_row"], sw["shelf_row"]))
+            ),
+            "snapshot": dict(zip(zip(sk["customer_id"], sk["week"]), sk["snapshot_row"])),
+        }
+
+    def resolve(self, contexts: pl.DataFrame) -> pl.DataFrame:
+        """``contexts`` (CONTEXT_SCHEMA) with their week, the customer's rank and first trip row
+        (null for a new or unknown customer), its snapshot row, the store's code (null when
+        unknown) and its T5 and shelf rows of the week."""
+        c = contexts.cast(dict(CONTEXT_SCHEMA)).with_columns(week=week_of_date(pl.col("date")))
+        look = self._lookups
+        none = (None, None)
+        customers = [look["customer"].get(k, none) for k in c["customer_id"]]
+        keys = list(zip(c["customer_id"], c["week"]))
+        stores = list(zip(c["store_id"], c["week"]))
+        store_weeks = [look["store_week"].get(k, none) for k in stores]
+        return c.with_columns(
+            pl.Series("rank", [r for r, _ in customers], pl.Int64),
+            pl.Series("start", [s for _, s in customers], pl.Int64),
+            pl.Series("snapshot_row", [look["snapshot"].get(k) for k in keys], pl.Int64),
+            pl.Series("code", [look["store"].get(k) for k, _ in stores], pl.Int64),
+            pl.Series("store_row", [r for r, _ in store_weeks], pl.Int64),
+            pl.Series("shelf_row", [r for _, r in store_weeks], pl.Int64),
+        )
+
+    def history_bounds(self, c: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) trip rows of each resolved context's history: weeks before its week."""
+        week, rank = c["week"].to_numpy(), c["rank"].fill_null(-1).to_numpy()
+        known = rank >= 0
+        end = np.where(
+            known, np.searchsorted(self.trip_keys, rank * WEEK_KEY + week, side="left"), 0
+        )
+        return np.where(known, c["start"].fill_null(0).to_numpy(), 0), end
+
+    def history_trips(self, contexts: pl.DataFrame) -> np.ndarray:
+        """(B,) trips before each context's week (orders big batches by their padding)."""
+        start, end = self.history_bounds(self.resolve(contexts))
+        return end - start
+
+    def batch(self, contexts: pl.DataFrame, history_width: int | None = None) -> dict:
+        """The model batch of ``contexts`` (known stores, served weeks: see ``resolve``), with
+        ``cold_start`` (B,) True where the customer has no trip before the week. Encoder trips
+        are padded to ``history_width`` when given (a fixed width for the ONNX graph)."""
+        c = self.resolve(contexts)
+        week = c["week"].to_numpy()
+        start, end = self.history_bounds(c)
+        encoder_start = np.maximum(start, end - self.tensor_cfg.max_history_trips)
+        date = c["date"]
+        ctx = BasketContext(
+            start=start,
+            end=end,
+            day=date.cast(pl.Int32).to_numpy(),
+            store=c["code"].to_numpy().astype(np.int64),
+            hour=c["hour"].to_numpy().astype(np.int64),
+            weekend=(date.dt.weekday() >= 6).to_numpy(),
+        )
+        history = history_inputs(self.index, encoder_start, ctx, width=history_width)
+        missing = len(self.snapshots) - 1
+        t1_numeric = self.snapshots[c["snapshot_row"].fill_null(missing).to_numpy()]
+        since = days_since_last_trip(self.index, ctx, encoder_start)
+        store_row = c["store_row"].to_numpy()
+        t5_numeric, t5_codes, t5_is_new = (part[store_row] for part in self.store_t5)
+        b = c.height
+        shelf_rows = c["shelf_row"].to_numpy()
+        tensors = {
+            **history,
+            # The customer's segment codes as of the latest trip before the week; none if new.
+            "t1_codes": np.where(
+                (end > start)[:, None], self.customer_codes[np.maximum(end - 1, 0)], 0
+            ),
+            "t1_numeric": t1_numeric,
+            "t1_alpha": history_alpha(end - start),
+            "t3": calendar_inputs(date, ctx.hour, week, since),
+            "t5_codes": t5_codes,
+            "t5_numeric": t5_numeric,
+            "t5_is_new": t5_is_new,
+            "t6": np.zeros((b, 4), dtype=np.int64),  # nothing of the basket is known
+            "t4_prices": np.zeros((b, 1, len(PRICE_COLUMNS)), dtype=np.float32),
+            "shelf": self.shelf.dense(shelf_rows),
+        }
+        batch = {
+            k: torch.from_numpy(np.ascontiguousarray(v.astype(np.int64) if k in _INT else v))
+            for k, v in tensors.items()
+        }
+        return batch | {"cold_start": torch.from_numpy(end == start)}
+
+    def sample_contexts(self, n: int, seed: int, new_share: float = 0.1) -> pl.DataFrame:
+        """``n`` seeded random contexts of the served weeks (known customers, a ``new_share``
+        of new ones, known stores, hours 8-20): requests for tests and load benchmarks."""
+        rng = np.random.default_rng(seed)
+        first, last = self.dates
+        customers = self.customers["customer_id"].to_numpy()[
+            rng.integers(0, self.customers.height, n)
+        ]
+        new = pl.Series(rng.random(n) < new_share)
+        return pl.DataFrame(
+            {
+                "customer_id": pl.Series(customers, dtype=pl.String).set(new, None),
+                "store_id": self.stores["store_id"].to_numpy()[
+                    rng.integers(0, self.stores.height, n)
+                ],
+                "date": pl.date_range(first, last, eager=True).sample(
+                    n, with_replacement=True, seed=seed
+                ),
+                "hour": rng.integers(8, 21, n),
+            },
+            schema=CONTEXT_SCHEMA,
+        )
+
+    def price_book(self, store_ids: list[str], weeks: list[int]) -> torch.Tensor:
+        """(B, V, P) T4 inputs of every product at each context's store and week."""
+        from retailsim_core.simulation import price_book
+
+        return price_book(self.price_features, store_ids, weeks, self.vocab)
+
+
+_INT = {"t1_codes", "t5_codes", "t6", "history_context"}

@@ -1,0 +1,226 @@
+"""The world model as a service, without any web code: next-basket recommendations, simulated
+baskets (optionally at counterfactual prices), price elasticities and model information for
+contexts (customer, store, date, hour). The web app (``retailsim_serve``) only translates HTTP.
+
+Every request is checked against what the service knows before any work; a problem raises
+``RequestError`` naming the field (the app answers 4xx with it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from retailsim_core.calendar import FIRST_MONDAY
+from retailsim_core.evaluation.run import world_model_scorer
+from retailsim_core.pipeline.embeddings import product_categories
+from retailsim_core.pipeline.world_model import load_model
+from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData, served_weeks
+from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, OnnxScorer, scoring_graph_for
+from retailsim_core.simulation import elasticities as price_elasticities
+from retailsim_core.simulation import expected_basket_size, generate
+from retailsim_core.split import default_split
+from retailsim_core.tensors import TensorConfig
+from retailsim_core.training.checkpoint import published_id, read_json
+from retailsim_core.warehouse import Warehouse
+
+CHUNK = 128  # contexts scored together in a large batch
+
+
+class RequestError(ValueError):
+    """A request the service cannot answer; ``field`` names the offending input."""
+
+    def __init__(self, field: str, message: str, status: int = 422):
+        super().__init__(f"{field}: {message}")
+        self.field, self.message, self.status = field, message, status
+
+
+@dataclass(frozen=True)
+class Context:
+    customer_id: str | None  # None: a new customer
+    store_id: str
+    date: dt.date
+    hour: int = 12
+
+
+class WorldModelService:
+    def __init__(self, model, vocab, config: dict, data: ServingData, checkpoint_id: str):
+        self.model, self.vocab, self.config, self.data = model, vocab, config, data
+        self.checkpoint_id = checkpoint_id
+        self.onnx: OnnxScorer | None = None
+        self.onnx_note = ""
+        self._score = world_model_scorer(model)
+        self._products = pl.DataFrame({"product_id": list(vocab.products)})
+        self._known_customers = set(data.customers["customer_id"].to_list())
+        self._known_stores = set(data.stores["store_id"].to_list())
+        self.categories = np.zeros(vocab.size, dtype=np.int64)  # set by load
+        self.evaluation: dict = {}
+
+    @classmethod
+    def load(
+        cls, warehouse: Warehouse, checkpoint: Path, report: Path | None = None, onnx=False
+    ) -> WorldModelService:
+        """Model, inputs of the weeks after the checkpoint's validation weeks, and its
+        evaluation's headline metrics when ``report`` (the report folder) has them. ``onnx``:
+        score next baskets with the exported graph when it is this checkpoint's (else PyTorch,
+        said in ``info``)."""
+        checkpoint_id = published_id(checkpoint)
+        model, vocab, config = load_model(checkpoint)
+        weeks = served_weeks(warehouse, config)
+        data = ServingData.load(warehouse, weeks, TensorConfig(**config["tensors"]))
+        if data.vocab != vocab:
+            raise ValueError("the checkpoint's vocabulary differs from the warehouse's: retrain")
+        service = cls(model, vocab, config, data, checkpoint_id)
+        service.categories = product_categories(warehouse, vocab)
+        if onnx:
+            graph = scoring_graph_for(warehouse.table_dir(GRAPH_TABLE), checkpoint_id)
+            service.onnx = OnnxScorer(graph) if graph is not None else None
+            service.onnx_note = "" if graph else f"no {GRAPH_TABLE} of this checkpoint: PyTorch"
+        metrics = (report / "metrics.json") if report else None
+        if metrics is not None and metrics.exists():
+            nb = read_json(metrics).get("next_basket", {}).get("all", {})
+            service.evaluation = {m: nb[m] for m in ("world_model", "P-TopFreq") if m in nb}
+        return service
+
+    # ---- checks -------------------------------------------------------------------------
+    def contexts_frame(
+        self, contexts: list[Context], prefix: str = "requests[{i}]."
+    ) -> pl.DataFrame:
+        """The contexts as a frame, after checking each; a problem names the field as the
+        request spells it: ``prefix`` formatted with the context's position, then the field."""
+        first, last = self.data.dates
+        for i, c in enumerate(contexts):
+            where = prefix.format(i=i)
+            if c.customer_id is not None and c.customer_id not in self._known_customers:
+                raise RequestError(
+                    f"{where}customer_id",
+                    f"unknown customer {c.customer_id!r}; omit customer_id for a new customer",
+                    404,
+                )
+            if c.store_id not in self._known_stores:
+                raise RequestError(f"{where}store_id", f"unknown store {c.store_id!r}", 404)
+            if not first <= c.date <= last:
+                raise RequestError(
+                    f"{where}date", f"{c.date} is outside the served calendar {first}..{last}"
+                )
+        return pl.DataFrame(
+            {
+                "customer_id": [c.customer_id for c in contexts],
+                "store_id": [c.store_id for c in contexts],
+                "date": [c.date for c in contexts],
+                "hour": [c.hour for c in contexts],
+            },
+            schema=CONTEXT_SCHEMA,
+        )
+
+    def tokens_of(self, product_ids: list[str], field: str) -> np.ndarray:
+        found = pl.DataFrame({"product_id": product_ids}, schema={"product_id": pl.String}).join(
+            self.vocab.frame(), on="product_id", how="left", maintain_order="left"
+        )
+        missing = found.filter(pl.col("token").is_null())["product_id"]
+        if len(missing):
+            raise RequestError(field, f"unknown product {missing[0]!r}", 404)
+        return found["token"].to_numpy().astype(np.int64)
+
+    # ---- answers ------------------------------------------------------------------------
+    @torch.inference_mode()
+    def log_probs(self, batch: dict) -> torch.Tensor:
+        """(B, V) next-basket log-probabilities; [PAD]/[MASK]/[EOS] at -inf."""
+        if self.onnx is not None:
+            log_p = self.onnx(batch).double()
+            return log_p.masked_fill(self.model.excluded(len(log_p)), -torch.inf)
+        return self._score(np.arange(len(batch["t6"])), batch)
+
+    def recommend(self, contexts: list[Context], k: int) -> list[dict]:
+        """Top-k products of each context. A large batch is scored in chunks of contexts with
+        similar history lengths: each chunk pads its customers' history products (U) to its own
+        longest, not the batch's (5x less padding on the default data)."""
+        frame = self.contexts_frame(contexts)
+        order = (
+            np.argsort(self.data.history_trips(frame), kind="stable")
+            if len(contexts) > CHUNK
+            else np.arange(len(contexts))
+        )
+        width = self.data.tensor_cfg.max_history_trips if self.onnx is not None else None
+        k = min(k, self.vocab.n_products)
+        names = np.asarray(self.vocab.products)
+        out: list[dict] = [{}] * len(contexts)
+        for part in np.array_split(order, max(1, -(-len(order) // CHUNK))):
+            batch = self.data.batch(frame[part], history_width=width)
+            top = torch.topk(self.log_probs(batch), k, dim=1)
+            products = names[top.indices.numpy() - 1]
+            scores = top.values.exp().numpy()
+            cold = batch["cold_start"].numpy()
+            for j, i in enumerate(part):
+                out[i] = {
+                    "products": products[j].tolist(),
+                    "scores": scores[j].tolist(),
+                    "cold_start": bool(cold[j]),
+                }
+        return out
+
+    def _repricing(self, changes: dict[str, float] | None) -> torch.Tensor | None:
+        if not changes:
+            return None
+        tokens = self.tokens_of(list(changes), "price_multipliers")
+        log_m = torch.zeros(self.vocab.size)
+        log_m[torch.as_tensor(tokens)] = torch.log(torch.tensor(list(changes.values())))
+        return log_m
+
+    def simulate(
+        self,
+        context: Context,
+        n: int,
+        seed: int,
+        price_multipliers: dict[str, float] | None = None,
+        temperature: float = 1.0,
+    ) -> list[list[str]]:
+        frame = self.contexts_frame([context], "context.")
+        log_m = self._repricing(price_multipliers)
+        batch = self.data.batch(pl.concat([frame] * n))
+        week = (context.date - FIRST_MONDAY).days // 7 + 1
+        book = self.data.price_book([context.store_id] * n, [week] * n)
+        baskets = generate(
+            self.model, batch, book, seed=seed, log_multiplier=log_m, temperature=temperature
+        )
+        names = np.asarray(self.vocab.products)
+        return [names[np.asarray(b, dtype=np.int64) - 1].tolist() for b in baskets]
+
+    def elasticities(self, context: Context, product_ids: list[str]) -> pl.DataFrame:
+        frame = self.contexts_frame([context], "context.")
+        tokens = self.tokens_of(product_ids, "product_ids")
+        batch = self.data.batch(frame)
+        size = expected_basket_size(self.model, batch)
+        table = price_elasticities(self.model, batch, size, tokens, self.categories)
+        names = self.vocab.frame()
+        return (
+            table.join(names.rename({"token": "product"}), on="product")
+            .join(names.rename({"token": "other", "product_id": "other_id"}), on="other")
+            .select("product_id", "other_id", "elasticity", "kind")
+            .sort("product_id", "other_id")
+        )
+
+    def info(self) -> dict:
+        first, last = self.data.dates
+        split = self.config.get("split") or default_split().__dict__
+        return {
+            "checkpoint_id": self.checkpoint_id,
+            "model": self.config["model"],
+            "parameters": self.config["summary"].get("parameters"),
+            "training_weeks": [1, split.get("train_end")],
+            "validation_weeks": [split.get("train_end", 0) + 1, split.get("valid_end")],
+            "served_dates": [first.isoformat(), last.isoformat()],
+            "vocabulary": self.vocab.n_products,
+            "customers": len(self._known_customers),
+            "stores": len(self._known_stores),
+            "evaluation": self.evaluation,
+            "scoring": "onnxruntime" if self.onnx is not None else "pytorch",
+            "scoring_note": self.onnx_note,
+            "loaded_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }

@@ -1,0 +1,10 @@
+"""A service over the tiny warehouse and checkpoint (test weeks 12-14), once per session."""
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny_service(tiny_warehouse, tiny_checkpoint):
+    from retailsim_core.serving.service import WorldModelService
+
+    return WorldModelService.load(tiny_warehouse["warehouse"], tiny_checkpoint)
