@@ -20,6 +20,7 @@ help:
 	@echo "make lint   ruff format --check and ruff check (line length 100)"
 	@echo "make data   generate the synthetic dataset (PRESET=tiny|default|large) if data/raw is empty"
 	@echo "make ui     serve the Dagster UI on http://127.0.0.1:3000"
+	@echo "make serve  serve the world model on http://127.0.0.1:8000 (docs at /docs; after make demo)"
 	@echo "make bench  run the benchmarks in benchmarks/"
 	@echo "make recover  mark runs whose process died as failed and free their pool slots"
 
@@ -54,6 +55,9 @@ test: install lint
 ui: install $(DAGSTER_HOME)/dagster.yaml
 	$(VENV)/bin/dagster dev -m retailsim_dagster.definitions --host 127.0.0.1 --port 3000
 
+serve: install
+	$(PY) -m retailsim_serve
+
 bench: install
 	$(PY) benchmarks/bench_ingest.py --preset large
 	$(PY) benchmarks/bench_pipeline.py --warehouse data/bench/large/warehouse
@@ -66,4 +70,4 @@ recover: install $(DAGSTER_HOME)/dagster.yaml
 clean-data:
 	rm -rf data/raw data/ground_truth data/warehouse
 
-.PHONY: help install data demo lint test ui bench recover clean-data
+.PHONY: help install data demo lint test ui serve bench recover clean-data

@@ -28,8 +28,28 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "RETAILSIM_COMPILED_SCAN": ("0 turns the compiled selective scan off", "1"),
     "RETAILSIM_COMPILED_PRICES": ("0 turns the compiled price fold off", "1"),
     "RETAILSIM_KERNEL_CACHE": ("folder of compiled kernels", "~/.cache/retailsim/kernels"),
+    "RETAILSIM_SERVE_HOST": ("address the serving app binds", "127.0.0.1"),
+    "RETAILSIM_SERVE_PORT": ("port of the serving app", "8000"),
+    "RETAILSIM_SERVE_ONNX": ("1 scores next baskets with onnxruntime", "0"),
+    "RETAILSIM_SERVE_MAX_K": ("most products one recommendation returns", "200"),
+    "RETAILSIM_SERVE_MAX_BATCH": ("most contexts in one batch request", "5000"),
+    "RETAILSIM_SERVE_MAX_BODY_BYTES": ("largest request body", "4000000"),
+    "RETAILSIM_SERVE_MAX_SIMULATIONS": ("most baskets one simulation draws", "200"),
+    "RETAILSIM_SERVE_MAX_PRODUCTS": ("most products of one elasticity request", "50"),
+    "RETAILSIM_SERVE_RELOAD_SECONDS": ("how often the app looks for a new checkpoint", "10"),
+    "RETAILSIM_SERVE_THREADS": (
+        "PyTorch threads of the serving app (1 leaves a core to HTTP)",
+        "1",
+    ),
 }
-SWITCHES = ("RETAILSIM_COMPILED_SCAN", "RETAILSIM_COMPILED_PRICES")
+SWITCHES = ("RETAILSIM_COMPILED_SCAN", "RETAILSIM_COMPILED_PRICES", "RETAILSIM_SERVE_ONNX")
+COUNTS = tuple(
+    name
+    for name in SETTINGS
+    if name.startswith("RETAILSIM_SERVE_")
+    and name not in SWITCHES
+    and name != "RETAILSIM_SERVE_HOST"
+)
 
 
 class SettingsError(ValueError):
@@ -46,6 +66,14 @@ def week_setting(name: str, default: int, environ: Mapping[str, str] | None = No
     if not 1 <= week <= N_WEEKS:
         raise SettingsError(f"{name}={week} is outside the calendar (1..{N_WEEKS})")
     return week
+
+
+def count_setting(name: str, environ: Mapping[str, str] | None = None) -> int:
+    """A positive whole-number setting (its default from ``SETTINGS`` when unset)."""
+    raw = (os.environ if environ is None else environ).get(name) or SETTINGS[name][1]
+    if not raw.isdigit() or int(raw) < 1:
+        raise SettingsError(f"{name}={raw!r}: use a whole number of at least 1")
+    return int(raw)
 
 
 def check_environment(environ: Mapping[str, str] | None = None) -> None:
@@ -71,6 +99,8 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
     for name in SWITCHES:
         if env.get(name, "1") not in ("0", "1"):
             raise SettingsError(f"{name}={env[name]!r}: use 0 (off) or 1 (on)")
+    for name in COUNTS:
+        count_setting(name, env)
     truth = env.get("RETAILSIM_TRUTH_DIR")
     if truth and not Path(truth).is_dir():
         raise SettingsError(

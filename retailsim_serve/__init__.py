@@ -1,0 +1,1 @@
+"""The world model over HTTP (FastAPI): ``make serve`` or ``python -m retailsim_serve``."""
