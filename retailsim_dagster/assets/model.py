@@ -7,7 +7,9 @@ from retailsim_core.evaluation.report_html import markdown_summary
 from retailsim_core.io import atomic_write_text
 from retailsim_core.pipeline.embeddings import loss_curve_svg
 from retailsim_core.pipeline.evaluation import REPORT_TABLE, evaluate
+from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
 from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, train_world_model
+from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, PARITY_TOLERANCE
 from retailsim_core.training.checkpoint import read_json
 from retailsim_dagster.metadata import markdown_table
 from retailsim_dagster.partitions import CPU_POOL
@@ -129,6 +131,41 @@ def evaluation_report(
             "oracle_available": "oracle" in nb,
             "seconds": result["tuning"]["seconds"],
         }
+    )
+
+
+@dg.asset(
+    group_name="model",
+    kinds={"onnx"},
+    pool=CPU_POOL,
+    deps=[trained_checkpoint],
+    automation_condition=dg.AutomationCondition.eager(),
+    description="The checkpoint's next-basket scoring graph (encoder, decoder, heads) in ONNX "
+    "for onnxruntime serving (RETAILSIM_SERVE_ONNX=1), with the checkpoint id it belongs to "
+    "and its largest difference from PyTorch on a real serving batch.",
+)
+def onnx_scoring_graph(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    manifest = export_checkpoint_graph(warehouse.warehouse)
+    return dg.MaterializeResult(
+        metadata={
+            "checkpoint_id": manifest["checkpoint_id"],
+            "max_abs_difference": manifest["max_abs_difference"],
+            "example_contexts": manifest["example_contexts"],
+            "bytes": manifest["bytes"],
+        }
+    )
+
+
+@dg.asset_check(
+    asset=onnx_scoring_graph,
+    description="the exported graph scores a real serving batch within 1e-4 of PyTorch",
+)
+def onnx_matches_pytorch(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    folder = warehouse.warehouse.table_dir(GRAPH_TABLE)
+    difference = read_json(folder / "manifest.json")["max_abs_difference"]
+    return dg.AssetCheckResult(
+        passed=difference <= PARITY_TOLERANCE,
+        metadata={"max_abs_difference": difference, "tolerance": PARITY_TOLERANCE},
     )
 
 

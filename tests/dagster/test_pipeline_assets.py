@@ -85,10 +85,20 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
         "bucketed_samples",
     }
     model_run = dg.materialize(
-        [model.trained_checkpoint, model.checkpoint_beats_popularity, model.evaluation_report],
+        [
+            model.trained_checkpoint,
+            model.checkpoint_beats_popularity,
+            model.evaluation_report,
+            model.onnx_scoring_graph,
+            model.onnx_matches_pytorch,
+        ],
         resources=resources,
     )
     assert model_run.success
+    onnx_check = {e.check_name: e for e in model_run.get_asset_check_evaluations()}
+    assert onnx_check["onnx_matches_pytorch"].passed
+    graph = model_run.asset_materializations_for_node("onnx_scoring_graph")[0].metadata
+    assert graph["max_abs_difference"].value <= 1e-4 and graph["bytes"].value > 0
     ckpt = model_run.asset_materializations_for_node("trained_checkpoint")[0].metadata
     assert ckpt["parameters"].value > 0 and "history" in ckpt and "loss_curve" in ckpt
     report = model_run.asset_materializations_for_node("evaluation_report")[0].metadata
