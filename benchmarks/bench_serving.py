@@ -1,0 +1,166 @@
+"""Load test of the serving app over real HTTP: single next-basket requests from concurrent
+clients (latency percentiles) and batch scoring (contexts per second), with PyTorch and with
+onnxruntime scoring. The server runs as its own process (``python -m retailsim_serve``), the
+load generator is an httpx async client in this one; on a 2-core machine they share the cores.
+
+    python benchmarks/bench_serving.py --warehouse data/warehouse [--clients 8] [--requests 2000]
+
+Requests are the test weeks' real trips (customer, store, date) at random hours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from retailsim_core.calendar import monday_of
+from retailsim_core.pipeline.samples import SAMPLES_TABLE
+from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
+from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, scoring_graph_for
+from retailsim_core.training.checkpoint import verified_id
+from retailsim_core.warehouse import Warehouse
+
+
+def contexts(warehouse: Warehouse, first_date: str, n: int, seed: int) -> list[dict]:
+    """Real (customer, store, week) triples of the served weeks, at a random day and hour."""
+    first = dt.date.fromisoformat(first_date)
+    weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if monday_of(w) >= first]
+    trips = (
+        warehouse.scan(SAMPLES_TABLE, weeks)
+        .select("customer_id", "store_id", "week")
+        .collect()
+        .sample(n, with_replacement=True, seed=seed)
+    )
+    rng = np.random.default_rng(seed)
+    days, hours = rng.integers(0, 7, n), rng.integers(8, 21, n)
+    return [
+        {
+            "customer_id": c,
+            "store_id": s,
+            "date": (monday_of(w) + dt.timedelta(days=int(d))).isoformat(),
+            "hour": int(h),
+        }
+        for (c, s, w), d, h in zip(trips.iter_rows(), days, hours)
+    ]
+
+
+def start_server(warehouse: Path, port: int, onnx: bool) -> subprocess.Popen:
+    env = os.environ | {
+        "RETAILSIM_WAREHOUSE_DIR": str(warehouse),
+        "RETAILSIM_SERVE_PORT": str(port),
+        "RETAILSIM_SERVE_ONNX": "1" if onnx else "0",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "retailsim_serve"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                return server
+        except httpx.TransportError:
+            time.sleep(0.5)
+    server.kill()
+    raise RuntimeError("the server did not answer /health within 10 minutes")
+
+
+async def single_requests(url: str, requests: list[dict], clients: int, k: int) -> dict:
+    latencies: list[float] = []
+    queue: asyncio.Queue = asyncio.Queue()
+    for r in requests:
+        queue.put_nowait(r)
+
+    async def client(http: httpx.AsyncClient):
+        while not queue.empty():
+            body = queue.get_nowait() | {"k": k}
+            t0 = time.perf_counter()
+            r = await http.post(f"{url}/v1/next-basket", json=body)
+            latencies.append(time.perf_counter() - t0)
+            r.raise_for_status()
+
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=clients)) as http:
+        for body in requests[:20]:  # warm-up
+            await http.post(f"{url}/v1/next-basket", json=body | {"k": k})
+        start = time.perf_counter()
+        await asyncio.gather(*(client(http) for _ in range(clients)))
+        wall = time.perf_counter() - start
+    ms = np.asarray(latencies) * 1000
+    return {
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "requests_per_s": len(ms) / wall,
+    }
+
+
+def batch_scoring(url: str, requests: list[dict], k: int, rounds: int) -> float:
+    """Contexts per second of ``rounds`` batch calls of all ``requests``."""
+    body = {"requests": requests, "k": k}
+    with httpx.Client(timeout=600) as http:
+        http.post(f"{url}/v1/next-basket/batch", json=body).raise_for_status()  # warm-up
+        start = time.perf_counter()
+        for _ in range(rounds):
+            answer = http.post(f"{url}/v1/next-basket/batch", json=body)
+            answer.raise_for_status()
+            assert len(answer.json()["results"]) == len(requests)
+        return rounds * len(requests) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--warehouse", type=Path, default=Path("data/warehouse"))
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--modes", default="pytorch,onnx")
+    args = parser.parse_args()
+    warehouse = Warehouse(args.warehouse)
+    checkpoint_id = verified_id(warehouse.table_dir("trained_checkpoint"))
+    if (
+        "onnx" in args.modes
+        and scoring_graph_for(warehouse.table_dir(GRAPH_TABLE), checkpoint_id) is None
+    ):
+        print("exporting the ONNX scoring graph ...", flush=True)
+        export_checkpoint_graph(warehouse)
+    url = f"http://127.0.0.1:{args.port}"
+    header = ("scoring", "p50 ms", "p95 ms", "p99 ms", "req/s", "batch ctx/s")
+    print(f"{header[0]:<10} " + " ".join(f"{h:>8}" for h in header[1:5]) + f" {header[5]:>12}")
+    for mode in args.modes.split(","):
+        server = start_server(args.warehouse, args.port, onnx=mode == "onnx")
+        try:
+            info = httpx.get(f"{url}/v1/model").json()
+            assert info["scoring"] == ("onnxruntime" if mode == "onnx" else "pytorch"), info
+            requests = contexts(warehouse, info["served_dates"][0], args.requests, seed=0)
+            single = asyncio.run(single_requests(url, requests, args.clients, args.k))
+            batch = contexts(warehouse, info["served_dates"][0], args.batch, seed=1)
+            rate = batch_scoring(url, batch, args.k, rounds=5)
+        finally:
+            server.terminate()
+            server.wait(30)
+        print(
+            f"{mode:<10} {single['p50_ms']:>8.1f} {single['p95_ms']:>8.1f} "
+            f"{single['p99_ms']:>8.1f} {single['requests_per_s']:>8.1f} {rate:>12.0f}",
+            flush=True,
+        )
+    print(
+        f"{args.clients} concurrent clients, {args.requests} requests, top-{args.k}; "
+        f"batches of {args.batch} contexts; checkpoint {checkpoint_id}"
+    )
+
+
+if __name__ == "__main__":
+    main()
