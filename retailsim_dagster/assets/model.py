@@ -139,6 +139,7 @@ def evaluation_report(
     kinds={"onnx"},
     pool=CPU_POOL,
     deps=[trained_checkpoint],
+    backfill_policy=dg.BackfillPolicy.single_run(),
     automation_condition=dg.AutomationCondition.eager(),
     description="The checkpoint's next-basket scoring graph (encoder, decoder, heads) in ONNX "
     "for onnxruntime serving (RETAILSIM_SERVE_ONNX=1), with the checkpoint id it belongs to "
