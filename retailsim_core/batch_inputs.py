@@ -21,11 +21,16 @@ import polars as pl
 
 from retailsim_core.calendar import N_WEEKS, uk_bank_holidays
 from retailsim_core.history_features import BasketContext, TripArrays, history_features
-from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
+from retailsim_core.lgsr import (
+    BASKET_TYPE_CODES,
+    MISSION_CODES,
+    STORE_FORMAT_CODES,
+    STORE_REGION_CODES,
+)
 from retailsim_core.tokens import PAD, ProductVocab
 
-BASKET_TYPES = ("Top Up", "Small Shop", "Full Shop", "XX")
-MISSIONS = ("Fresh", "Grocery", "Mixed", "Nonfood", "XX")
+BASKET_TYPES = BASKET_TYPE_CODES  # T6 / trip-context code order (1-based; 0 = missing)
+MISSIONS = MISSION_CODES
 AFFINITY_COLUMNS = (
     "loyalty_score",
     "switching_rate",

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from retailsim_core.lgsr import MISSION_FOCI, MISSION_TYPES
+
 SWITCH_LOOKBACK = 4  # spec: a novel store is one not visited in the prior 4 weeks
-MISSION_TYPES = ("Top Up", "Small Shop", "Full Shop")
-MISSION_FOCI = ("Fresh", "Grocery", "Mixed", "Nonfood")
 # Running sums hold exact small integers (order-independent, so any run gives the same bytes);
 # snapshots scale them: price sensitivity LA = 1, MM = 0.5, UM = 0; size S = 1/3, M = 2/3, L = 1.
 SENSITIVITY_UNITS, SENSITIVITY_SCALE = {"LA": 2, "MM": 1, "UM": 0}, 0.5

@@ -49,8 +49,13 @@ LIFESTAGE_TO_SEG_2 = {v: k for k, v in SEG_2_TO_LIFESTAGE.items()}
 PRICE_SENSITIVITY_CODES = ("LA", "MM", "UM", "XX")
 LIFESTAGE_CODES = ("YA", "OA", "YF", "OF", "PE", "OT", "XX")
 BASKET_SIZE_CODES = ("S", "M", "L")
-BASKET_TYPE_CODES = ("Top Up", "Full Shop", "Small Shop", "XX")
-MISSION_CODES = ("Fresh", "Grocery", "Mixed", "Nonfood", "XX")
+# Mission vocabularies, the one order every code, struct field and model head uses: types by
+# basket size, foci alphabetical; "XX" (unknown) is always last.
+MISSION_TYPES = ("Top Up", "Small Shop", "Full Shop")
+MISSION_FOCI = ("Fresh", "Grocery", "Mixed", "Nonfood")
+UNKNOWN_CODE = "XX"
+BASKET_TYPE_CODES = (*MISSION_TYPES, UNKNOWN_CODE)
+MISSION_CODES = (*MISSION_FOCI, UNKNOWN_CODE)
 STORE_FORMAT_CODES = ("LS", "MS", "SS", "XLS")
 STORE_REGION_CODES = tuple(f"{d}0{i}" for d in "ENSW" for i in (1, 2, 3))
 

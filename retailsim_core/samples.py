@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import polars as pl
 
 from retailsim_core.split import TemporalSplit
+from retailsim_core.tokens import MAX_ITEMS
 
 COLD_START_TRIPS = 5
-MAX_ITEMS = 50
 # Bucket by prior trips: 0 | 1-4 | 5-19 | 20-49 | 50-99 | 100+ (lengths the encoder actually sees).
 BUCKET_EDGES = (1, 5, 20, 50, 100)
 

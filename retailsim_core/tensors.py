@@ -35,7 +35,7 @@ from retailsim_core.batch_inputs import (
 from retailsim_core.history_features import BasketContext
 from retailsim_core.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
 from retailsim_core.shelf import ShelfPrices
-from retailsim_core.tokens import PAD, ProductVocab
+from retailsim_core.tokens import MAX_ITEMS, PAD, ProductVocab
 from retailsim_core.trips import TripStore
 
 SIZES = ("S", "M", "L")
@@ -55,7 +55,7 @@ __all__ = ["BASKET_TYPES", "MISSIONS", "SIZES", "PRICE_COLUMNS", "ragged", "code
 
 @dataclass(frozen=True)
 class TensorConfig:
-    max_items: int = 50  # basket products (spec §4.7.5 case 5), [EOS] extra
+    max_items: int = MAX_ITEMS  # basket products (spec §4.7.5 case 5), [EOS] extra
     max_history_trips: int = 100  # most recent trips the encoder reads (H); every trip of every
     # product enters the history features
 

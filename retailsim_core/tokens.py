@@ -16,6 +16,18 @@ import polars as pl
 import pyarrow as pa
 
 PAD = 0
+MAX_ITEMS = 50  # products a basket holds at most (spec §4.7.5 case 5); [EOS] comes extra
+# The two specials after the products, by their distance from the end of the vocabulary.
+
+
+def mask_token(vocab_size: int) -> int:
+    """[MASK]: the second-to-last token."""
+    return vocab_size - 2
+
+
+def eos_token(vocab_size: int) -> int:
+    """[EOS]: the last token."""
+    return vocab_size - 1
 
 
 @dataclass(frozen=True)
@@ -32,11 +44,11 @@ class ProductVocab:
 
     @property
     def mask(self) -> int:
-        return self.n_products + 1
+        return mask_token(self.size)
 
     @property
     def eos(self) -> int:
-        return self.n_products + 2
+        return eos_token(self.size)
 
     @property
     def size(self) -> int:

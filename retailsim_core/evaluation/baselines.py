@@ -19,7 +19,7 @@ import scipy.sparse as sp
 import torch
 
 from retailsim_core.tensors import TrainingSet
-from retailsim_core.tokens import PAD
+from retailsim_core.tokens import PAD, mask_token
 
 
 def trip_matrix(data: TrainingSet) -> sp.csr_matrix:
@@ -76,7 +76,7 @@ def _finish(scores: np.ndarray, vocab_size: int) -> torch.Tensor:
         np.asarray(scores, dtype=np.float64) - 1e-9 * np.arange(vocab_size) / vocab_size
     )
     out[:, PAD] = -torch.inf
-    out[:, vocab_size - 2 :] = -torch.inf  # [MASK], [EOS]
+    out[:, mask_token(vocab_size) :] = -torch.inf  # [MASK], [EOS]
     return out
 
 

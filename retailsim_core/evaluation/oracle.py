@@ -18,8 +18,9 @@ import numpy as np
 import polars as pl
 import torch
 
+from retailsim_core.lgsr import MISSION_FOCI
 from retailsim_core.synth.baskets import HOUR_PROBS, HOURS
-from retailsim_core.synth.config import BASKET_SIZES, MISSION_FOCI, PRICE_MODES
+from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
 from retailsim_core.synth.oracle import purchase_probabilities
 from retailsim_core.synth.world import load_world
 from retailsim_core.tokens import PAD, ProductVocab

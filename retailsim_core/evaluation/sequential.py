@@ -37,7 +37,7 @@ import torch.nn.functional as F
 
 from retailsim_core.evaluation.baselines import pool_bounds
 from retailsim_core.tensors import TrainingSet, ragged
-from retailsim_core.tokens import PAD
+from retailsim_core.tokens import PAD, mask_token
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ def unigram(windows: np.ndarray, vocab_size: int, power: float = 0.75) -> torch.
     """(V,) sampling distribution of negatives: token counts of the windows ** power; specials 0."""
     counts = np.bincount(windows.ravel(), minlength=vocab_size).astype(np.float64) ** power
     counts[PAD] = 0.0
-    counts[vocab_size - 2] = 0.0  # [MASK] is never a target
+    counts[mask_token(vocab_size)] = 0.0  # [MASK] is never a target
     return torch.as_tensor(counts / counts.sum())
 
 
@@ -241,7 +241,7 @@ def sequential_scores(
     # recommendation.
     scores = torch.nan_to_num(scores, nan=-torch.inf)
     scores[:, PAD] = -torch.inf
-    scores[:, vocab.size - 2 :] = -torch.inf
+    scores[:, vocab.mask :] = -torch.inf  # [MASK], [EOS]
     return scores
 
 

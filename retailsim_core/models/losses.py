@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from retailsim_core.models.world_model import AUX_HEADS, ModelOutput, WorldModel
-from retailsim_core.tokens import PAD
+from retailsim_core.tokens import PAD, mask_token
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def world_model_loss(
 def basket_length(batch: dict[str, torch.Tensor], vocab_size: int) -> torch.Tensor:
     """(B,) number of products in each basket of the batch (before corruption)."""
     tokens = batch["tokens"]
-    return ((tokens != PAD) & (tokens < vocab_size - 2)).sum(1)
+    return ((tokens != PAD) & (tokens < mask_token(vocab_size))).sum(1)
 
 
 def shown_products(inputs: torch.Tensor, targets: torch.Tensor, vocab_size: int) -> torch.Tensor:

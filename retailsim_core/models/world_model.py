@@ -38,7 +38,7 @@ from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusi
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
 from retailsim_core.models.weight_cache import WeightCache
 from retailsim_core.tensors import BASKET_TYPES, MISSIONS, PRICE_SENSITIVITY_CODES, SIZES
-from retailsim_core.tokens import PAD
+from retailsim_core.tokens import MAX_ITEMS, PAD, eos_token, mask_token
 
 # Auxiliary heads: name -> (column of the T6 codes, number of classes). Codes are 1-based, 0
 # missing; LGSR's "XX" (unknown, always the last code) is no class: those rows carry no loss.
@@ -62,7 +62,7 @@ class WorldModelConfig:
     d_ffn: int = 2048
     dropout: float = 0.1
     product_dim: int = 256  # G, GraphSAGE width (T2)
-    max_items: int = 50  # basket products; + [EOS] + context token = positions
+    max_items: int = MAX_ITEMS  # basket products; + [EOS] + context token = positions
     freeze_product_embeddings: bool = False
     repeat_path: bool = True  # the repeat distribution over the customer's history (D51)
     repeat_hidden: int = 64  # width of the repeat head's product encoding
@@ -250,7 +250,7 @@ class WorldModel(nn.Module):
 
     @property
     def mask_token(self) -> int:
-        return self.vocab_size - 2
+        return mask_token(self.vocab_size)
 
     def forward(
         self,
@@ -318,7 +318,7 @@ class WorldModel(nn.Module):
     def excluded(self, n: int, shown: torch.Tensor | None = None, device=None) -> torch.Tensor:
         """(n, V) bool: [PAD], [MASK] and [EOS] are never a slot's product, nor ``shown`` ones."""
         out = torch.zeros(n, self.vocab_size, dtype=torch.bool, device=device)
-        out[:, [PAD, self.vocab_size - 2, self.vocab_size - 1]] = True
+        out[:, [PAD, mask_token(self.vocab_size), eos_token(self.vocab_size)]] = True
         return out if shown is None else out | shown
 
     def slot_log_probs(

@@ -19,7 +19,7 @@ from retailsim_core.customers import (
     mission_snapshot,
     visits,
 )
-from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.lgsr import MISSION_FOCI, MISSION_TYPES, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.warehouse import Warehouse
 
@@ -81,14 +81,10 @@ MISSION_SCHEMA = pl.Schema(
     {
         "customer_id": pl.String,
         "week": pl.Int16,
-        "mission_type_dist": pl.Struct(
-            {"Top Up": pl.Float64, "Small Shop": pl.Float64, "Full Shop": pl.Float64}
-        ),
+        "mission_type_dist": pl.Struct({t: pl.Float64 for t in MISSION_TYPES}),
         "dominant_mission_type": pl.String,
         "mission_type_entropy": pl.Float64,
-        "mission_focus_dist": pl.Struct(
-            {"Fresh": pl.Float64, "Grocery": pl.Float64, "Mixed": pl.Float64, "Nonfood": pl.Float64}
-        ),
+        "mission_focus_dist": pl.Struct({f: pl.Float64 for f in MISSION_FOCI}),
         "dominant_focus": pl.String,
         "focus_entropy": pl.Float64,
         "mean_price_sensitivity": pl.Float64,

@@ -9,9 +9,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-# Mission vocabularies (LGSR codes, without XX: the generator always knows the true mission).
-MISSION_TYPES = ("Top Up", "Small Shop", "Full Shop")
-MISSION_FOCI = ("Fresh", "Grocery", "Mixed", "Nonfood")
+# The mission vocabularies are lgsr.MISSION_TYPES / MISSION_FOCI (without XX: the generator
+# always knows the true mission).
 PRICE_MODES = ("LA", "MM", "UM")  # Less Affluent, Mid Market, Up Market
 BASKET_SIZES = ("S", "M", "L")
 DIVISIONS = ("fresh", "grocery", "nonfood")

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retailsim_core.lgsr import LIFESTAGE_CODES
+from retailsim_core.lgsr import LIFESTAGE_CODES, MISSION_FOCI, MISSION_TYPES
 from retailsim_core.synth.catalogue import FORMAT_SIZE_WEIGHT, Catalogue
-from retailsim_core.synth.config import MISSION_FOCI, MISSION_TYPES, PRICE_MODES, SynthConfig
+from retailsim_core.synth.config import PRICE_MODES, SynthConfig
 from retailsim_core.synth.sampling import rowwise_choice
 
 SEGMENT_CODES = PRICE_MODES + ("XX",)

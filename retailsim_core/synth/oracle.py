@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from retailsim_core.synth.config import BASKET_SIZES, MISSION_FOCI, PRICE_MODES
+from retailsim_core.lgsr import MISSION_FOCI
+from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
 from retailsim_core.synth.demand import (
     explore_distribution,
     product_avail,

@@ -26,19 +26,15 @@ from retailsim_core.io import (
 from retailsim_core.lgsr import (
     FULL_HEADER,
     LIFESTAGE_TO_SEG_2,
+    MISSION_FOCI,
+    MISSION_TYPES,
     PRICE_SENSITIVITY_TO_SEG_1,
     SAMPLE_HEADER,
     STORE_FORMAT_CODES,
     STORE_REGION_CODES,
 )
 from retailsim_core.synth.baskets import WeekBaskets, simulate_week
-from retailsim_core.synth.config import (
-    BASKET_SIZES,
-    MISSION_FOCI,
-    MISSION_TYPES,
-    PRICE_MODES,
-    SynthConfig,
-)
+from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES, SynthConfig
 from retailsim_core.synth.customers import SEGMENT_CODES
 from retailsim_core.synth.world import World, build_world, save_ground_truth
 

@@ -160,7 +160,7 @@ class TrainStep(nn.Module):
         gamma: float = 2.0,
     ):
         hidden = (targets != 0) | (
-            inputs == self.model.vocab_size - 2
+            inputs == self.model.mask_token
         )  # every [MASK] slot hides its price
         out = self.model(batch, inputs, hidden=hidden, given_mission=given_mission)
         loss = world_model_loss(
