@@ -5,6 +5,11 @@ import json
 import dagster as dg
 
 from retailsim_core.calendar import week_key_of
+from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
+from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
+from retailsim_core.pipeline.ingest import QUARANTINE_TABLE, RAW_TABLE
+from retailsim_core.pipeline.prices import PRICES_TABLE
+from retailsim_core.pipeline.samples import METADATA_TABLE, SAMPLES_TABLE, TRIPS_TABLE
 from retailsim_core.raw_files import list_week_files, unseen
 from retailsim_dagster.resources import RawSourceResource
 
@@ -12,16 +17,16 @@ from retailsim_dagster.resources import RawSourceResource
 weekly_job = dg.define_asset_job(
     "weekly_refresh",
     selection=dg.AssetSelection.assets(
-        "raw_transactions",
-        "raw_transactions_quarantine",
-        "derived_prices",
-        "customer_store_affinity",
-        "mission_patterns",
-        "price_features",
-        "store_features",
-        "temporal_metadata",
-        "customer_trips",
-        "bucketed_samples",
+        RAW_TABLE,
+        QUARANTINE_TABLE,
+        PRICES_TABLE,
+        AFFINITY_TABLE,
+        MISSIONS_TABLE,
+        PRICE_FEATURES_TABLE,
+        STORE_FEATURES_TABLE,
+        METADATA_TABLE,
+        TRIPS_TABLE,
+        SAMPLES_TABLE,
     ),
     description="Materialize one shop week through every weekly asset (weekly partitions, "
     "inferred).",

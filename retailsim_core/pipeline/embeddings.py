@@ -225,8 +225,7 @@ def load_embeddings(warehouse: Warehouse) -> tuple[torch.Tensor, pl.DataFrame]:
     if hashlib.sha256(data).hexdigest() != manifest["vectors_sha256"]:
         raise CorruptPartitionError(
             f"{path} (table {EMBEDDINGS_TABLE}): checksum differs from "
-            "its manifest (the file is damaged); re-materialize "
-            "graphsage_embeddings"
+            f"its manifest (the file is damaged); re-materialize {EMBEDDINGS_TABLE}"
         )
     return st_load(data)["embeddings"], id_map
 

@@ -28,8 +28,9 @@ from retailsim_core.split import TemporalSplit
 from retailsim_core.substitution import promotion_holdout, switching_edges
 from retailsim_core.warehouse import Warehouse
 
-GRAPH_NODES_TABLE = "product_graph/nodes"
-GRAPH_EDGES_TABLE = "product_graph/edges"
+GRAPH_TABLE = "product_graph"  # the asset; its two tables below
+GRAPH_NODES_TABLE = f"{GRAPH_TABLE}/nodes"
+GRAPH_EDGES_TABLE = f"{GRAPH_TABLE}/edges"
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def derive_price_weeks(
     # write run in threads while the array engine folds in this week (NumPy, one core). At
     # most one table waits to be written, so memory stays at two weeks' tables.
     summaries, pending = [], None
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="derived_prices") as pool:
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix=PRICES_TABLE) as pool:
         next_observed = pool.submit(_observed_week, warehouse, weeks[0])
         for i, week in enumerate(weeks):
             observed = next_observed.result()

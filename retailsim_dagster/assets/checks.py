@@ -4,7 +4,7 @@ import dagster as dg
 import polars as pl
 
 from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
-from retailsim_core.pipeline.graph import load_graph
+from retailsim_core.pipeline.graph import GRAPH_TABLE, load_graph
 from retailsim_core.pipeline.graph import substitution_holdout as substitution_holdout_test
 from retailsim_core.pipeline.prices import PRICES_TABLE, price_rule_report
 from retailsim_core.pipeline.truth import bind_truth
@@ -45,7 +45,7 @@ def derived_prices_business_rules(warehouse: WarehouseResource):
 
 
 @dg.asset_check(
-    asset="product_graph",
+    asset=GRAPH_TABLE,
     description="edges join nodes; substitutes share a sub-commodity; "
     "co-purchase edges meet the lift threshold",
 )
@@ -78,7 +78,7 @@ def product_graph_integrity(warehouse: WarehouseResource) -> dg.AssetCheckResult
 
 
 @dg.asset_check(
-    asset="product_graph",
+    asset=GRAPH_TABLE,
     description="held-out promotion test of the substitution edges: in weeks after training, "
     "B's units fall when its substitute A is on promotion, more than for random "
     "same-sub-commodity pairs (95% interval); planted-pair recovery when the "

@@ -21,7 +21,7 @@ from retailsim_core.pipeline.features import (
     price_feature_weeks,
     store_feature_weeks,
 )
-from retailsim_core.pipeline.graph import load_graph
+from retailsim_core.pipeline.graph import GRAPH_TABLE, load_graph
 from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_core.pipeline.prices import PRICES_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
@@ -32,7 +32,7 @@ from retailsim_dagster.resources import PipelineConfigResource, WarehouseResourc
 @dg.asset(
     group_name="features",
     kinds={"polars", "parquet"},
-    deps=[RAW_TABLE, PRICES_TABLE, "product_graph"],
+    deps=[RAW_TABLE, PRICES_TABLE, GRAPH_TABLE],
     backfill_policy=dg.BackfillPolicy.single_run(),
     metadata={"dagster/column_schema": table_schema(PSEUDO_BRANDS_SCHEMA)},
     description="Pseudo-brand per product: sub-commodity x price tier x substitution cluster "
@@ -46,7 +46,7 @@ def pseudo_brands(
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": brands.height,
-            "pseudo_brands": brands["pseudo_brand_id"].n_unique(),
+            BRANDS_TABLE: brands["pseudo_brand_id"].n_unique(),
             "substitution_groups": brands["substitution_group"].drop_nulls().n_unique(),
             "tiers": dg.MetadataValue.md(
                 markdown_table(brands.group_by("price_tier").len("products").sort("price_tier"))
@@ -104,7 +104,7 @@ def store_features(
 
 
 @dg.asset_check(
-    asset="pseudo_brands", description="tiers split each category about 20/60/20; ids are 0..K-1"
+    asset=BRANDS_TABLE, description="tiers split each category about 20/60/20; ids are 0..K-1"
 )
 def pseudo_brand_tiers(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     b = warehouse.warehouse.read_table(BRANDS_TABLE)
@@ -161,7 +161,7 @@ def store_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     group_name="features",
     kinds={"pytorch", "dgl", "safetensors"},
     pool=CPU_POOL,
-    deps=["product_graph", "pseudo_brands", RAW_TABLE],
+    deps=[GRAPH_TABLE, BRANDS_TABLE, RAW_TABLE],
     backfill_policy=dg.BackfillPolicy.single_run(),
     description="256-d edge-type-aware GraphSAGE product embeddings, trained by link prediction "
     "(spec §3.4); safetensors + Parquet id map.",

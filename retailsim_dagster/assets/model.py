@@ -5,8 +5,11 @@ import polars as pl
 
 from retailsim_core.evaluation.report_html import markdown_summary
 from retailsim_core.io import atomic_write_text
-from retailsim_core.pipeline.embeddings import loss_curve_svg
+from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
+from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE, loss_curve_svg
 from retailsim_core.pipeline.evaluation import REPORT_TABLE, evaluate
+from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
+from retailsim_core.pipeline.samples import SAMPLES_TABLE, TRIPS_TABLE
 from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
 from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, train_world_model
 from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, PARITY_TOLERANCE
@@ -16,13 +19,13 @@ from retailsim_dagster.partitions import CPU_POOL
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
 _INPUTS = [
-    "bucketed_samples",
-    "customer_trips",
-    "price_features",
-    "store_features",
-    "customer_store_affinity",
-    "mission_patterns",
-    "graphsage_embeddings",
+    SAMPLES_TABLE,
+    TRIPS_TABLE,
+    PRICE_FEATURES_TABLE,
+    STORE_FEATURES_TABLE,
+    AFFINITY_TABLE,
+    MISSIONS_TABLE,
+    EMBEDDINGS_TABLE,
 ]
 
 
