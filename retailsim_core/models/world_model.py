@@ -72,27 +72,32 @@ class WorldModelConfig:
 
     @classmethod
     def preset(cls, name: str) -> WorldModelConfig:
-        if name == "paper":
-            return cls()
-        if name == "small":  # the CPU demo: trains on the default data in minutes
-            return cls(
-                d_model=64, encoder_layers=2, d_state=16, decoder_layers=2, n_heads=4, d_ffn=256
-            )
-        if name == "tiny":  # tests
-            return cls(
-                d_model=32,
-                encoder_layers=1,
-                d_state=8,
-                decoder_layers=1,
-                n_heads=2,
-                d_ffn=64,
-                repeat_hidden=16,
-                repeat_rank=4,
-            )
-        raise ValueError(f"unknown model preset {name!r} (paper | small | tiny)")
+        if name not in MODEL_PRESETS:
+            raise ValueError(f"unknown model preset {name!r} ({' | '.join(MODEL_PRESETS)})")
+        return MODEL_PRESETS[name]
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+MODEL_PRESETS: dict[str, WorldModelConfig] = {
+    "paper": WorldModelConfig(),  # spec §5
+    # the CPU demo: trains on the default data in minutes
+    "small": WorldModelConfig(
+        d_model=64, encoder_layers=2, d_state=16, decoder_layers=2, n_heads=4, d_ffn=256
+    ),
+    # tests
+    "tiny": WorldModelConfig(
+        d_model=32,
+        encoder_layers=1,
+        d_state=8,
+        decoder_layers=1,
+        n_heads=2,
+        d_ffn=64,
+        repeat_hidden=16,
+        repeat_rank=4,
+    ),
+}
 
 
 @dataclass
