@@ -2,7 +2,7 @@
 
 Two graphs: the default demo data's product graph (from a materialized warehouse) and a
 synthetic graph at the spec's scale — 5,000 products + 300 categories, ~850K edges
-(400K co-purchase, 150K substitution, 300K hierarchy; spec §2.3.2). Each runs in its own
+(400K co-purchase, 150K substitution, 300K hierarchy; design §2.3.2). Each runs in its own
 process so peak memory is its own.
 """
 

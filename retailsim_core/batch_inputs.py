@@ -134,7 +134,7 @@ def history_inputs(
         "history_offsets": bag_starts.astype(np.int64),
         "history_mask": valid,
         "history_context": context,
-        # Days between each history trip and the basket: the encoder's time gaps (spec §3.5).
+        # Days between each history trip and the basket: the encoder's time gaps (design §3.5).
         "history_days_before": np.where(
             valid, ctx.day[:, None] - a.day[np.maximum(trip_rows, 0)], 0
         ),
@@ -169,7 +169,7 @@ def calendar_inputs(
 
 
 def history_alpha(history_trips: np.ndarray) -> np.ndarray:
-    """Spec §4.2.1: alpha = 0.8 below 5 trips, else max(0.2, 1 / ln(trips))."""
+    """Design §4.2.1: alpha = 0.8 below 5 trips, else max(0.2, 1 / ln(trips))."""
     return np.where(
         history_trips < 5, 0.8, np.maximum(0.2, 1.0 / np.log(np.maximum(history_trips, 2)))
     ).astype(np.float32)
@@ -205,7 +205,7 @@ def store_inputs(
     basket: pl.DataFrame, stores: pl.DataFrame
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """T5 of each row of ``basket`` (store_id, store_format, store_region, week): the store's
-    week row; a store first seen that week uses its format x region fallback row (spec §4.7.5
+    week row; a store first seen that week uses its format x region fallback row (design §4.7.5
     case 4) and store id 0. -> (B, 4) numeric, (B, 3) codes, (B,) is_new."""
     known = stores.filter(pl.col("store_id").is_not_null()).select(
         "store_id", "week", *STORE_COLUMNS

@@ -1,4 +1,4 @@
-"""Pseudo-brands (spec §3.2): price tier x substitution cluster within each sub-commodity.
+"""Pseudo-brands (design §3.2): price tier x substitution cluster within each sub-commodity.
 
 - price tier: the product's percentile of mean training price within its sub-commodity,
   ``(rank - 1) / n`` so a category of n products splits 20/60/20 (value < 0.2 <= mid < 0.8 <=

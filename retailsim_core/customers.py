@@ -1,4 +1,4 @@
-"""Customer-level as-of snapshots (spec §2.4 store affinity, §2.5 mission patterns).
+"""Customer-level as-of snapshots (design §2.4 store affinity, §2.5 mission patterns).
 
 Snapshot W describes each carded customer from weeks < W only: exactly what a model may know
 when it predicts a week-W basket. A *visit* is one basket (BASKET_ID). Snapshots are built
@@ -224,7 +224,7 @@ AFFINITY_SCHEMA = pl.Schema(
 
 
 def affinity_snapshot(state: CustomerState, week: int) -> pl.DataFrame:
-    """Spec §2.4: store affinity of each customer as of week W (from weeks < W)."""
+    """Design §2.4: store affinity of each customer as of week W (from weeks < W)."""
     visits_ = pl.col("visits")
     features = state.pairs.group_by("customer_id").agg(
         pl.col("store_id")
@@ -281,7 +281,7 @@ def _dominant(cols: list[str], names: tuple[str, ...]) -> pl.Expr:
 
 
 def mission_snapshot(state: CustomerState, week: int) -> pl.DataFrame:
-    """Spec §2.5: mission patterns of each customer as of week W (from weeks < W)."""
+    """Design §2.5: mission patterns of each customer as of week W (from weeks < W)."""
 
     def mean(s, n, k):
         return pl.when(pl.col(n) > 0).then(k * pl.col(s) / pl.col(n))

@@ -1,4 +1,5 @@
-"""Weekly feature tables: price features (spec §3.3 inputs, T4) and store features (spec §4.6, T5).
+"""Weekly feature tables: price features (design §3.3 inputs, T4) and store features
+(design §4.6, T5).
 
 Price features of week W use the week's derived prices and the cell's own previous weeks only.
 Store features of week W describe the stores seen in weeks < W, plus format x region fallback
@@ -56,7 +57,7 @@ def price_features(
     - promo_momentum = consecutive weeks the cell has been on promotion, this week included;
     - a price <= 0 (free items, data errors) is replaced by the median positive price of the
       sub-commodity in that store-week, else of the sub-commodity that week, and flagged
-      ``is_imputed_price`` (spec §4.7.5 case 6): log prices stay finite.
+      ``is_imputed_price`` (design §4.7.5 case 6): log prices stay finite.
     """
     positive = pl.when(pl.col("actual_price") > 0).then(pl.col("actual_price"))
     log_price = pl.col("actual_price").log()
@@ -174,7 +175,7 @@ def store_features(state: StoreState, week: int) -> pl.DataFrame:
     """Features of week W from ``state`` (weeks < W): one row per store seen before W, plus one
     fallback row per format x region (``store_id`` null, ``is_new_store``) holding the mean of the
     known stores of that format and region (else of that format, else of all) for stores that
-    open later (spec §4.7.5 case 4). Each feature is normalised to [0, 1] by its largest value
+    open later (design §4.7.5 case 4). Each feature is normalised to [0, 1] by its largest value
     across that week's rows."""
     known = state.stores.join(
         state.store_products.group_by("store_id").len("distinct_products"),

@@ -1,4 +1,4 @@
-"""Product graph (spec §2.3): co-purchase, substitution and hierarchy edges as Parquet tables.
+"""Product graph (design §2.3): co-purchase, substitution and hierarchy edges as Parquet tables.
 
 All pair statistics come from sparse matrix products, never loops over pairs:
 
@@ -57,7 +57,7 @@ class GraphConfig:
     max_p_value: float = 0.05  # co-purchase: chi-square p < 0.05
     top_k: int = 15  # co-purchase: strongest 15 per product
     substitution_rule: str = "switching"  # "switching": tests on the data (substitution.py, D60);
-    # "spec": the three thresholds below (spec §2.3)
+    # "spec": the three thresholds below (design §2.3)
     substitution_fdr: float = 0.05  # switching: false-discovery rate of the two tests
     min_jaccard: float = 0.6  # spec rule: customer Jaccard > 0.6
     max_sub_lift: float = 1.2  # spec rule: lift < 1.2

@@ -1,4 +1,4 @@
-"""Price derivation (spec §2.2.2): configuration, table schemas and the week's observed prices.
+"""Price derivation (design §2.2.2): configuration, table schemas and the week's observed prices.
 
 Glossary: a *cell* is a (product, store) pair in the store's assortment to date — the pairs
 sold at that store in any week <= W. Every cell gets a price every week: observed when the pair
@@ -28,7 +28,7 @@ import polars as pl
 
 from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
 
-BASE_WINDOW = 4  # spec §2.2.2 step 2: base price = max over weeks w-3..w
+BASE_WINDOW = 4  # design §2.2.2 step 2: base price = max over weeks w-3..w
 IMPUTATION_METHODS = (
     "observed",
     "product_store_mean",

@@ -1,4 +1,4 @@
-"""A Gymnasium environment over the world model (spec §7.3 phase 7): price a category, week by week.
+"""A Gymnasium environment over the world model (design §7.3): price a category, week by week.
 
 Each step is one week: the action is a vector of log price changes for the category's products
 (bounded by ``max_change``); the simulator returns the expected units of every product for a

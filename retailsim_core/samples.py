@@ -1,11 +1,11 @@
-"""Temporal metadata and bucketed samples (spec §4.7.2 stages 1 and 3).
+"""Temporal metadata and bucketed samples (design §4.7.2 stages 1 and 3).
 
 Week W's metadata describe its baskets from weeks < W only: how many trips and weeks of history
 the customer has (the encoder sees trips, so buckets count trips; the spec's ``week - 1`` is kept
 as ``history_length``), cold start (< 5 prior trips), and novel products (a product first sold
 after the training weeks). Samples are the carded baskets; uncarded ones have no customer, no
 history and no customer features, so they train nothing a sample needs (they still shape prices
-and the product graph). Training skips baskets of more than 50 products (spec §4.7.5 case 5);
+and the product graph). Training skips baskets of more than 50 products (design §4.7.5 case 5);
 validation and test keep them, flagged ``truncated``.
 """
 

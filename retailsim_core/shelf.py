@@ -30,8 +30,8 @@ import torch
 from retailsim_core.tokens import ProductVocab
 
 SHELF_FEATURES = ("log_relative_price", "discount_depth", "promo_flag", "available")
-PROMO_DEPTH = 0.05  # spec §2.2.2: promotion at a depth above 5%
-MAX_DEPTH = 0.7  # spec §2.2.2 business rule: deeper discounts are data errors
+PROMO_DEPTH = 0.05  # design §2.2.2: promotion at a depth above 5%
+MAX_DEPTH = 0.7  # design §2.2.2 business rule: deeper discounts are data errors
 
 
 @dataclass(frozen=True)

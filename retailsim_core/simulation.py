@@ -1,4 +1,4 @@
-"""Basket simulation and price sensitivity with a trained world model (spec §4.3.2, §6.2).
+"""Basket simulation and price sensitivity with a trained world model (design §4.3.2, §6.2).
 
 - ``generate``: baskets for given contexts (customer history, store, week, optionally the
   mission): a size drawn from the size head, then the slots filled one by one (decision D34:

@@ -1,4 +1,4 @@
-"""T1–T6 batches for the world model (spec §4.1–4.8), gathered from row-aligned arrays.
+"""T1–T6 batches for the world model (design §4.1–4.8), gathered from row-aligned arrays.
 
 ``TrainingSet`` joins the samples of some weeks once with everything they need as of their
 week — the trip store (histories), the week-W customer snapshots, price features and store
@@ -55,7 +55,7 @@ __all__ = ["BASKET_TYPES", "MISSIONS", "SIZES", "PRICE_COLUMNS", "ragged", "code
 
 @dataclass(frozen=True)
 class TensorConfig:
-    max_items: int = MAX_ITEMS  # basket products (spec §4.7.5 case 5), [EOS] extra
+    max_items: int = MAX_ITEMS  # basket products (design §4.7.5 case 5), [EOS] extra
     max_history_trips: int = 100  # most recent trips the encoder reads (H); every trip of every
     # product enters the history features
 
@@ -208,7 +208,7 @@ class TrainingSet:
 
 
 class LengthBucketSampler:
-    """Batches of sample rows of one history bucket each (spec §5.6.0), shuffled within buckets
+    """Batches of sample rows of one history bucket each (design §5.6.0), shuffled within buckets
     and in batch order with ``seed + epoch``: similar lengths per batch, little padding."""
 
     def __init__(

@@ -1,9 +1,9 @@
-"""T2 product tokens (spec §4.3) and masked-item corruption (spec §4.3.2, BERT4Rec).
+"""T2 product tokens (design §4.3) and masked-item corruption (design §4.3.2, BERT4Rec).
 
 Vocabulary: ``0 = [PAD]``, products ``1..N`` (sorted product ids), ``N+1 = [MASK]``,
 ``N+2 = [EOS]``.
 A basket is its product tokens followed by one [EOS]; baskets longer than ``max_items`` are
-skipped in training and truncated (keeping the most expensive items) at inference (spec §4.7.5
+skipped in training and truncated (keeping the most expensive items) at inference (design §4.7.5
 case 5).
 """
 
@@ -16,7 +16,7 @@ import polars as pl
 import pyarrow as pa
 
 PAD = 0
-MAX_ITEMS = 50  # products a basket holds at most (spec §4.7.5 case 5); [EOS] comes extra
+MAX_ITEMS = 50  # products a basket holds at most (design §4.7.5 case 5); [EOS] comes extra
 # The two specials after the products, by their distance from the end of the vocabulary.
 
 

@@ -84,7 +84,7 @@ class WarehouseResource(dg.ConfigurableResource):
 
 class PipelineConfigResource(dg.ConfigurableResource):
     """Settings shared by every stage: the one temporal split and the graph thresholds
-    (spec §2.3 values by default)."""
+    (design §2.3 values by default)."""
 
     train_end: int = default_split().train_end
     valid_end: int = default_split().valid_end

@@ -1,4 +1,4 @@
-"""Next-basket and masked-item metrics (spec §4.7.4), vectorised over chunks of samples.
+"""Next-basket and masked-item metrics (design §4.7.4), vectorised over chunks of samples.
 
 Glossary: S samples in a chunk, V vocabulary, T truth products of a sample.
 Every method hands in a score matrix (S, V); ties are broken by token order so that rankings

@@ -1,4 +1,4 @@
-"""The report's simulation and elasticity sections (spec §6.2, §4.3.2).
+"""The report's simulation and elasticity sections (design §6.2, §4.3.2).
 
 - Elasticities for one named context (price-sensitive customers at small stores on weekends;
   all test contexts if too few), over the products with the most expected units; on synthetic

@@ -1,4 +1,4 @@
-"""The evaluation protocol (spec §4.7.4, decisions D42, D52): every method on the same baskets.
+"""The evaluation protocol (design §4.7.4, decisions D42, D52): every method on the same baskets.
 
 Test baskets of carded customers (weeks after ``valid_end``) are scored in chunks; for each chunk
 every method returns an (S, V) score matrix from what it may know (``METHOD_INPUTS``): never the

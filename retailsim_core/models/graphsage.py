@@ -1,4 +1,4 @@
-"""Edge-type-aware GraphSAGE product embeddings (spec §3.4), trained by link prediction.
+"""Edge-type-aware GraphSAGE product embeddings (design §3.4), trained by link prediction.
 
 Glossary of dimensions:
     N   nodes (products, then categories, in ``ProductGraph.nodes`` order)
@@ -13,7 +13,7 @@ layer-0 features are their own category embedding plus a "category" tier. Traini
 relation, the score cos(z_u, z_v) / τ + b_r separates true edges from edges whose destination
 is replaced by a uniformly drawn node (``negatives`` per edge), binary cross-entropy averaged
 over relations so the rare substitution edges weigh as much as the many co-purchase ones. A
-cosine objective makes related products *close* in the embedding space (spec §3.4.3); a
+cosine objective makes related products *close* in the embedding space (design §3.4.3); a
 DistMult score fitted the edges just as well but left complements farther apart than random
 pairs.
 """

@@ -114,7 +114,7 @@ class CopurchaseResponse(nn.Module):
     """A slot's affinity to the products already shown in its basket: the mean log-lift of the
     product graph's co-purchase edges from each shown product to the candidate (0 where none),
     weighted per slot by w(h). With nothing shown (a next-basket query) it adds nothing. The
-    graph comes from training weeks only (spec §2.3.3); the decoder could learn complements from
+    graph comes from training weeks only (design §2.3.3); the decoder could learn complements from
     the shown tokens too, but minutes of CPU training do not get there (D54)."""
 
     def __init__(self, d_model: int, vocab_size: int, edges: torch.Tensor, lift: torch.Tensor):

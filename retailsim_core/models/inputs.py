@@ -1,4 +1,4 @@
-"""Layer 0 of the world model (spec §5.2): price encoding, context fusion, product fusion.
+"""Layer 0 of the world model (design §5.2): price encoding, context fusion, product fusion.
 
 Glossary: B batch, L basket length incl. [EOS], D d_model, V vocabulary (PAD, N products,
 MASK, EOS), G GraphSAGE width (256), P = 9 raw T4 inputs (``tensors.PRICE_COLUMNS``).
@@ -21,13 +21,13 @@ from retailsim_core.tokens import PAD, ProductVocab
 class InputConfig:
     d_model: int = 512  # D (spec `paper`)
     product_dim: int = 256  # GraphSAGE width (T2)
-    n_frequencies: int = 8  # learned Fourier frequencies (spec §3.3: 8)
+    n_frequencies: int = 8  # learned Fourier frequencies (design §3.3: 8)
     freeze_product_embeddings: bool = False  # fine-tune the GraphSAGE rows by default
     max_len: int = 64  # positions, context token included
 
 
 class FourierPriceEncoder(nn.Module):
-    """Spec §3.3, T4 (64-d): Fourier features of the price with *learned* frequencies (16 -> 24),
+    """Design §3.3, T4 (64-d): Fourier features of the price with *learned* frequencies (16 -> 24),
     log price (16), relative price (16), dynamics [velocity, acceleration, momentum, depth,
     promo, imputed] (8). (B, L, P) -> (B, L, 64)."""
 
@@ -74,7 +74,7 @@ def graphsage_rows(
 
 
 class ProductFusion(nn.Module):
-    """T2 + T4 -> D with positions, the context vector as token 0 (spec §5.2.2).
+    """T2 + T4 -> D with positions, the context vector as token 0 (design §5.2.2).
 
     ``hidden`` marks the positions chosen for the masked-item loss: their price inputs are zeroed
     so neither the token (already [MASK] or random) nor the price can reveal the true product.
@@ -116,7 +116,7 @@ class ProductFusion(nn.Module):
 
 
 class ContextFusion(nn.Module):
-    """T1 + T3 + T5 + T6 -> D with LayerNorm + GELU (spec §5.2.1). Categorical codes are
+    """T1 + T3 + T5 + T6 -> D with LayerNorm + GELU (design §5.2.1). Categorical codes are
     embedded, continuous values projected; the history vector comes from the encoder."""
 
     def __init__(
@@ -162,7 +162,7 @@ class ContextFusion(nn.Module):
         )  # (B, 64)
         alpha = batch["t1_alpha"][:, None]
         behaviour = torch.cat([self.t1_numeric(batch["t1_numeric"]), history], dim=-1)
-        # Spec §4.2.1's cold-start blend: segments weigh more when the history is short.
+        # Design §4.2.1's cold-start blend: segments weigh more when the history is short.
         t1 = torch.cat([alpha * segment, (1 - alpha) * behaviour], dim=-1)
         recency = torch.log1p(t3[:, 6].clamp(min=0))[:, None]
         t3v = torch.cat(

@@ -1,4 +1,4 @@
-"""Losses of the world model (spec §5.5.2): focal loss on the product slots, InfoNCE over
+"""Losses of the world model (design §5.5.2): focal loss on the product slots, InfoNCE over
 in-basket pairs, cross-entropy auxiliary heads and basket length, and their weighted sum.
 
 The product loss is the (focal) negative log-likelihood of each target under the slot's
@@ -24,7 +24,7 @@ from retailsim_core.tokens import PAD, mask_token
 
 @dataclass(frozen=True)
 class LossWeights:
-    focal: float = 0.6  # w1 (spec §5.6.1 phase 2)
+    focal: float = 0.6  # w1 (design §5.6.1 phase 2)
     contrastive: float = 0.2  # w2
     basket_size: float = 0.08  # w3
     price_sensitivity: float = 0.08  # w4

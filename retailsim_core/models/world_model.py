@@ -1,4 +1,4 @@
-"""The RetailSim world model (spec §5): Mamba trip encoder + Transformer basket decoder + heads.
+"""The RetailSim world model (design §5): Mamba trip encoder + Transformer basket decoder + heads.
 
 Glossary of dimensions:
     B  batch, L  basket length incl. [EOS] (the decoder sees L + 1 with the context token),
@@ -53,7 +53,7 @@ MISSION_COLUMNS = (0, 1)  # T6 columns a "given mission" reveals: mission type a
 
 @dataclass(frozen=True)
 class WorldModelConfig:
-    d_model: int = 512  # D (spec §5: 512)
+    d_model: int = 512  # D (design §5: 512)
     encoder_layers: int = 4  # Mamba blocks over the trip history
     d_state: int = 64  # Mamba state N
     d_conv: int = 4  # Mamba causal conv kernel
@@ -81,7 +81,7 @@ class WorldModelConfig:
 
 
 MODEL_PRESETS: dict[str, WorldModelConfig] = {
-    "paper": WorldModelConfig(),  # spec §5
+    "paper": WorldModelConfig(),  # design §5
     # the CPU demo: trains on the default data in minutes
     "small": WorldModelConfig(
         d_model=64, encoder_layers=2, d_state=16, decoder_layers=2, n_heads=4, d_ffn=256
@@ -112,7 +112,7 @@ class ModelOutput:
 
 
 class TripEncoder(nn.Module):
-    """History trips -> Mamba states (spec §3.5, §5.3). A trip is the mean embedding of all its
+    """History trips -> Mamba states (design §3.5, §5.3). A trip is the mean embedding of all its
     products, its mission codes and the (log) days before the basket. -> (B, H, D), (B, D)."""
 
     def __init__(self, cfg: WorldModelConfig):

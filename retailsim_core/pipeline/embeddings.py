@@ -4,7 +4,7 @@ The id map is the model's vocabulary: every product sold before the test weeks (
 ``valid_end``), i.e. what a model deployed at the start of the test period could know exists.
 A product first sold in a test week is in no method's vocabulary; evaluation counts it in the
 basket as a product nobody can recommend. Products the graph does not hold (first sold after
-the training weeks) get the mean embedding of their sub-commodity's graph products (spec §4.7.5
+the training weeks) get the mean embedding of their sub-commodity's graph products (design §4.7.5
 case 3), else the mean of all products.
 """
 

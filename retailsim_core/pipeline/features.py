@@ -1,4 +1,4 @@
-"""Feature assets (spec §3): pseudo_brands, price_features (weekly), store_features (weekly)."""
+"""Feature assets (design §3): pseudo_brands, price_features (weekly), store_features (weekly)."""
 
 from __future__ import annotations
 

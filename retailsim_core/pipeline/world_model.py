@@ -206,7 +206,7 @@ def train_world_model(
     start = time.perf_counter()
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     inputs = load_model_inputs(warehouse, range(1, split.valid_end + 1))
-    usable = inputs.samples.filter(~pl.col("truncated"))  # spec §4.7.5 case 5
+    usable = inputs.samples.filter(~pl.col("truncated"))  # design §4.7.5 case 5
     train_samples = usable.filter(pl.col("split") == "train")
     train_data = inputs.training_set(train_samples, tensor_cfg)
     valid_data = inputs.training_set(usable.filter(pl.col("split") == "validation"), tensor_cfg)

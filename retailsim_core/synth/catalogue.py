@@ -154,7 +154,7 @@ def build_catalogue(cfg: SynthConfig, rng: np.random.Generator) -> Catalogue:
     slot_share = np.ones(n_p)
     # Substitutes are habitual staples whose buyers switch between the two by price: balanced
     # shares, often in repertoires, rarely picked by one-off exploration. That is the pattern
-    # (shared customers, never in one basket) spec §2.3.4 detects.
+    # (shared customers, never in one basket) design §2.3.4 detects.
     share_a = rng.beta(10.0, 10.0, len(sub_a))
     slot_share[sub_a], slot_share[sub_b] = share_a, 1.0 - share_a
     is_pair = np.zeros(len(leaders), bool)

@@ -5,7 +5,7 @@ Two corruptions of a padded (B, L) token matrix, both returning (inputs, targets
 - BERT4Rec masking (``tokens.mask_items``): a share of the products is chosen and predicted
   from the rest of the basket;
 - suffix masking: the basket is cut at a random item position c; position c becomes [MASK] and
-  everything after it [PAD]. That is exactly one step of generation (spec §4.3.2: fill the next
+  everything after it [PAD]. That is exactly one step of generation (design §4.3.2: fill the next
   slot given the ones before; how many slots a basket has comes from the size head, D53), and
   c = 0 is the next-basket query.
 """

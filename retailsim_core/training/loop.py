@@ -1,6 +1,6 @@
-"""Three-phase, leak-free, resumable training of the world model (spec §5.6).
+"""Three-phase, leak-free, resumable training of the world model (design §5.6).
 
-Phases (spec §5.6.1): warm-up (focal loss only, low LR) -> main (all losses, early stopping with
+Phases (design §5.6.1): warm-up (focal loss only, low LR) -> main (all losses, early stopping with
 patience on validation next-basket NDCG@10) -> fine-tune (harder masking, smaller batches,
 tighter clipping), starting from the best weights. Training samples are weeks <= train_end;
 validation samples are the validation weeks, whose histories grow week by week (the trip store
@@ -36,7 +36,7 @@ from retailsim_core.training.validation import masked_item_metrics
 
 @dataclass(frozen=True, kw_only=True)
 class Phase:
-    """One stage of the schedule (spec §5.6.1), its hyper-parameters named at every use."""
+    """One stage of the schedule (design §5.6.1), its hyper-parameters named at every use."""
 
     name: str  # warm-up | main | fine-tune
     epochs: int  # at most; early stopping may end the phase sooner
@@ -61,7 +61,7 @@ class TrainConfig:
     # Rows told their true mission type and focus (the conditional use); the others, and every
     # auxiliary loss, see none (D52).
     mission_given_share: float = 0.3
-    focal_gamma: float = 2.0  # focal loss gamma (spec §5.5.2); 0 = negative log-likelihood
+    focal_gamma: float = 2.0  # focal loss gamma (design §5.5.2); 0 = negative log-likelihood
     samples_per_epoch: int | None = None  # subsample training samples each epoch (None = all)
     valid_samples: int | None = None  # fixed validation subsample (None = all)
     valid_mask_rate: float = 0.2
@@ -96,7 +96,7 @@ def _schedule(warm_up: tuple, main: tuple, fine_tune: tuple) -> tuple[Phase, ...
 
 
 TRAIN_PRESETS: dict[str, TrainConfig] = {
-    # spec §5.6.1 verbatim
+    # design §5.6.1 verbatim
     "paper": TrainConfig(phases=_schedule((3, 1e-5, 256), (12, 5e-5, 256), (5, 1e-5, 128))),
     # same shape, LRs scaled for a 64-wide model trained for minutes (D37)
     "small": TrainConfig(

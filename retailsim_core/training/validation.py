@@ -1,4 +1,4 @@
-"""Validation each epoch. Masked items (BERT4Rec protocol, spec §4.7.4): mask a share of each
+"""Validation each epoch. Masked items (BERT4Rec protocol, design §4.7.4): mask a share of each
 basket's products (baskets in a seeded random order, as in training), rank the whole vocabulary at
 each masked position, score Hit@10, NDCG@10 and MRR — for the model and, on exactly the same
 positions, for popularity (training-week purchase counts). Next basket: R@20 and NDCG@10 of the

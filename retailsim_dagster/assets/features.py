@@ -1,4 +1,4 @@
-"""Feature engineering (spec §3): pseudo_brands, price_features, store_features."""
+"""Feature engineering (design §3): pseudo_brands, price_features, store_features."""
 
 import dagster as dg
 import polars as pl
@@ -36,7 +36,7 @@ from retailsim_dagster.resources import PipelineConfigResource, WarehouseResourc
     backfill_policy=dg.BackfillPolicy.single_run(),
     metadata={"dagster/column_schema": table_schema(PSEUDO_BRANDS_SCHEMA)},
     description="Pseudo-brand per product: sub-commodity x price tier x substitution cluster "
-    "(spec §3.2).",
+    "(design §3.2).",
 )
 def pseudo_brands(
     warehouse: WarehouseResource, pipeline_config: PipelineConfigResource
@@ -67,7 +67,7 @@ def pseudo_brands(
     metadata={"dagster/column_schema": table_schema(PRICE_FEATURES_SCHEMA)},
     description="T4 inputs per product x store x week: log, relative price, velocity, "
     "acceleration, "
-    "promotional momentum, depth, flag (spec §3.3).",
+    "promotional momentum, depth, flag (design §3.3).",
 )
 def price_features(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource
@@ -89,7 +89,7 @@ def price_features(
     deps=[dg.AssetDep(RAW_TABLE, partition_mapping=previous_weeks(1))],
     metadata={"dagster/column_schema": table_schema(STORE_FEATURES_SCHEMA)},
     description="T5 store context as of week W from weeks < W, with format x region fallbacks "
-    "(spec §4.6).",
+    "(design §4.6).",
 )
 def store_features(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource
@@ -164,7 +164,7 @@ def store_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     deps=[GRAPH_TABLE, BRANDS_TABLE, RAW_TABLE],
     backfill_policy=dg.BackfillPolicy.single_run(),
     description="256-d edge-type-aware GraphSAGE product embeddings, trained by link prediction "
-    "(spec §3.4); safetensors + Parquet id map.",
+    "(design §3.4); safetensors + Parquet id map.",
 )
 def graphsage_embeddings(
     context: dg.AssetExecutionContext,

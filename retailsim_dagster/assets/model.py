@@ -1,4 +1,4 @@
-"""The world model (spec §5–6): ``trained_checkpoint``."""
+"""The world model (design §5–6): ``trained_checkpoint``."""
 
 import dagster as dg
 import polars as pl
@@ -45,7 +45,7 @@ RETRAIN_CRON = "0 6 * * 1"
     ),
     description="Mamba + Transformer world model trained on the training weeks, early-stopped on "
     "the "
-    "validation weeks (spec §5.6); safetensors weights + JSON config, metrics and history.",
+    "validation weeks (design §5.6); safetensors weights + JSON config, metrics and history.",
 )
 def trained_checkpoint(
     context: dg.AssetExecutionContext,
@@ -104,7 +104,7 @@ def checkpoint_beats_popularity(warehouse: WarehouseResource) -> dg.AssetCheckRe
     description="The honest world model (no label of the predicted basket) vs popularity, "
     "personal, "
     "store-aware and mission top-frequency, TIFU-KNN, UP-CF@r, SASRec, BERT4Rec and, on "
-    "synthetic data, the generator's oracles, on the test weeks (spec §4.7.4): metrics.json "
+    "synthetic data, the generator's oracles, on the test weeks (design §4.7.4): metrics.json "
     "with 95% customer-bootstrap intervals, Parquet, HTML report.",
 )
 def evaluation_report(

@@ -1,4 +1,4 @@
-"""Data pipeline (spec §2): derived_prices, product_graph, customer_store_affinity,
+"""Data pipeline (design §2): derived_prices, product_graph, customer_store_affinity,
 mission_patterns.
 """
 
@@ -38,7 +38,7 @@ PRICE_HISTORY_WEEKS = PriceConfig().history_weeks
     metadata={"dagster/column_schema": table_schema(DERIVED_PRICES_SCHEMA)},
     description="Actual, base and reference prices, promotions, imputation and validation flags "
     "per "
-    "product x store (the store's assortment to date) x week (spec §2.2).",
+    "product x store (the store's assortment to date) x week (design §2.2).",
 )
 def derived_prices(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource
@@ -75,7 +75,7 @@ def derived_prices(
     backfill_policy=dg.BackfillPolicy.single_run(),  # lets `--partition-range` runs include it
     description="Heterogeneous product graph from the training weeks: co-purchase, substitution "
     "and "
-    "hierarchy edges as Parquet node and edge tables (spec §2.3).",
+    "hierarchy edges as Parquet node and edge tables (design §2.3).",
 )
 def product_graph(
     context: dg.AssetExecutionContext,
@@ -105,7 +105,7 @@ def product_graph(
             kinds={"polars", "parquet"},
             deps=[dg.AssetDep(RAW_TABLE, partition_mapping=previous_weeks(1))],
             description="Store affinity of each carded customer as of week W, from weeks < W "
-            "(spec §2.4).",
+            "(design §2.4).",
             metadata={"dagster/column_schema": table_schema(AFFINITY_SCHEMA)},
         ),
         dg.AssetSpec(
@@ -114,7 +114,7 @@ def product_graph(
             kinds={"polars", "parquet"},
             deps=[dg.AssetDep(RAW_TABLE, partition_mapping=previous_weeks(1))],
             description="Mission patterns of each carded customer as of week W, from weeks < W "
-            "(spec §2.5).",
+            "(design §2.5).",
             metadata={"dagster/column_schema": table_schema(MISSION_SCHEMA)},
         ),
     ],

@@ -1,4 +1,4 @@
-"""Training data (spec §4.7): temporal_metadata, customer_trips (the trip store),
+"""Training data (design §4.7): temporal_metadata, customer_trips (the trip store),
 bucketed_samples.
 """
 
@@ -22,7 +22,7 @@ _SPECS = [
         METADATA_TABLE,
         METADATA_SCHEMA,
         "Per basket of week W, from weeks < W: split, history trips/weeks, "
-        "bucket, cold start, novel products (spec §4.7.2 stage 1).",
+        "bucket, cold start, novel products (design §4.7.2 stage 1).",
     ),
     (
         TRIPS_TABLE,

@@ -1,4 +1,4 @@
-"""As-of customer snapshots (spec §2.4, §2.5) on hand-made visits."""
+"""As-of customer snapshots (design §2.4, §2.5) on hand-made visits."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Product graph statistics (spec §2.3) on hand-made baskets."""
+"""Product graph statistics (design §2.3) on hand-made baskets."""
 
 import numpy as np
 import polars as pl

@@ -1,4 +1,4 @@
-"""Price derivation formulas on hand-made frames (spec §2.2.2)."""
+"""Price derivation formulas on hand-made frames (design §2.2.2)."""
 
 import polars as pl
 import pytest

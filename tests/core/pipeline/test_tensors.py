@@ -154,7 +154,7 @@ def test_masked_batch_from_training_set(training_set):
 
 
 def test_gap_since_last_visit(training_set):
-    """Spec §4.7.5 case 2: the whole history is used and the gap is a feature."""
+    """Design §4.7.5 case 2: the whole history is used and the gap is a feature."""
     ts, samples, _, _ = training_set
     b = ts[list(range(samples.height))]
     has = b["history_mask"].any(1).numpy()

@@ -1,4 +1,4 @@
-"""Training data (spec §4.7, §5.6.0): leak-free histories as slices of one trip store."""
+"""Training data (design §4.7, §5.6.0): leak-free histories as slices of one trip store."""
 
 import numpy as np
 import polars as pl
@@ -33,7 +33,7 @@ def data(tiny_dataset, tmp_path_factory):
 
 
 def test_no_future_leakage_on_every_split(data):
-    """Spec §5.6.0 test 1: max(history week) < basket week, for every sample."""
+    """Design §5.6.0 test 1: max(history week) < basket week, for every sample."""
     _, store, samples = data
     weeks = store.trips["week"].to_numpy()
     rows = np.repeat(np.arange(samples.height), (samples["end"] - samples["start"]).to_numpy())
@@ -60,7 +60,7 @@ def test_no_future_leakage_on_every_split(data):
 
 
 def test_histories_are_nested_and_grow(data):
-    """Spec §5.6.0 test 2: the same customer at two weeks gets different, nested histories."""
+    """Design §5.6.0 test 2: the same customer at two weeks gets different, nested histories."""
     _, store, samples = data
     busy = (
         samples.group_by("customer_id")
@@ -76,7 +76,7 @@ def test_histories_are_nested_and_grow(data):
 
 
 def test_no_cross_contamination_in_a_batch(data):
-    """Spec §5.6.0 test 3: every history in a batch belongs to its own customer."""
+    """Design §5.6.0 test 3: every history in a batch belongs to its own customer."""
     _, store, samples = data
     batch = samples.sample(64, seed=0)
     owners = store.trips["customer_id"].to_numpy()
