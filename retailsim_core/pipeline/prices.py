@@ -18,7 +18,6 @@ import polars as pl
 
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.ingest import RAW_TABLE
-from retailsim_core.price_cells import CellState, advance, restore
 from retailsim_core.prices import (
     DERIVED_PRICES_SCHEMA,
     VALIDATION_FLAGS,
@@ -26,6 +25,8 @@ from retailsim_core.prices import (
     flag,
     observed_prices,
 )
+from retailsim_core.prices.cells import advance, restore
+from retailsim_core.prices.state import CellState
 from retailsim_core.substitution import PROMOTION_CELLS_SCHEMA
 from retailsim_core.warehouse import Warehouse
 

@@ -8,6 +8,7 @@ from retailsim_core.pipeline.graph import GRAPH_TABLE, load_graph
 from retailsim_core.pipeline.graph import substitution_holdout as substitution_holdout_test
 from retailsim_core.pipeline.prices import PRICES_TABLE, price_rule_report
 from retailsim_core.pipeline.truth import bind_truth
+from retailsim_core.prices import VALIDATION_FLAGS
 from retailsim_core.substitution import planted_recovery
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
@@ -19,14 +20,7 @@ _SEVERITY = {"price_nonpositive": dg.AssetCheckSeverity.ERROR}
         dg.AssetCheckSpec(
             f"rule_{rule}", asset=PRICES_TABLE, description=f"share of cells flagged {rule}"
         )
-        for rule in (
-            "price_nonpositive",
-            "price_over_max",
-            "depth_over_max",
-            "base_price_decrease",
-            "low_coverage",
-            "high_volatility",
-        )
+        for rule in VALIDATION_FLAGS
     ],
 )
 def derived_prices_business_rules(warehouse: WarehouseResource):

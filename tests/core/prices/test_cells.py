@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from retailsim_core import price_kernel
-from retailsim_core import prices_reference as reference
-from retailsim_core.price_cells import CellState, advance, restore
-from retailsim_core.prices import DERIVED_PRICES_SCHEMA, PriceConfig, observed_prices
+from retailsim_core.prices import DERIVED_PRICES_SCHEMA, PriceConfig, observed_prices, reference
+from retailsim_core.prices import kernel as price_kernel
+from retailsim_core.prices.cells import advance, restore
+from retailsim_core.prices.state import CellState
 from retailsim_core.slots import Growable, KeyIndex
 
 CFG = PriceConfig()

@@ -1,8 +1,8 @@
-"""The price formulas as Polars joins over the observed history: the oracle for ``price_cells``.
+"""The price formulas as Polars joins over the observed history: the oracle for ``cells``.
 
 Week W joins its cells (the assortment to date, carried with cumulative statistics) to group-bys
 over the observed prices of the reference lookback. Easy to read and to check by hand, but each
-week re-aggregates ~26 weeks of observations; ``price_cells.py`` computes the same table from
+week re-aggregates ~26 weeks of observations; ``cells.py`` computes the same table from
 slot-aligned arrays and is tested against this one.
 """
 

@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_series_equal
 
-from retailsim_core.price_cells import CellState, advance
 from retailsim_core.prices import VALIDATION_FLAG_BITS, PriceConfig, observed_prices
+from retailsim_core.prices.cells import advance
+from retailsim_core.prices.state import CellState
 
 CFG = PriceConfig()
 

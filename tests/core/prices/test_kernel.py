@@ -6,10 +6,11 @@ import shutil
 import numpy as np
 import pytest
 
-from retailsim_core import price_kernel
-from retailsim_core.price_cells import CellState, advance
 from retailsim_core.prices import PriceConfig
-from tests.core.test_price_cells import observed_by_week, random_raw
+from retailsim_core.prices import kernel as price_kernel
+from retailsim_core.prices.cells import advance
+from retailsim_core.prices.state import CellState
+from tests.core.prices.test_cells import observed_by_week, random_raw
 
 needs_kernel = pytest.mark.skipif(
     shutil.which("cc") is None, reason="no C compiler on this machine"

@@ -3,7 +3,7 @@
 :func:`fold_week_numpy` is the reference: ~60 vectorised passes over the N cells to date. At
 the ``large`` preset's 1.2M cells each pass streams ~10 MB through memory, so the week is
 memory-bound. :func:`fold_week_compiled` runs the same steps, in the same order of
-floating-point operations, as four loops in C (``csrc/price_week.c``), so its results are
+floating-point operations, as four loops in C (``price_week.c``), so its results are
 bitwise equal (tested). It is built on first use (``native.load``); without a compiler, or with
 ``RETAILSIM_COMPILED_PRICES=0``, :func:`fold_week` uses the reference.
 
@@ -17,17 +17,14 @@ import ctypes
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retailsim_core import native
 from retailsim_core.prices import BASE_WINDOW, VALIDATION_FLAG_BITS
+from retailsim_core.prices.state import CellState
 
-if TYPE_CHECKING:
-    from retailsim_core.price_cells import CellState
-
-SOURCE = Path(__file__).parent / "csrc" / "price_week.c"
+SOURCE = Path(__file__).parent / "price_week.c"
 # No -ffast-math: NaN tests and fmax's NaN rule are the semantics; no fused multiply-adds, so
 # every product and sum rounds as NumPy's does. -fno-trapping-math only lets the compiler
 # evaluate both sides of a select (FP exceptions are masked anyway), so the loops vectorise.
@@ -102,7 +99,7 @@ def micro(prices: np.ndarray) -> np.ndarray:
 
 
 def fold_week_numpy(state: CellState, week: int, obs: WeekInput) -> dict[str, np.ndarray]:
-    """The reference: the steps of ``csrc/price_week.c`` as NumPy passes."""
+    """The reference: the steps of ``price_week.c`` as NumPy passes."""
     cfg, h, s, n = state.cfg, state.cfg.history_weeks, state.slot, state.n
     slots, price, history = obs.slots, obs.price, s["history"]
     # 1. The ring: week W replaces week W-H; each window loses the week that leaves it.
@@ -308,7 +305,7 @@ def _library() -> ctypes.CDLL | None:
         if lib.rs_price_week_struct_size() != ctypes.sizeof(
             _PriceWeek
         ):  # the kernel reads raw fields
-            raise RuntimeError("price_week.c's PriceWeek and price_kernel._PriceWeek differ")
+            raise RuntimeError("price_week.c's PriceWeek and prices.kernel._PriceWeek differ")
     return lib
 
 
@@ -317,13 +314,13 @@ def available() -> bool:
 
 
 def fold_week_compiled(state: CellState, week: int, obs: WeekInput) -> dict[str, np.ndarray]:
-    """:func:`fold_week_numpy` as the four loops of ``csrc/price_week.c``; needs
+    """:func:`fold_week_numpy` as the four loops of ``price_week.c``; needs
     :func:`available`.
     """
     lib = _library()
     if lib is None:
         raise RuntimeError(
-            "the compiled price kernel is not available here (see price_kernel.available)"
+            "the compiled price kernel is not available here (see prices.kernel.available)"
         )
     cfg, h, n = state.cfg, state.cfg.history_weeks, state.n
     full = state.slot.arrays  # whole-capacity arrays: the ring rows are `stride` apart

@@ -1,7 +1,7 @@
 /* One week of derived prices over slot-aligned arrays: the compiled path of
- * retailsim_core/price_kernel.py (D50).
+ * retailsim_core/prices/kernel.py (D50).
  *
- * It performs the steps of price_kernel.fold_week_numpy (the tested reference) in the same
+ * It performs the steps of kernel.fold_week_numpy (the tested reference) in the same
  * order of floating-point operations, but as four loops instead of ~60 NumPy passes, so the
  * results are bitwise equal (tested). Build it WITHOUT -ffast-math and with
  * -ffp-contract=off: NaN tests, fmax's NaN rule and unfused a*b - c are part of the contract.

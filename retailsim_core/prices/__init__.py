@@ -16,8 +16,11 @@ sold that week, else imputed by the waterfall.
 - ``validation_flags`` one bit per business rule (:data:`VALIDATION_FLAG_BITS`); :func:`flag`
                       reads one as a boolean
 
-The weekly computation lives in ``price_cells.py`` (the engine) and ``prices_reference.py``
-(the same formulas as Polars joins, the oracle the engine is tested against).
+The package, one concept: this module (configuration, schemas, observed prices), ``state.py``
+(what a week carries to the next), ``cells.py`` (the array engine), ``kernel.py`` with
+``price_week.c`` (the week's fold: NumPy reference and compiled path) and ``reference.py`` (the
+same formulas as Polars joins, the oracle the engine is tested against). The warehouse-bound
+weekly step is ``pipeline/prices.py``.
 """
 
 from __future__ import annotations
