@@ -4,14 +4,33 @@ retailsim_dagster.definitions``.
 
 import dagster as dg
 
-from retailsim_dagster.assets import checks, features, ingest, model, pipeline, training_data
+from retailsim_dagster.assets import (
+    customer_snapshots,
+    derived_prices,
+    features,
+    ingest,
+    model,
+    product_graph,
+    training_data,
+)
 from retailsim_dagster.automation import new_week_file_sensor, weekly_job, weekly_refresh_schedule
 from retailsim_dagster.recovery import dead_run_sweeper
 from retailsim_dagster.resources import default_resources
 
+# One module per domain: its assets and, next to them, their checks.
+DOMAINS = [
+    ingest,
+    derived_prices,
+    product_graph,
+    customer_snapshots,
+    features,
+    training_data,
+    model,
+]
+
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([ingest, pipeline, features, training_data, model]),
-    asset_checks=dg.load_asset_checks_from_modules([ingest, checks, features, model]),
+    assets=dg.load_assets_from_modules(DOMAINS),
+    asset_checks=dg.load_asset_checks_from_modules(DOMAINS),
     jobs=[weekly_job],
     schedules=[weekly_refresh_schedule],
     sensors=[new_week_file_sensor, model.model_retraining_sensor, dead_run_sweeper],

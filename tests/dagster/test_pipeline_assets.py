@@ -7,7 +7,15 @@ import polars as pl
 
 from retailsim_core.pipeline.graph import load_graph, to_dgl, to_networkx
 from retailsim_core.warehouse import Warehouse
-from retailsim_dagster.assets import checks, features, ingest, model, pipeline, training_data
+from retailsim_dagster.assets import (
+    customer_snapshots,
+    derived_prices,
+    features,
+    ingest,
+    model,
+    product_graph,
+    training_data,
+)
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
 RANGE = {
@@ -34,11 +42,11 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     weekly = dg.materialize(
         [
             ingest.raw_transactions,
-            pipeline.derived_prices,
-            pipeline.customer_snapshots,
-            checks.derived_prices_business_rules,
-            checks.affinity_ranges,
-            checks.mission_distributions,
+            derived_prices.derived_prices,
+            customer_snapshots.customer_snapshots,
+            derived_prices.derived_prices_business_rules,
+            customer_snapshots.affinity_ranges,
+            customer_snapshots.mission_distributions,
         ],
         resources=resources,
         tags=RANGE,
@@ -50,9 +58,9 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     assert evaluations["affinity_ranges"].passed and evaluations["mission_distributions"].passed
     graph_run = dg.materialize(
         [
-            pipeline.product_graph,
-            checks.product_graph_integrity,
-            checks.substitution_holdout,
+            product_graph.product_graph,
+            product_graph.product_graph_integrity,
+            product_graph.substitution_holdout,
             features.pseudo_brands,
             features.pseudo_brand_tiers,
             features.graphsage_embeddings,

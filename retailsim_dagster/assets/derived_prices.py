@@ -1,0 +1,88 @@
+"""``derived_prices`` (design §2.2) and its business-rule checks."""
+
+import dagster as dg
+
+from retailsim_core.pipeline.ingest import RAW_TABLE
+from retailsim_core.pipeline.prices import (
+    DERIVED_PRICES_SCHEMA,
+    PRICES_TABLE,
+    derive_price_weeks,
+    price_rule_report,
+)
+from retailsim_core.prices import VALIDATION_FLAGS, PriceConfig
+from retailsim_dagster.metadata import markdown_table, table_schema
+from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
+from retailsim_dagster.resources import WarehouseResource
+
+PRICE_HISTORY_WEEKS = PriceConfig().history_weeks
+
+
+@dg.asset(
+    name=PRICES_TABLE,
+    group_name="pipeline",
+    partitions_def=weekly_partitions,
+    kinds={"polars", "parquet"},
+    pool=CPU_POOL,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    deps=[
+        dg.AssetDep(RAW_TABLE),
+        # Week W reads the state left by its previous partitions (cumulative statistics and
+        # the observed prices of the reference lookback), never the whole history.
+        dg.AssetDep(PRICES_TABLE, partition_mapping=previous_weeks(PRICE_HISTORY_WEEKS)),
+    ],
+    metadata={"dagster/column_schema": table_schema(DERIVED_PRICES_SCHEMA)},
+    description="Actual, base and reference prices, promotions, imputation and validation flags "
+    "per "
+    "product x store (the store's assortment to date) x week (design §2.2).",
+)
+def derived_prices(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    summary = derive_price_weeks(warehouse.warehouse, weeks_of(context), log=context.log.info)
+    totals = summary.drop("week").sum().row(0, named=True)
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": int(totals["cells"]),
+            "observed_cells": int(totals["observed"]),
+            "promo_cells": int(totals["promo_cells"]),
+            "promo_share_of_observed": totals["promo_cells"] / max(totals["observed"], 1),
+            "per_week": dg.MetadataValue.md(
+                markdown_table(
+                    summary.select(
+                        "week",
+                        "cells",
+                        "observed",
+                        "promo_cells",
+                        "max_depth",
+                        "flag_base_price_decrease",
+                    )
+                )
+            ),
+        }
+    )
+
+
+_SEVERITY = {"price_nonpositive": dg.AssetCheckSeverity.ERROR}
+
+
+@dg.multi_asset_check(
+    specs=[
+        dg.AssetCheckSpec(
+            f"rule_{rule}", asset=PRICES_TABLE, description=f"share of cells flagged {rule}"
+        )
+        for rule in VALIDATION_FLAGS
+    ],
+)
+def derived_prices_business_rules(warehouse: WarehouseResource):
+    for result in price_rule_report(warehouse.warehouse):
+        yield dg.AssetCheckResult(
+            check_name=f"rule_{result.rule}",
+            asset_key=PRICES_TABLE,
+            passed=result.passed,
+            severity=_SEVERITY.get(result.rule, dg.AssetCheckSeverity.WARN),
+            metadata={
+                "observed_share": result.observed,
+                "threshold_share": result.threshold,
+                "cells_checked": result.cells,
+            },
+        )
