@@ -104,6 +104,17 @@ def test_missing_fields_and_malformed_json_are_422(client, context):
     assert r.status_code == 422 and "json" in r.text.lower()
 
 
+def test_bodies_of_the_wrong_shape_are_422(client, context):
+    for body in ([context], "a string", 12, None):
+        r = client.post("/v1/next-basket", json=body)
+        assert r.status_code == 422, (body, r.text)
+    r = client.post("/v1/next-basket", content=b"store_id=STORE00001")  # a form, not JSON
+    assert r.status_code == 422
+    r = client.post("/v1/simulate", json={"context": [context]})
+    assert r.status_code == 422 and "context" in r.text
+    assert client.get("/v1/next-basket").status_code == 405
+
+
 def test_oversized_bodies_and_batches_are_413(client, context):
     r = client.post("/v1/next-basket/batch", json={"requests": [context] * 65, "k": 5})
     assert r.status_code == 413 and "requests" in r.text
