@@ -19,3 +19,13 @@ def test_no_asset_name_is_a_bare_string_outside_its_constant():
         if quoted.search(line) and not re.match(r"\s*[A-Z_]+_TABLE = ", line)
     ]
     assert places == []
+
+
+def test_the_table_registry_covers_every_asset_with_its_partitioning():
+    from retailsim_core.tables import TABLES
+
+    graph = defs.resolve_asset_graph()
+    assets = {k.to_user_string(): graph.get(k) for k in graph.get_all_asset_keys()}
+    assert {t.asset for t in TABLES.values()} == set(assets)
+    for table in TABLES.values():
+        assert table.weekly == (assets[table.asset].partitions_def is not None), table.name
