@@ -130,7 +130,7 @@ def create_app(
         """Top-k products of the coming basket (the honest protocol: nothing of the basket)."""
         _limit("k", body.k, settings.max_k)
         context = _context(body)
-        service().contexts_frame([context], "")  # a bad context fails alone, here
+        service().check([context], "")  # a bad context fails alone, before the batcher
         return await asyncio.wrap_future(state["batcher"].submit(context, body.k))
 
     @app.post("/v1/next-basket/batch", response_model=s.BatchResponse)

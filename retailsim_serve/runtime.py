@@ -24,18 +24,24 @@ from retailsim_core.training.checkpoint import verified_id
 log = logging.getLogger("retailsim_serve")
 
 
+def _default(name: str) -> str:
+    return SETTINGS[f"RETAILSIM_SERVE_{name.upper()}"][1]
+
+
 @dataclass(frozen=True)
 class ServeSettings:
-    host: str = "127.0.0.1"
-    port: int = 8000
-    onnx: bool = False
-    max_k: int = 200
-    max_batch: int = 5000
-    max_body_bytes: int = 4_000_000
-    max_simulations: int = 200
-    max_products: int = 50
-    reload_seconds: int = 10
-    threads: int = 1
+    """The ``RETAILSIM_SERVE_*`` settings, typed; defaults are the ones ``SETTINGS`` documents."""
+
+    host: str = _default("host")
+    port: int = int(_default("port"))
+    onnx: bool = _default("onnx") == "1"
+    max_k: int = int(_default("max_k"))
+    max_batch: int = int(_default("max_batch"))
+    max_body_bytes: int = int(_default("max_body_bytes"))
+    max_simulations: int = int(_default("max_simulations"))
+    max_products: int = int(_default("max_products"))
+    reload_seconds: int = int(_default("reload_seconds"))
+    threads: int = int(_default("threads"))
 
     @classmethod
     def from_env(cls, environ=None) -> ServeSettings:
@@ -47,7 +53,7 @@ class ServeSettings:
             return count_setting(f"RETAILSIM_SERVE_{name.upper()}", env)
 
         return cls(
-            host=env.get("RETAILSIM_SERVE_HOST") or SETTINGS["RETAILSIM_SERVE_HOST"][1],
+            host=env.get("RETAILSIM_SERVE_HOST") or _default("host"),
             port=count("port"),
             onnx=env.get("RETAILSIM_SERVE_ONNX", "0") == "1",
             max_k=count("max_k"),

@@ -164,7 +164,7 @@ class ServingData:
         return first, FIRST_MONDAY + dt.timedelta(weeks=self.weeks[-1], days=-1)
 
     @cached_property
-    def _lookups(self) -> dict[str, dict]:
+    def lookups(self) -> dict[str, dict]:
         """Id -> row dictionaries. A request holds a handful of contexts: hash lookups cost
         microseconds where a join of a few rows costs milliseconds of fixed overhead."""
         c, sw, sk = self.customers, self.store_weeks, self.snapshot_keys
@@ -182,7 +182,7 @@ class ServingData:
         (null for a new or unknown customer), its snapshot row, the store's code (null when
         unknown) and its T5 and shelf rows of the week."""
         c = contexts.cast(dict(CONTEXT_SCHEMA)).with_columns(week=week_of_date(pl.col("date")))
-        look = self._lookups
+        look = self.lookups
         none = (None, None)
         customers = [look["customer"].get(k, none) for k in c["customer_id"]]
         keys = list(zip(c["customer_id"], c["week"]))

@@ -57,8 +57,6 @@ class WorldModelService:
         self.onnx_note = ""
         self._score = world_model_scorer(model)
         self._products = pl.DataFrame({"product_id": list(vocab.products)})
-        self._known_customers = set(data.customers["customer_id"].to_list())
-        self._known_stores = set(data.stores["store_id"].to_list())
         self.categories = np.zeros(vocab.size, dtype=np.int64)  # set by load
         self.evaluation: dict = {}
 
@@ -89,26 +87,31 @@ class WorldModelService:
         return service
 
     # ---- checks -------------------------------------------------------------------------
-    def contexts_frame(
-        self, contexts: list[Context], prefix: str = "requests[{i}]."
-    ) -> pl.DataFrame:
-        """The contexts as a frame, after checking each; a problem names the field as the
-        request spells it: ``prefix`` formatted with the context's position, then the field."""
+    def check(self, contexts: list[Context], prefix: str = "requests[{i}].") -> None:
+        """Raise ``RequestError`` for the first context the service cannot answer, naming the
+        field as the request spells it: ``prefix`` formatted with the position, then the field."""
         first, last = self.data.dates
+        customers, stores = self.data.lookups["customer"], self.data.lookups["store"]
         for i, c in enumerate(contexts):
             where = prefix.format(i=i)
-            if c.customer_id is not None and c.customer_id not in self._known_customers:
+            if c.customer_id is not None and c.customer_id not in customers:
                 raise RequestError(
                     f"{where}customer_id",
                     f"unknown customer {c.customer_id!r}; omit customer_id for a new customer",
                     404,
                 )
-            if c.store_id not in self._known_stores:
+            if c.store_id not in stores:
                 raise RequestError(f"{where}store_id", f"unknown store {c.store_id!r}", 404)
             if not first <= c.date <= last:
                 raise RequestError(
                     f"{where}date", f"{c.date} is outside the served calendar {first}..{last}"
                 )
+
+    def contexts_frame(
+        self, contexts: list[Context], prefix: str = "requests[{i}]."
+    ) -> pl.DataFrame:
+        """The contexts as a frame (CONTEXT_SCHEMA), after ``check``."""
+        self.check(contexts, prefix)
         return pl.DataFrame(
             {
                 "customer_id": [c.customer_id for c in contexts],
@@ -217,8 +220,8 @@ class WorldModelService:
             "validation_weeks": [split.get("train_end", 0) + 1, split.get("valid_end")],
             "served_dates": [first.isoformat(), last.isoformat()],
             "vocabulary": self.vocab.n_products,
-            "customers": len(self._known_customers),
-            "stores": len(self._known_stores),
+            "customers": len(self.data.lookups["customer"]),
+            "stores": len(self.data.lookups["store"]),
             "evaluation": self.evaluation,
             "scoring": "onnxruntime" if self.onnx is not None else "pytorch",
             "scoring_note": self.onnx_note,

@@ -13,29 +13,15 @@ from retailsim_core.models.heads import NEG
 from retailsim_core.models.losses import LossWeights, world_model_loss
 from retailsim_core.models.world_model import WorldModelConfig, parameter_count
 from retailsim_core.pipeline.embeddings import load_embeddings
-from retailsim_core.pipeline.world_model import build_model, load_model_inputs
+from retailsim_core.pipeline.world_model import build_model
 from retailsim_core.tokens import PAD
 from retailsim_core.training.corruption import basket_queries, corrupt
-
-CFG = WorldModelConfig.preset("tiny")
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_warehouse):
-    inputs = load_model_inputs(tiny_warehouse["warehouse"])
-    data = inputs.training_set(inputs.samples)
-    model = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0).eval()
-    return inputs, data, model
-
-
-def _rows_with_history(data, n=6):
-    h = data.hist_end - data.hist_start
-    return list(np.flatnonzero(h > 2)[:n])
+from tests.core.models.conftest import CFG, rows_with_history
 
 
 def test_forward_shapes_and_heads(tiny):
     _, data, model = tiny
-    batch = data[_rows_with_history(data)]
+    batch = data[rows_with_history(data)]
     out = model(batch, batch["tokens"])
     B, L = batch["tokens"].shape
     assert out.hidden.shape == (B, L + 1, CFG.d_model)
@@ -74,7 +60,7 @@ def test_padding_does_not_change_a_sequence(tiny):
 
 def test_masked_position_never_sees_its_product_or_price(tiny):
     _, data, model = tiny
-    batch = data[_rows_with_history(data, 3)]
+    batch = data[rows_with_history(data, 3)]
     tokens = batch["tokens"].clone()
     hidden = torch.zeros_like(tokens, dtype=torch.bool)
     hidden[:, 0] = True
@@ -93,7 +79,7 @@ def test_no_label_of_the_basket_is_seen_unless_its_mission_is_given(tiny):
     """D52: by default nothing of T6 enters; given a mission, only its type and focus do; a
     basket's price sensitivity and size are labels of its contents, never inputs."""
     _, data, model = tiny
-    batch = data[_rows_with_history(data, 4)]
+    batch = data[rows_with_history(data, 4)]
     flipped = {**batch, "t6": batch["t6"].flip(0)}
     labels_only = {**batch, "t6": batch["t6"].clone()}
     labels_only["t6"][:, 2:] = labels_only["t6"][:, 2:].flip(0)
@@ -144,7 +130,7 @@ def test_every_basket_item_finds_its_week_price(tiny):
 
 def test_trip_inputs_equal_the_projected_mean_of_all_the_trips_products(tiny):
     _, data, model = tiny
-    batch = data[_rows_with_history(data, 4)]
+    batch = data[rows_with_history(data, 4)]
     seen = {}
     hook = model.encoder.blocks[0].register_forward_pre_hook(
         lambda _, args: seen.setdefault("x", args[0])
@@ -180,8 +166,8 @@ def test_trip_inputs_equal_the_projected_mean_of_all_the_trips_products(tiny):
                 [
                     np.arange(s, e)
                     for s, e in zip(
-                        data.hist_start[_rows_with_history(data, 4)],
-                        data.hist_end[_rows_with_history(data, 4)],
+                        data.hist_start[rows_with_history(data, 4)],
+                        data.hist_end[rows_with_history(data, 4)],
                     )
                 ]
             )
@@ -255,7 +241,7 @@ def test_each_basket_weighs_once_in_the_product_loss(tiny, monkeypatch):
 def test_no_gradient_reaches_pad_positions_or_the_pad_embedding(tiny):
     inputs, data, _ = tiny
     model = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=1).train()
-    batch = data[_rows_with_history(data)]
+    batch = data[rows_with_history(data)]
     rng = np.random.default_rng(0)
     x, y = corrupt(batch["tokens"].numpy(), data.vocab, 0.3, 0.3, rng)
     x, y, (q_rows, q_tokens) = basket_queries(batch["tokens"].numpy(), x, y, data.vocab, 0.5, rng)
@@ -289,7 +275,7 @@ def test_paper_preset_builds_and_takes_one_training_step(tiny):
     inputs, data, _ = tiny
     cfg = WorldModelConfig.preset("paper")
     model = build_model(cfg, inputs.product_table, data.t1_numeric.shape[1], seed=0).train()
-    batch = data[_rows_with_history(data, 2)]
+    batch = data[rows_with_history(data, 2)]
     x, y = corrupt(batch["tokens"].numpy(), data.vocab, 0.15, 0.0, np.random.default_rng(0))
     x, y = torch.from_numpy(x), torch.from_numpy(y)
     out = model(batch, x, hidden=y != PAD)
@@ -307,71 +293,6 @@ def test_paper_preset_builds_and_takes_one_training_step(tiny):
     loss.total.backward()
     torch.optim.AdamW(model.parameters(), lr=1e-5).step()
     assert torch.isfinite(loss.total) and parameter_count(model) > 10_000_000
-
-
-def test_a_substitutes_price_cut_lowers_a_products_probability_when_the_weight_says_so(tiny):
-    inputs, data, model = tiny
-    batch = data[_rows_with_history(data, 2)]
-    edges = torch.tensor([[1, 2], [2, 1]])
-    m = build_model(
-        CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges
-    ).eval()
-    with torch.no_grad():
-        m.price_response.raw_product_weights[1, -1] = 4.0  # product 1 loses share to 2's promotions
-    shelf = batch["shelf"].clone()
-    shelf[:, 2, 1] = 0.0
-    with torch.no_grad():
-        base = m.next_basket({**batch, "shelf": shelf})[1]
-        shelf[:, 2, 1] = 0.5
-        promo = m.next_basket({**batch, "shelf": shelf})[1]
-    assert ((promo[:, 1] - promo[:, 3]) - (base[:, 1] - base[:, 3]) < -1.0).all()
-    # products without substitutes keep their odds against each other
-    torch.testing.assert_close(
-        promo[:, 3] - promo[:, 4], base[:, 3] - base[:, 4], atol=1e-4, rtol=1e-4
-    )
-
-
-def test_substitute_edges_travel_with_the_weights(tiny, tmp_path):
-    from retailsim_core.training import checkpoint as ckpt
-
-    inputs, data, _ = tiny
-    for edges in (torch.zeros(2, 0, dtype=torch.long), torch.tensor([[1, 2, 5], [2, 1, 7]])):
-        m = build_model(
-            CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges
-        )
-        ckpt.save_tensors(tmp_path / "m.safetensors", m.state_dict())
-        loaded = ckpt.load_tensors(tmp_path / "m.safetensors")
-        assert torch.equal(loaded["price_response.substitute_edges"], edges)
-
-
-def test_copurchase_edges_travel_with_the_weights(tiny, tmp_path):
-    from retailsim_core.pipeline.world_model import load_model
-    from retailsim_core.training import checkpoint as ckpt
-
-    inputs, data, _ = tiny
-    assert inputs.copurchase[0].shape[1] == len(inputs.copurchase[1]) > 0
-    m = build_model(
-        CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, copurchase=inputs.copurchase
-    )
-    loaded = ckpt.load_tensors(_save(m, tmp_path))
-    assert torch.equal(loaded["copurchase.edges"], inputs.copurchase[0])
-    again, _, _ = load_model(tmp_path)
-    assert torch.equal(again.copurchase.matrix().to_dense(), m.copurchase.matrix().to_dense())
-
-
-def _save(model, folder):
-    """A checkpoint folder as ``write_checkpoint`` writes it (config, vocabulary, weights)."""
-    from retailsim_core.pipeline.world_model import write_checkpoint
-    from retailsim_core.tensors import TensorConfig
-    from retailsim_core.tokens import ProductVocab
-    from retailsim_core.training.loop import TrainConfig
-
-    vocab = ProductVocab(tuple(f"P{i:05d}" for i in range(model.vocab_size - 3)))
-    split = {"train_end": 8, "valid_end": 11}
-    write_checkpoint(
-        folder, model, split, vocab, TensorConfig(), TrainConfig.preset("tiny"), {}, []
-    )
-    return folder / "model.safetensors"
 
 
 def test_a_customer_without_history_gets_the_popular_products_first(tiny):
@@ -426,7 +347,7 @@ def test_position_zero_heads_learn_only_where_nothing_of_the_basket_is_shown(tin
     decoder sees products of the basket must not train them, or the heads read the answer off the
     input. Only the next-basket query rows reach their logits' gradients."""
     _, data, model = tiny
-    batch = data[_rows_with_history(data)]
+    batch = data[rows_with_history(data)]
     rng = np.random.default_rng(1)
     x, y = corrupt(batch["tokens"].numpy(), data.vocab, 0.3, 0.3, rng)
     x, y, (q_rows, q_tokens) = basket_queries(batch["tokens"].numpy(), x, y, data.vocab, 0.5, rng)
