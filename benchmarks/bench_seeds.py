@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from retailsim_core.evaluation.run import EvalConfig
+from retailsim_core.evaluation.config import EvalConfig
+from retailsim_core.evaluation.protocol import evaluate
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.evaluation import evaluate
 from retailsim_core.pipeline.world_model import train_world_model
-from retailsim_core.split import default_split
+from retailsim_core.settings import load_settings
 from retailsim_core.training.loop import TrainConfig
 from retailsim_core.warehouse import Warehouse
 
@@ -72,7 +72,7 @@ def main() -> None:
     ap.add_argument("--test-samples", type=int, default=6_000)
     ap.add_argument("--slice", default="all")
     args = ap.parse_args()
-    wh, split = Warehouse(Path(args.warehouse)), default_split()
+    wh, split = Warehouse(Path(args.warehouse)), load_settings().split
     runs = []
     for seed in args.seeds:
         folder = Path(args.warehouse) / "seed_runs" / str(seed)

@@ -21,6 +21,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from retailsim_core.settings import load_settings
+
 
 def _cpu_signature() -> str:
     try:
@@ -35,10 +37,7 @@ def _cpu_signature() -> str:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("RETAILSIM_KERNEL_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "retailsim", "kernels"
-    )
-    return Path(root)
+    return load_settings().kernel_folder
 
 
 def _build(
@@ -70,10 +69,10 @@ def _build(
 def load(
     source: Path, switch: str, compile_flags: tuple[str, ...], link_flags: tuple[str, ...]
 ) -> ctypes.CDLL | None:
-    """The built library (callers cache it), or None when ``$switch`` is ``0``, there is no
-    compiler or the build fails.
+    """The built library (callers cache it), or None when the setting ``switch`` (a field of
+    :class:`~retailsim_core.settings.Settings`) is off, there is no compiler or the build fails.
     """
-    if os.environ.get(switch, "1") == "0":
+    if not getattr(load_settings(), switch):
         return None
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:

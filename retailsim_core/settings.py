@@ -1,112 +1,213 @@
-"""Every ``RETAILSIM_*`` environment setting, and the check a run makes before any work.
+"""Every ``RETAILSIM_*`` environment setting, typed, in one place (pydantic-settings).
 
-A misspelt variable (``RETAILSIM_RAW_DIRS``) or a setting with an impossible value used to be
-ignored, and the run went on with a default for minutes before failing somewhere else. Runs
-now call :func:`check_environment` first (the Dagster resources do at set-up) and fail naming
-the variable. ``docs/operations.md`` lists the same settings.
+:class:`Settings` is the only reader of ``RETAILSIM_*`` variables; everything else asks
+:func:`load_settings`. A misspelt variable (``RETAILSIM_RAW_DIRS``) or an impossible value used
+to be ignored, and the run went on with a default for minutes before failing somewhere else:
+:func:`check_environment` (which every Dagster resource and the serving app call first) fails
+naming the variable. ``docs/operations.md`` lists the same settings; a test keeps them equal.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from retailsim_core.calendar import N_WEEKS
+from retailsim_core.split import TemporalSplit
 
-# name -> (what it sets, default). One place: the check and the docs table read it.
-SETTINGS: dict[str, tuple[str, str]] = {
-    "RETAILSIM_RAW_DIR": ("folder of LGSR week files", "data/raw"),
-    "RETAILSIM_WAREHOUSE_DIR": ("root of the Parquet warehouse", "data/warehouse"),
-    "RETAILSIM_TRUTH_DIR": (
-        "the generator's planted truth; empty for real data",
-        "data/ground_truth",
-    ),
-    "RETAILSIM_TRAIN_END": ("last training week", "the split's, 80"),
-    "RETAILSIM_VALID_END": ("last validation week (test weeks follow)", "the split's, 95"),
-    "RETAILSIM_COMPILED_SCAN": ("0 turns the compiled selective scan off", "1"),
-    "RETAILSIM_COMPILED_PRICES": ("0 turns the compiled price fold off", "1"),
-    "RETAILSIM_KERNEL_CACHE": ("folder of compiled kernels", "~/.cache/retailsim/kernels"),
-    "RETAILSIM_SERVE_HOST": ("address the serving app binds", "127.0.0.1"),
-    "RETAILSIM_SERVE_PORT": ("port of the serving app", "8000"),
-    "RETAILSIM_SERVE_ONNX": ("1 scores next baskets with onnxruntime", "0"),
-    "RETAILSIM_SERVE_MAX_K": ("most products one recommendation returns", "200"),
-    "RETAILSIM_SERVE_MAX_BATCH": ("most contexts in one batch request", "5000"),
-    "RETAILSIM_SERVE_MAX_BODY_BYTES": ("largest request body", "4000000"),
-    "RETAILSIM_SERVE_MAX_SIMULATIONS": ("most baskets one simulation draws", "200"),
-    "RETAILSIM_SERVE_MAX_PRODUCTS": ("most products of one elasticity request", "50"),
-    "RETAILSIM_SERVE_RELOAD_SECONDS": ("how often the app looks for a new checkpoint", "10"),
-    "RETAILSIM_SERVE_THREADS": (
-        "PyTorch threads of the serving app (1 leaves a core to HTTP)",
-        "1",
-    ),
-}
-SWITCHES = ("RETAILSIM_COMPILED_SCAN", "RETAILSIM_COMPILED_PRICES", "RETAILSIM_SERVE_ONNX")
-COUNTS = tuple(
-    name
-    for name in SETTINGS
-    if name.startswith("RETAILSIM_SERVE_")
-    and name not in SWITCHES
-    and name != "RETAILSIM_SERVE_HOST"
+PREFIX = "RETAILSIM_"
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout (editable install)
+WEEKS = ("train_end", "valid_end")
+SWITCHES = ("compiled_scan", "compiled_prices", "serve_onnx")
+COUNTS = (
+    "serve_port",
+    "serve_max_k",
+    "serve_max_batch",
+    "serve_max_body_bytes",
+    "serve_max_simulations",
+    "serve_max_products",
+    "serve_reload_seconds",
+    "serve_threads",
 )
+
+
+def _setting(default: Any, sets: str, shown: str | None = None) -> Any:
+    """A field with what it sets and its default as the docs show it."""
+    return Field(default, description=sets, json_schema_extra={"shown": shown or str(default)})
 
 
 class SettingsError(ValueError):
     """A setting that cannot be right; the message names it."""
 
 
-def week_setting(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
-    """A week-number setting (1..N_WEEKS), ``default`` when unset."""
-    raw = (os.environ if environ is None else environ).get(name) or str(default)
-    try:
-        week = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r} is not a week number (1..{N_WEEKS})") from None
-    if not 1 <= week <= N_WEEKS:
-        raise SettingsError(f"{name}={week} is outside the calendar (1..{N_WEEKS})")
-    return week
+class Settings(BaseSettings):
+    """The project's environment settings; field ``x`` is the variable ``RETAILSIM_X``."""
 
+    model_config = SettingsConfigDict(env_prefix=PREFIX, frozen=True)
 
-def count_setting(name: str, environ: Mapping[str, str] | None = None) -> int:
-    """A positive whole-number setting (its default from ``SETTINGS`` when unset)."""
-    raw = (os.environ if environ is None else environ).get(name) or SETTINGS[name][1]
-    if not raw.isdigit() or int(raw) < 1:
-        raise SettingsError(f"{name}={raw!r}: use a whole number of at least 1")
-    return int(raw)
+    raw_dir: Path = _setting(PROJECT_ROOT / "data/raw", "folder of LGSR week files", "data/raw")
+    warehouse_dir: Path = _setting(
+        PROJECT_ROOT / "data/warehouse", "root of the Parquet warehouse", "data/warehouse"
+    )
+    # A string, not a path: empty means "no planted truth" (real data), unset the default.
+    truth_dir: str = _setting(
+        str(PROJECT_ROOT / "data/ground_truth"),
+        "the generator's planted truth (oracles, planted-truth checks); empty for real data",
+        "data/ground_truth",
+    )
+    train_end: int = _setting(TemporalSplit.train_end, "last training week")
+    valid_end: int = _setting(TemporalSplit.valid_end, "last validation week; test weeks follow")
+    compiled_scan: bool = _setting(
+        True, "0 runs the PyTorch selective scan instead of the compiled one", "1"
+    )
+    compiled_prices: bool = _setting(
+        True, "0 runs the reference price fold instead of the compiled one", "1"
+    )
+    kernel_cache: Path | None = _setting(
+        None, "folder of compiled kernels", "~/.cache/retailsim/kernels"
+    )
+    serve_host: str = _setting("127.0.0.1", "address the serving app (`make serve`) binds")
+    serve_port: int = _setting(8000, "port of the serving app")
+    serve_onnx: bool = _setting(
+        False,
+        "1 scores next baskets with onnxruntime (needs `onnx_scoring_graph` of the served "
+        "checkpoint)",
+        "0",
+    )
+    serve_max_k: int = _setting(200, "most products one recommendation returns")
+    serve_max_batch: int = _setting(5000, "most contexts in one batch request (413 above)")
+    serve_max_body_bytes: int = _setting(4_000_000, "largest request body (413 above)")
+    serve_max_simulations: int = _setting(200, "most baskets one simulation draws")
+    serve_max_products: int = _setting(50, "most products of one elasticity request")
+    serve_reload_seconds: int = _setting(
+        10, "how often the app looks for a newer published checkpoint"
+    )
+    serve_threads: int = _setting(1, "PyTorch threads of the serving app (D64)")
 
+    @field_validator(*WEEKS, mode="before")
+    @classmethod
+    def _week(cls, raw: Any, info: ValidationInfo) -> int:
+        if raw == "":
+            return cls.model_fields[info.field_name].default
+        try:
+            week = int(raw)
+        except ValueError:
+            raise ValueError(f"not a week number (1..{N_WEEKS})") from None
+        if not 1 <= week <= N_WEEKS:
+            raise ValueError(f"outside the calendar (1..{N_WEEKS})")
+        return week
 
-def check_environment(environ: Mapping[str, str] | None = None) -> None:
-    """Raise :class:`SettingsError` for an unknown ``RETAILSIM_*`` variable or a value that
-    cannot be right; a folder that must exist is checked where it is used."""
-    env = os.environ if environ is None else environ
-    for name in sorted(k for k in env if k.startswith("RETAILSIM_")):
-        if name not in SETTINGS:
-            known = {k.removeprefix("RETAILSIM_"): k for k in SETTINGS}
-            close = difflib.get_close_matches(name.removeprefix("RETAILSIM_"), known, n=1)
-            hint = (
-                f"; did you mean {known[close[0]]}?" if close else f"; known: {', '.join(SETTINGS)}"
+    @field_validator(*SWITCHES, mode="before")
+    @classmethod
+    def _switch(cls, raw: Any) -> bool:
+        if isinstance(raw, bool) or raw in ("0", "1"):
+            return bool(int(raw))
+        raise ValueError("use 0 (off) or 1 (on)")
+
+    @field_validator(*COUNTS, mode="before")
+    @classmethod
+    def _count(cls, raw: Any, info: ValidationInfo) -> int:
+        if raw == "":
+            return cls.model_fields[info.field_name].default
+        if isinstance(raw, int) or (isinstance(raw, str) and raw.isdigit()):
+            if int(raw) >= 1:
+                return int(raw)
+        raise ValueError("use a whole number of at least 1")
+
+    @field_validator("kernel_cache", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, raw: Any) -> Any:
+        return raw or None
+
+    @field_validator("truth_dir")
+    @classmethod
+    def _truth_folder(cls, truth: str) -> str:
+        if truth and not Path(truth).is_dir():
+            raise ValueError(
+                "no such folder (set it empty for real data, which has no planted truth)"
             )
-            raise SettingsError(f"unknown setting {name}{hint}")
-    from retailsim_core.split import default_split  # split reads its weeks through this module
+        return truth
 
+    @field_validator("warehouse_dir")
+    @classmethod
+    def _warehouse_folder(cls, root: Path) -> Path:
+        if root.exists() and not root.is_dir():
+            raise ValueError("a file, not a folder")
+        return root
+
+    @model_validator(mode="after")
+    def _split_is_ordered(self) -> Settings:
+        self.split  # raises on train_end >= valid_end
+        return self
+
+    @property
+    def split(self) -> TemporalSplit:
+        try:
+            return TemporalSplit(self.train_end, self.valid_end)
+        except ValueError as err:
+            raise ValueError(f"{PREFIX}TRAIN_END / {PREFIX}VALID_END: {err}") from None
+
+    @property
+    def truth(self) -> Path | None:
+        """The planted-truth folder, None when set empty (real data)."""
+        return Path(self.truth_dir) if self.truth_dir else None
+
+    @property
+    def kernel_folder(self) -> Path:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+        return self.kernel_cache or Path(cache) / "retailsim" / "kernels"
+
+
+def variable(field: str) -> str:
+    return PREFIX + field.upper()
+
+
+def documented() -> Iterator[tuple[str, str, str]]:
+    """(variable, what it sets, default as shown) of every setting, in declaration order."""
+    for name, info in Settings.model_fields.items():
+        yield variable(name), info.description or "", info.json_schema_extra["shown"]
+
+
+def _unknown_variables(env: Mapping[str, str]) -> None:
+    known = {variable(name): name for name in Settings.model_fields}
+    for name in sorted(k for k in env if k.startswith(PREFIX) and k not in known):
+        bare = {k.removeprefix(PREFIX): k for k in known}
+        close = difflib.get_close_matches(name.removeprefix(PREFIX), bare, n=1)
+        hint = f"; did you mean {bare[close[0]]}?" if close else f"; known: {', '.join(known)}"
+        raise SettingsError(f"unknown setting {name}{hint}")
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings of ``environ`` (default: the process environment), validated; a bad value
+    raises :class:`SettingsError` naming its variable. Unknown variables are not checked here
+    (see :func:`check_environment`)."""
     try:
-        default_split(env)
-    except SettingsError:
-        raise
-    except ValueError as err:
-        raise SettingsError(f"RETAILSIM_TRAIN_END / RETAILSIM_VALID_END: {err}") from None
-    for name in SWITCHES:
-        if env.get(name, "1") not in ("0", "1"):
-            raise SettingsError(f"{name}={env[name]!r}: use 0 (off) or 1 (on)")
-    for name in COUNTS:
-        count_setting(name, env)
-    truth = env.get("RETAILSIM_TRUTH_DIR")
-    if truth and not Path(truth).is_dir():
-        raise SettingsError(
-            f"RETAILSIM_TRUTH_DIR={truth}: no such folder (set it empty for real "
-            "data, which has no planted truth)"
+        if environ is None:
+            return Settings()
+        given = {
+            k.removeprefix(PREFIX).lower(): v for k, v in environ.items() if k.startswith(PREFIX)
+        }
+        return Settings.model_validate(
+            {k: v for k, v in given.items() if k in Settings.model_fields}
         )
-    root = env.get("RETAILSIM_WAREHOUSE_DIR")
-    if root and Path(root).exists() and not Path(root).is_dir():
-        raise SettingsError(f"RETAILSIM_WAREHOUSE_DIR={root} is a file, not a folder")
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "train_end"
+        message = first["msg"].removeprefix("Value error, ")
+        if not first["loc"]:  # the split, checked across fields, names both variables
+            raise SettingsError(message) from None
+        raise SettingsError(f"{variable(field)}={first['input']!r}: {message}") from None
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> Settings:
+    """Raise :class:`SettingsError` for an unknown ``RETAILSIM_*`` variable or a value that
+    cannot be right; else the settings."""
+    env = os.environ if environ is None else environ
+    _unknown_variables(env)
+    return load_settings(environ)

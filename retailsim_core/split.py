@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from retailsim_core.calendar import N_WEEKS
-from retailsim_core.settings import week_setting
 
 
 @dataclass(frozen=True)
@@ -36,11 +34,3 @@ class TemporalSplit:
     @property
     def test_weeks(self) -> range:
         return range(self.valid_end + 1, N_WEEKS + 1)
-
-
-def default_split(environ: Mapping[str, str] | None = None) -> TemporalSplit:
-    """The project's split; ``RETAILSIM_TRAIN_END`` / ``RETAILSIM_VALID_END`` override it."""
-    return TemporalSplit(
-        week_setting("RETAILSIM_TRAIN_END", TemporalSplit.train_end, environ),
-        week_setting("RETAILSIM_VALID_END", TemporalSplit.valid_end, environ),
-    )

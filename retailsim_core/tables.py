@@ -13,12 +13,12 @@ import polars as pl
 
 from retailsim_core.brands import PSEUDO_BRANDS_SCHEMA
 from retailsim_core.customers import AFFINITY_SCHEMA
+from retailsim_core.evaluation.report import REPORT_TABLE
 from retailsim_core.features import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
 from retailsim_core.graph import EDGES_SCHEMA, NODES_SCHEMA
 from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSION_SCHEMA, MISSIONS_TABLE
 from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE, ID_MAP_SCHEMA
-from retailsim_core.pipeline.evaluation import REPORT_TABLE
 from retailsim_core.pipeline.features import (
     BRANDS_TABLE,
     PRICE_FEATURES_TABLE,

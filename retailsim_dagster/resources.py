@@ -1,38 +1,23 @@
 """Resources: where raw LGSR files are read from and where the warehouse lives.
 
-Defaults come from ``RETAILSIM_RAW_DIR`` / ``RETAILSIM_WAREHOUSE_DIR`` / ``RETAILSIM_TRUTH_DIR``
-when set, else the repository's ``data/raw``, ``data/warehouse`` and ``data/ground_truth``; all
-can also be set as resource config. Every step checks the settings when its resources are set
-up, before any work: an unknown ``RETAILSIM_*`` variable or an impossible value fails the run
-at once, naming it (``retailsim_core.settings``).
+Defaults come from the settings (``retailsim_core.settings``: ``RETAILSIM_RAW_DIR`` /
+``RETAILSIM_WAREHOUSE_DIR`` / ``RETAILSIM_TRUTH_DIR`` when set, else the repository's
+``data/raw``, ``data/warehouse`` and ``data/ground_truth``); all can also be set as resource
+config. Every step checks the settings when its resources are set up, before any work: an
+unknown ``RETAILSIM_*`` variable or an impossible value fails the run at once, naming it.
 """
 
-import os
 from pathlib import Path
 
 import dagster as dg
 
-from retailsim_core.evaluation.run import EvalConfig
+from retailsim_core.evaluation.config import EvalConfig
 from retailsim_core.graph import GraphConfig
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.settings import SettingsError, check_environment
-from retailsim_core.split import TemporalSplit, default_split
+from retailsim_core.settings import Settings, SettingsError, check_environment, load_settings
+from retailsim_core.split import TemporalSplit
 from retailsim_core.training.loop import TrainConfig
 from retailsim_core.warehouse import Warehouse
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-
-
-def default_raw_dir() -> str:
-    return os.environ.get("RETAILSIM_RAW_DIR", str(PROJECT_ROOT / "data" / "raw"))
-
-
-def default_truth_dir() -> str:
-    return os.environ.get("RETAILSIM_TRUTH_DIR", str(PROJECT_ROOT / "data" / "ground_truth"))
-
-
-def default_warehouse_dir() -> str:
-    return os.environ.get("RETAILSIM_WAREHOUSE_DIR", str(PROJECT_ROOT / "data" / "warehouse"))
 
 
 class RawSourceResource(dg.ConfigurableResource):
@@ -51,7 +36,7 @@ class RawSourceResource(dg.ConfigurableResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         check_environment()
-        default = str(PROJECT_ROOT / "data" / "ground_truth")
+        default = Settings.model_fields["truth_dir"].default
         if self.truth_dir and self.truth_dir != default and not Path(self.truth_dir).is_dir():
             raise SettingsError(
                 f"raw_source truth_dir {self.truth_dir}: no such folder (empty "
@@ -86,8 +71,10 @@ class PipelineConfigResource(dg.ConfigurableResource):
     """Settings shared by every stage: the one temporal split and the graph thresholds
     (design §2.3 values by default)."""
 
-    train_end: int = default_split().train_end
-    valid_end: int = default_split().valid_end
+    # None: the settings' split (RETAILSIM_TRAIN_END / RETAILSIM_VALID_END), read when a run
+    # starts, not when the definitions are imported.
+    train_end: int | None = None
+    valid_end: int | None = None
     min_lift: float = GraphConfig.min_lift
     min_count: int = GraphConfig.min_count
     min_jaccard: float = GraphConfig.min_jaccard
@@ -102,7 +89,11 @@ class PipelineConfigResource(dg.ConfigurableResource):
 
     @property
     def split(self) -> TemporalSplit:
-        return TemporalSplit(self.train_end, self.valid_end)
+        default = load_settings().split
+        return TemporalSplit(
+            default.train_end if self.train_end is None else self.train_end,
+            default.valid_end if self.valid_end is None else self.valid_end,
+        )
 
     @property
     def world_model(self) -> tuple[WorldModelConfig, TrainConfig]:
@@ -121,8 +112,11 @@ class PipelineConfigResource(dg.ConfigurableResource):
 
 
 def default_resources() -> dict:
+    settings = load_settings()
     return {
-        "raw_source": RawSourceResource(raw_dir=default_raw_dir(), truth_dir=default_truth_dir()),
-        "warehouse": WarehouseResource(root=default_warehouse_dir()),
+        "raw_source": RawSourceResource(
+            raw_dir=str(settings.raw_dir), truth_dir=settings.truth_dir
+        ),
+        "warehouse": WarehouseResource(root=str(settings.warehouse_dir)),
         "pipeline_config": PipelineConfigResource(),
     }

@@ -10,7 +10,6 @@ validation, or a limit of ``ServeSettings``), 404 for an unknown customer, store
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -175,17 +174,14 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """The app over the warehouse of ``RETAILSIM_WAREHOUSE_DIR`` (uvicorn's factory)."""
-    from retailsim_core.pipeline.evaluation import REPORT_TABLE
+    from retailsim_core.evaluation.report import REPORT_TABLE
     from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE
     from retailsim_core.settings import check_environment
     from retailsim_core.warehouse import Warehouse
 
-    check_environment()
-    settings = ServeSettings.from_env()
-    project = Path(__file__).resolve().parents[1]
-    warehouse = Warehouse(
-        Path(os.environ.get("RETAILSIM_WAREHOUSE_DIR") or project / "data" / "warehouse")
-    )
+    environment = check_environment()
+    settings = ServeSettings.from_settings(environment)
+    warehouse = Warehouse(environment.warehouse_dir)
     checkpoint = warehouse.table_dir(CHECKPOINT_TABLE)
 
     def load() -> WorldModelService:

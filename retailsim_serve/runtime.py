@@ -15,55 +15,48 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 
 from retailsim_core.serving.service import Context, WorldModelService
-from retailsim_core.settings import SETTINGS, count_setting
+from retailsim_core.settings import Settings, load_settings
 from retailsim_core.training.checkpoint import verified_id
 
 log = logging.getLogger("retailsim_serve")
 
 
-def _default(name: str) -> str:
-    return SETTINGS[f"RETAILSIM_SERVE_{name.upper()}"][1]
+def _default(name: str):
+    return Settings.model_fields[f"serve_{name}"].default
 
 
 @dataclass(frozen=True)
 class ServeSettings:
-    """The ``RETAILSIM_SERVE_*`` settings, typed; defaults are the ones ``SETTINGS`` documents."""
+    """The ``RETAILSIM_SERVE_*`` settings the app reads (field ``x`` is ``Settings.serve_x``);
+    the defaults are the settings' defaults."""
 
     host: str = _default("host")
-    port: int = int(_default("port"))
-    onnx: bool = _default("onnx") == "1"
-    max_k: int = int(_default("max_k"))
-    max_batch: int = int(_default("max_batch"))
-    max_body_bytes: int = int(_default("max_body_bytes"))
-    max_simulations: int = int(_default("max_simulations"))
-    max_products: int = int(_default("max_products"))
-    reload_seconds: int = int(_default("reload_seconds"))
-    threads: int = int(_default("threads"))
+    port: int = _default("port")
+    onnx: bool = _default("onnx")
+    max_k: int = _default("max_k")
+    max_batch: int = _default("max_batch")
+    max_body_bytes: int = _default("max_body_bytes")
+    max_simulations: int = _default("max_simulations")
+    max_products: int = _default("max_products")
+    reload_seconds: int = _default("reload_seconds")
+    threads: int = _default("threads")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ServeSettings:
+        return cls(
+            **{
+                name: getattr(settings, f"serve_{name}")
+                for name in (f.name for f in dataclass_fields(cls))
+            }
+        )
 
     @classmethod
     def from_env(cls, environ=None) -> ServeSettings:
-        import os
-
-        env = os.environ if environ is None else environ
-
-        def count(name: str) -> int:
-            return count_setting(f"RETAILSIM_SERVE_{name.upper()}", env)
-
-        return cls(
-            host=env.get("RETAILSIM_SERVE_HOST") or _default("host"),
-            port=count("port"),
-            onnx=env.get("RETAILSIM_SERVE_ONNX", "0") == "1",
-            max_k=count("max_k"),
-            max_batch=count("max_batch"),
-            max_body_bytes=count("max_body_bytes"),
-            max_simulations=count("max_simulations"),
-            max_products=count("max_products"),
-            reload_seconds=count("reload_seconds"),
-            threads=count("threads"),
-        )
+        return cls.from_settings(load_settings(environ))
 
 
 class ServiceHolder:

@@ -5,7 +5,7 @@ Every baseline sees, for a sample of week W, only the customer's trips before W 
 slice ``[full_hist_start, hist_end)``), global counts of weeks before the evaluation period and,
 where its name says so, the trip's store (store-aware P-TopFreq) or the basket's mission
 (mission P-TopFreq, the fair baseline of the model's conditional row). ``METHOD_INPUTS`` in
-``evaluation/run.py`` lists what each method sees.
+``evaluation/scorers.py`` lists what each method sees (``METHOD_INPUTS``).
 
 Glossary: S samples, T trips, V vocabulary, C customers of the neighbour pool.
 """

@@ -33,7 +33,7 @@ GROUPS = 8  # channel groups per batch row: fixed, so results do not depend on t
 
 @functools.cache
 def _library() -> ctypes.CDLL | None:
-    lib = native.load(SOURCE, "RETAILSIM_COMPILED_SCAN", COMPILE_FLAGS, LINK_FLAGS)
+    lib = native.load(SOURCE, "compiled_scan", COMPILE_FLAGS, LINK_FLAGS)
     if lib is None:
         return None
     ptr, i64, i32 = ctypes.c_void_p, ctypes.c_long, ctypes.c_int

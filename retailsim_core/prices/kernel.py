@@ -297,7 +297,7 @@ class _PriceWeek(ctypes.Structure):
 
 @functools.cache
 def _library() -> ctypes.CDLL | None:
-    lib = native.load(SOURCE, "RETAILSIM_COMPILED_PRICES", COMPILE_FLAGS, LINK_FLAGS)
+    lib = native.load(SOURCE, "compiled_prices", COMPILE_FLAGS, LINK_FLAGS)
     if lib is not None:
         lib.rs_price_week.argtypes = [ctypes.POINTER(_PriceWeek)]
         lib.rs_price_week.restype = None

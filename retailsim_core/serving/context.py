@@ -38,8 +38,8 @@ from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
 from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
 from retailsim_core.pipeline.samples import SAMPLES_TABLE
 from retailsim_core.pipeline.world_model import load_model_inputs
+from retailsim_core.settings import load_settings
 from retailsim_core.shelf import ShelfPrices
-from retailsim_core.split import default_split
 from retailsim_core.tensors import PRICE_COLUMNS, TensorConfig
 from retailsim_core.tokens import ProductVocab
 from retailsim_core.warehouse import Warehouse
@@ -58,7 +58,7 @@ WEEK_KEY = 1024  # customer rank * WEEK_KEY + week orders trips by (customer, we
 def served_weeks(warehouse: Warehouse, checkpoint_config: dict) -> list[int]:
     """The weeks a checkpoint serves: the warehouse's sample weeks after its validation weeks
     (weeks it neither trained nor stopped on)."""
-    split = checkpoint_config.get("split") or default_split().__dict__
+    split = checkpoint_config.get("split") or load_settings().split.__dict__
     weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split["valid_end"]]
     if not weeks:
         raise FileNotFoundError(

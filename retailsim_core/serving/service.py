@@ -18,14 +18,14 @@ import polars as pl
 import torch
 
 from retailsim_core.calendar import FIRST_MONDAY
-from retailsim_core.evaluation.run import world_model_scorer
+from retailsim_core.evaluation.scorers import world_model_scorer
 from retailsim_core.pipeline.embeddings import product_categories
 from retailsim_core.pipeline.world_model import load_model
 from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData, served_weeks
 from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, OnnxScorer, scoring_graph_for
+from retailsim_core.settings import load_settings
 from retailsim_core.simulation import elasticities as price_elasticities
 from retailsim_core.simulation import expected_basket_size, generate
-from retailsim_core.split import default_split
 from retailsim_core.tensors import TensorConfig
 from retailsim_core.training.checkpoint import published_id, read_json
 from retailsim_core.warehouse import Warehouse
@@ -211,7 +211,7 @@ class WorldModelService:
 
     def info(self) -> dict:
         first, last = self.data.dates
-        split = self.config.get("split") or default_split().__dict__
+        split = self.config.get("split") or load_settings().split.__dict__
         return {
             "checkpoint_id": self.checkpoint_id,
             "model": self.config["model"],

@@ -10,24 +10,23 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 
 import torch
 
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.world_model import train_world_model
-from retailsim_core.split import TemporalSplit, default_split
+from retailsim_core.settings import load_settings
+from retailsim_core.split import TemporalSplit
 from retailsim_core.training import distributed
 from retailsim_core.training.loop import TrainConfig
 from retailsim_core.warehouse import Warehouse
 
 
 def main(argv: list[str] | None = None) -> None:
-    split = default_split()
+    settings = load_settings()
+    split = settings.split
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--warehouse", default=os.environ.get("RETAILSIM_WAREHOUSE_DIR", "data/warehouse")
-    )
+    ap.add_argument("--warehouse", default=str(settings.warehouse_dir))
     ap.add_argument("--preset", default="small", choices=["tiny", "small", "paper"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--train-end", type=int, default=split.train_end)

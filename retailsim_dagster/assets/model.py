@@ -3,11 +3,11 @@
 import dagster as dg
 import polars as pl
 
+from retailsim_core.evaluation.protocol import REPORT_TABLE, evaluate
 from retailsim_core.evaluation.report_html import markdown_summary
 from retailsim_core.io import atomic_write_text
 from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
 from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE, loss_curve_svg
-from retailsim_core.pipeline.evaluation import REPORT_TABLE, evaluate
 from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
 from retailsim_core.pipeline.samples import SAMPLES_TABLE, TRIPS_TABLE
 from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph

@@ -39,7 +39,7 @@ def product_graph(
     return dg.MaterializeResult(
         metadata={
             **graph.summary(),
-            "training_weeks": pipeline_config.train_end,
+            "training_weeks": pipeline_config.split.train_end,
             "edges_by_type": dg.MetadataValue.md(markdown_table(degrees)),
             "degree_distribution": dg.MetadataValue.md(markdown_table(graph.degree_histogram())),
         }

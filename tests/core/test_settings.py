@@ -1,9 +1,18 @@
 """Settings: an unknown or impossible RETAILSIM_* value fails naming the variable."""
 
+import re
+from pathlib import Path
+
 import pytest
 
-from retailsim_core.settings import SETTINGS, SettingsError, check_environment
-from retailsim_core.split import TemporalSplit, default_split
+from retailsim_core.settings import (
+    Settings,
+    SettingsError,
+    check_environment,
+    documented,
+    load_settings,
+)
+from retailsim_core.split import TemporalSplit
 
 
 def test_the_defaults_and_every_known_setting_pass(tmp_path):
@@ -46,14 +55,71 @@ def test_a_warehouse_root_that_is_a_file_fails(tmp_path):
 
 
 def test_the_split_reads_its_weeks_through_the_settings():
-    assert default_split({}) == TemporalSplit()
-    assert default_split(
+    assert load_settings({}).split == TemporalSplit()
+    assert load_settings(
         {"RETAILSIM_TRAIN_END": "60", "RETAILSIM_VALID_END": "70"}
-    ) == TemporalSplit(60, 70)
+    ).split == TemporalSplit(60, 70)
+
+
+def _operations_table() -> dict[str, tuple[str, str]]:
+    operations = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    rows = re.findall(r"^\| `(RETAILSIM_\w+)` \| (.+?) \| (.+?) \|$", operations, re.M)
+    return {name: (sets, default.strip("`")) for name, sets, default in rows}
 
 
 def test_every_setting_is_documented():
-    from pathlib import Path
+    table = _operations_table()
+    assert [name for name, _, _ in documented() if name not in table] == []
 
-    operations = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
-    assert [name for name in SETTINGS if f"`{name}`" not in operations] == []
+
+def test_the_docs_table_is_the_settings_one_row_each():
+    """docs/operations.md's table says what ``Settings`` says: no row for a variable nobody
+    reads, and each row's text and default are the field's."""
+    assert _operations_table() == {name: (sets, shown) for name, sets, shown in documented()}
+
+
+def test_the_process_environment_is_read_by_pydantic_settings(monkeypatch, tmp_path):
+    monkeypatch.setenv("RETAILSIM_TRAIN_END", "50")
+    monkeypatch.setenv("RETAILSIM_SERVE_ONNX", "1")
+    monkeypatch.setenv("RETAILSIM_KERNEL_CACHE", str(tmp_path))
+    settings = load_settings()
+    assert isinstance(settings, Settings)
+    assert (settings.train_end, settings.serve_onnx, settings.kernel_folder) == (50, True, tmp_path)
+    assert settings == load_settings(
+        {
+            "RETAILSIM_TRAIN_END": "50",
+            "RETAILSIM_SERVE_ONNX": "1",
+            "RETAILSIM_KERNEL_CACHE": str(tmp_path),
+        }
+    )
+
+
+def test_empty_means_default_for_numbers_and_no_truth_for_the_truth_folder():
+    settings = load_settings({"RETAILSIM_TRAIN_END": "", "RETAILSIM_TRUTH_DIR": ""})
+    assert settings.train_end == TemporalSplit.train_end and settings.truth is None
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"RETAILSIM_SERVE_PORT": "0"}, "RETAILSIM_SERVE_PORT='0': use a whole number"),
+        ({"RETAILSIM_SERVE_MAX_K": "ten"}, "RETAILSIM_SERVE_MAX_K='ten': use a whole number"),
+        ({"RETAILSIM_SERVE_ONNX": "true"}, "RETAILSIM_SERVE_ONNX='true': use 0 (off) or 1"),
+    ],
+)
+def test_a_bad_serving_limit_fails_naming_it(env, says):
+    with pytest.raises(SettingsError, match=re.escape(says)):
+        load_settings(env)
+
+
+def test_no_module_but_settings_reads_a_retailsim_variable():
+    """One reader: every other module asks ``load_settings`` (a message may still name one)."""
+    root = Path(__file__).resolve().parents[2]
+    readers = [
+        str(path.relative_to(root))
+        for package in ("retailsim_core", "retailsim_dagster", "retailsim_serve")
+        for path in (root / package).rglob("*.py")
+        if path.name != "settings.py"
+        and re.search(r"(\.get|getenv|environ)\s*[\[(]\s*[\"']RETAILSIM_", path.read_text())
+    ]
+    assert readers == []

@@ -52,6 +52,10 @@ def _home(tmp_path, monkeypatch) -> Path:
     home.mkdir()
     shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")  # the project's pools (limit 1)
     monkeypatch.setenv("DAGSTER_HOME", str(home))  # its storage reads DAGSTER_HOME
+    # Create the SQLite storage here, before any run: a run and a poll creating it at once
+    # race on the schema's alembic stamp ("more than one head present").
+    with dg.DagsterInstance.from_config(str(home)):
+        pass
     return home
 
 

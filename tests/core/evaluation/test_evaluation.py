@@ -9,11 +9,11 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from retailsim_core.evaluation.config import EvalConfig
 from retailsim_core.evaluation.metrics import next_basket_metrics
-from retailsim_core.evaluation.run import EvalConfig
+from retailsim_core.evaluation.protocol import REPORT_TABLE, evaluate
 from retailsim_core.evaluation.sequential import SequentialConfig
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.evaluation import REPORT_TABLE, evaluate
 from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, train_world_model
 from retailsim_core.training.loop import TrainConfig
 

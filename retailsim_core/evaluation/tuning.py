@@ -1,4 +1,4 @@
-"""Baselines tuned on validation weeks for the evaluation: the TIFU-KNN and UP-CF@r grids, the
+"""The tuning stage: baselines tuned on validation weeks — the TIFU-KNN and UP-CF@r grids, the
 SASRec/BERT4Rec early stopping, and the weight of the masked-item co-purchase baseline. Each is
 chosen on validation weeks, then set up on the test period."""
 
@@ -12,31 +12,24 @@ import scipy.sparse as sp
 import torch
 
 from retailsim_core.evaluation import baselines as bl
+from retailsim_core.evaluation.config import EvalConfig
 from retailsim_core.evaluation.metrics import masked_item_summary
-from retailsim_core.evaluation.run import (
-    EvalConfig,
-    masked_ranks,
-)
+from retailsim_core.evaluation.scoring import masked_ranks
 from retailsim_core.evaluation.sequential import fit_sequential, sequential_scores
+from retailsim_core.evaluation.tasks import EvalTasks
 from retailsim_core.tensors import TrainingSet
 from retailsim_core.tokens import PAD
 from retailsim_core.training.corruption import evaluation_mask
 from retailsim_core.training.validation import shuffled
 
 
-def tune_baselines(
-    data: TrainingSet,
-    trips,
-    valid_rows: np.ndarray,
-    valid_day: int,
-    test_day: int,
-    pop: dict,
-    valid_r20: Callable,
-    cfg: EvalConfig,
-    log: Callable[[str], None],
-) -> dict:
+def tune_baselines(tasks: EvalTasks, cfg: EvalConfig, log: Callable[[str], None]) -> dict:
     """Every tunable baseline chosen on validation weeks (neighbour pools as of the validation
-    start), then set up on the test period (pools as of the test start)."""
+    start), then set up on the test period (pools as of the test start): {"scorers": next-basket
+    scorers by method, "copurchase": the masked-item scorer, "info": what was chosen}."""
+    data, trips, pop = tasks.data, tasks.trips, tasks.popularity
+    valid_rows, valid_day, test_day = tasks.valid_rows, tasks.valid_day, tasks.test_day
+    valid_r20 = tasks.validation_recall
     pools = {
         "valid": (bl.tifu_pool(data, trips, valid_day), bl.upcf_pool(data, trips, valid_day)),
         "test": (bl.tifu_pool(data, trips, test_day), bl.upcf_pool(data, trips, test_day)),

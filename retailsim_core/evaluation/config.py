@@ -1,0 +1,23 @@
+"""How the evaluation runs: sample counts, masking, slices, bootstrap and the baselines' grids."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from retailsim_core.evaluation.baselines import TifuConfig, UpcfConfig
+from retailsim_core.evaluation.sequential import SequentialConfig
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    max_test_samples: int | None = 6_000  # test baskets every method scores (None = all)
+    max_valid_samples: int = 1_500  # validation baskets the baselines are tuned on
+    mask_rate: float = 0.2  # share of a basket's products hidden in the masked-item task
+    chunk: int = 512  # baskets scored per forward
+    seed: int = 0
+    week_slices: tuple[tuple[int, int], ...] = ((96, 104), (105, 117))  # test-period slices
+    bootstrap: int = 1_000  # customer-cluster resamples for the 95% intervals
+    copurchase_weights: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)  # tuned on validation
+    sequential: SequentialConfig = field(default_factory=SequentialConfig)
+    tifu: TifuConfig = field(default_factory=TifuConfig)
+    upcf: UpcfConfig = field(default_factory=UpcfConfig)

@@ -1,0 +1,122 @@
+"""The scorers stage: every method as a function of what it may know (``METHOD_INPUTS``).
+
+A scorer maps (rows, batch) to an (S, V) score matrix; a masked scorer also reads the basket's
+shown products and returns one row per masked position. Never the basket's products, size,
+spend or labels, except the conditional rows (``CONDITIONAL``), which are told the basket's
+mission and are compared with a counting baseline told the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from retailsim_core.evaluation import baselines as bl
+from retailsim_core.evaluation.oracle import honest_oracle_scorer, oracle_scorer
+from retailsim_core.evaluation.tasks import EvalTasks
+from retailsim_core.models.losses import shown_products
+from retailsim_core.models.world_model import WorldModel
+from retailsim_core.tokens import PAD
+
+Scorer = Callable[[np.ndarray, dict], torch.Tensor]  # (rows, batch) -> (S, V)
+MaskedScorer = Callable[[np.ndarray, dict, np.ndarray, np.ndarray], torch.Tensor]  # -> (M, V)
+
+HISTORY = "the customer's trips before the basket's week"
+POPULARITY = "product counts of weeks before the evaluated period"
+CONTEXT = "the trip's store, date and hour; shelf prices (D45)"
+METHOD_INPUTS = {
+    "world_model": f"{HISTORY}; {CONTEXT}; customer snapshots as of the week. No basket labels.",
+    "world_model | given mission": "as world_model, plus the basket's true mission type and focus "
+    "(the simulation use; compare with Mission-P-TopFreq)",
+    "G-TopFreq": POPULARITY,
+    "P-TopFreq": f"{HISTORY} (ties in product order)",
+    "GP-TopFreq": f"{HISTORY}; {POPULARITY}",
+    "Store-P-TopFreq": f"{HISTORY}; the trip's store; {POPULARITY}",
+    "Mission-P-TopFreq": f"{HISTORY}; the basket's true mission type and focus; {POPULARITY}",
+    "TIFU-KNN": f"{HISTORY}; other customers' trips before the evaluated period",
+    "UP-CF@r": f"{HISTORY}; other customers' trips before the evaluated period",
+    "SASRec": f"{HISTORY} (trained on training weeks)",
+    "BERT4Rec": f"{HISTORY} (trained on training weeks)",
+    "P-TopFreq + co-purchase": f"masked items only: {HISTORY}, the basket's shown products, "
+    "co-purchase rates of training weeks",
+    "oracle": "synthetic only: the generator's planted probabilities given the basket's "
+    "planted mission",
+    "oracle (no mission)": "synthetic only: the planted probabilities averaged over the "
+    "missions the shopper might be on, given the planted customer, the store and the hour",
+}
+CONDITIONAL = (
+    "world_model | given mission",
+    "Mission-P-TopFreq",
+    "oracle",
+)  # told the basket's mission
+
+
+def world_model_scorer(model: WorldModel, given_mission: bool = False) -> Scorer:
+    """Next-basket log-probabilities of the single-[MASK] query; ``given_mission``: the model is
+    told the basket's true mission type and focus (the conditional row)."""
+
+    @torch.no_grad()
+    def score(rows: np.ndarray, batch: dict) -> torch.Tensor:
+        given = torch.full((len(rows),), given_mission, dtype=torch.bool)
+        _, log_p = model.next_basket(batch, given_mission=given)
+        return log_p.double().masked_fill(model.excluded(len(rows)), -torch.inf)
+
+    return score
+
+
+@torch.no_grad()
+def world_model_masked_scorer(model: WorldModel) -> MaskedScorer:
+    """Full-vocabulary scores at every masked position (no mission given)."""
+
+    def score(rows, batch, m_in, m_tg) -> torch.Tensor:
+        inputs, targets = torch.from_numpy(m_in), torch.from_numpy(m_tg)
+        with torch.no_grad():
+            out = model(batch, inputs, hidden=targets != PAD)
+            r, c = torch.nonzero(targets != PAD, as_tuple=True)
+            return model.slot_log_probs(
+                out, r, c, shown_products(inputs, targets, model.vocab_size)[r]
+            ).double()
+
+    return score
+
+
+def method_scorers(
+    tasks: EvalTasks,
+    tuned: dict,
+    truth_dir: Path | None,
+    log: Callable[[str], None],
+) -> tuple[dict[str, Scorer], dict[str, MaskedScorer], str | None]:
+    """Next-basket scorers and masked-item scorers of every method, and a note when the oracles
+    were skipped. ``tuned``: the tuning stage's baselines; ``truth_dir``: the planted truth bound
+    to the ingested files, or None (no oracle)."""
+    data, trips, pop, model = tasks.data, tasks.trips, tasks.popularity, tasks.model
+    scorers = {
+        "world_model": world_model_scorer(model),
+        "world_model | given mission": world_model_scorer(model, given_mission=True),
+        "G-TopFreq": lambda rows, b: bl.g_topfreq(pop["test"], len(rows)),
+        "P-TopFreq": lambda rows, b: bl.p_topfreq(bl.personal_counts(data, rows, trips)),
+        "GP-TopFreq": lambda rows, b: bl.gp_topfreq(
+            bl.personal_counts(data, rows, trips), pop["test"]
+        ),
+        "Store-P-TopFreq": lambda rows, b: bl.store_p_topfreq(data, rows, trips, pop["test"]),
+        "Mission-P-TopFreq": lambda rows, b: bl.mission_p_topfreq(data, rows, trips, pop["test"]),
+        **tuned["scorers"],
+    }
+    note = None
+    if truth_dir is not None and (Path(truth_dir) / "config.json").exists():
+        try:
+            scorers["oracle"] = oracle_scorer(Path(truth_dir), tasks.samples, data.vocab)
+            scorers["oracle (no mission)"] = honest_oracle_scorer(
+                Path(truth_dir), tasks.samples, data.vocab, data.basket_context.hour
+            )
+        except ValueError as err:  # a truth folder of other raw files: no oracle, said
+            note = f"oracle skipped: {err}"
+            log(note)
+    masked = {
+        "world_model": world_model_masked_scorer(model),
+        "P-TopFreq + co-purchase": tuned["copurchase"],
+    }
+    return scorers, masked, note

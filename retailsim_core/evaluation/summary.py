@@ -1,0 +1,83 @@
+"""The metrics stage: per-basket metrics summarised by slice, with bootstrap intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from retailsim_core.evaluation.bootstrap import interval, resample_weights
+from retailsim_core.evaluation.config import EvalConfig
+from retailsim_core.evaluation.metrics import masked_item_summary, summarise
+from retailsim_core.evaluation.scoring import MethodResults
+from retailsim_core.lgsr import STORE_FORMAT_CODES
+from retailsim_core.tensors import TrainingSet
+
+
+def slices(
+    samples: pl.DataFrame,
+    data: TrainingSet,
+    rows: np.ndarray,
+    week_slices: tuple[tuple[int, int], ...] = (),
+) -> dict[str, np.ndarray]:
+    """Slice name -> positions into ``rows``: all, test-week ranges, cold start (< 5 prior
+    baskets), baskets with novel products, each history bucket, each store format."""
+    s = samples[rows]
+    week = s["week"].to_numpy()
+    out = {"all": np.arange(len(rows))}
+    for lo, hi in week_slices:
+        out[f"test_{lo}_{hi}"] = np.flatnonzero((week >= lo) & (week <= hi))
+    out |= {
+        "cold_start": np.flatnonzero(s["is_cold_start"].to_numpy()),
+        "novel_products": np.flatnonzero(s["is_novel_products"].to_numpy()),
+    }
+    for b in sorted(s["bucket"].unique().to_list()):
+        out[f"bucket_{b}"] = np.flatnonzero(s["bucket"].to_numpy() == b)
+    codes = data.t5_codes[rows, 0]
+    for i, fmt in enumerate(STORE_FORMAT_CODES, 1):
+        out[f"format_{fmt}"] = np.flatnonzero(codes == i)
+    return {k: v for k, v in out.items() if len(v)}
+
+
+def nested_metrics(results: MethodResults, slice_rows: dict[str, np.ndarray]) -> dict:
+    """{task: {slice: {method: {metric: value}}}}; ``slice_rows`` index ``results.rows``."""
+    nb = {
+        s: {m: summarise(v, idx) for m, v in results.next_basket.items()}
+        for s, idx in slice_rows.items()
+    }
+    mi = {}
+    for s, idx in slice_rows.items():
+        sel = np.flatnonzero(np.isin(results.masked_position, idx))
+        mi[s] = {m: masked_item_summary(r, sel) for m, r in results.masked_ranks.items()}
+    return {"next_basket": nb, "masked_item": mi}
+
+
+def intervals(
+    results: MethodResults,
+    slice_rows: dict[str, np.ndarray],
+    customers: np.ndarray,
+    cfg: EvalConfig,
+    reference: str = "world_model",
+) -> dict:
+    """95% customer-cluster bootstrap intervals of next-basket R@20 and NDCG@10 and masked-item
+    Hit@10 per slice and method, and of each method's paired difference from ``reference``:
+    {task: {slice: {method: {metric: [lo, hi], "diff_" + metric: [lo, hi]}}}}."""
+    out: dict = {"next_basket": {}, "masked_item": {}}
+    for s, idx in slice_rows.items():
+        weights, index = resample_weights(customers[idx], cfg.bootstrap, cfg.seed)
+        nb = results.next_basket
+        out["next_basket"][s] = {
+            m: {k: list(interval(v[k][idx], weights, index)) for k in ("R@20", "NDCG@10")}
+            for m, v in nb.items()
+        }
+        if reference in nb:
+            for m, v in nb.items():
+                for k in ("R@20", "NDCG@10"):
+                    diff = nb[reference][k][idx] - v[k][idx]
+                    out["next_basket"][s][m][f"diff_{k}"] = list(interval(diff, weights, index))
+        sel = np.flatnonzero(np.isin(results.masked_position, idx))
+        pos = np.searchsorted(idx, results.masked_position[sel])  # masked slot -> basket in slice
+        out["masked_item"][s] = {
+            m: {"Hit@10": list(interval((r[sel] <= 10).astype(float), weights, index[pos]))}
+            for m, r in results.masked_ranks.items()
+        }
+    return out
