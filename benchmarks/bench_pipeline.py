@@ -20,9 +20,9 @@ STAGES = ("derived_prices", "product_graph", "customer_snapshots")
 
 
 def run_stage(stage: str, root: Path) -> dict:
-    from retailsim_core.pipeline.customers import snapshot_weeks
-    from retailsim_core.pipeline.graph import build_product_graph, write_graph
-    from retailsim_core.pipeline.prices import derive_price_weeks
+    from retailsim_core.pipeline.graph_tables import build_product_graph, write_graph
+    from retailsim_core.pipeline.price_weeks import derive_price_weeks
+    from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
     from retailsim_core.split import TemporalSplit
     from retailsim_core.warehouse import Warehouse
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from retailsim_core.evaluation.config import EvalConfig
+from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.protocol import evaluate
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.world_model import train_world_model
+from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.settings import load_settings
 from retailsim_core.training.loop import TrainConfig
 from retailsim_core.warehouse import Warehouse

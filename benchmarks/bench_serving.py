@@ -23,8 +23,8 @@ import httpx
 import numpy as np
 
 from retailsim_core.calendar import monday_of
-from retailsim_core.pipeline.samples import SAMPLES_TABLE
 from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
+from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE
 from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, scoring_graph_for
 from retailsim_core.training.checkpoint import verified_id
 from retailsim_core.warehouse import Warehouse

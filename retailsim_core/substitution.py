@@ -24,9 +24,9 @@ import polars as pl
 import scipy.sparse as sp
 from scipy.stats import poisson
 
-from retailsim_core.graph import EDGES_SCHEMA, incidence
+from retailsim_core.graph_edges import EDGES_SCHEMA, incidence
 
-# Cells of derived_prices the promotion tests read (``pipeline.prices.promotion_cells``).
+# Cells of derived_prices the promotion tests read (``pipeline.price_weeks.promotion_cells``).
 PROMOTION_CELLS_SCHEMA = pl.Schema(
     {
         "product_id": pl.String,

@@ -12,25 +12,26 @@ from dataclasses import dataclass
 import polars as pl
 
 from retailsim_core.brands import PSEUDO_BRANDS_SCHEMA
-from retailsim_core.customers import AFFINITY_SCHEMA
+from retailsim_core.customer_state import AFFINITY_SCHEMA
 from retailsim_core.evaluation.report import REPORT_TABLE
-from retailsim_core.features import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
-from retailsim_core.graph import EDGES_SCHEMA, NODES_SCHEMA
+from retailsim_core.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
+from retailsim_core.graph_edges import EDGES_SCHEMA, NODES_SCHEMA
 from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSION_SCHEMA, MISSIONS_TABLE
-from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE, ID_MAP_SCHEMA
-from retailsim_core.pipeline.features import (
+from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE
+from retailsim_core.pipeline.feature_weeks import (
     BRANDS_TABLE,
     PRICE_FEATURES_TABLE,
     STORE_FEATURES_TABLE,
 )
-from retailsim_core.pipeline.graph import GRAPH_EDGES_TABLE, GRAPH_NODES_TABLE, GRAPH_TABLE
-from retailsim_core.pipeline.ingest import QUARANTINE_TABLE, RAW_TABLE
-from retailsim_core.pipeline.prices import PRICES_TABLE
-from retailsim_core.pipeline.samples import METADATA_TABLE, SAMPLES_TABLE, TRIPS_TABLE
-from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE
+from retailsim_core.pipeline.graph_tables import GRAPH_EDGES_TABLE, GRAPH_NODES_TABLE, GRAPH_TABLE
+from retailsim_core.pipeline.ingest_weeks import QUARANTINE_TABLE, RAW_TABLE
+from retailsim_core.pipeline.price_weeks import PRICES_TABLE
+from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSION_SCHEMA, MISSIONS_TABLE
+from retailsim_core.pipeline.training_data_weeks import METADATA_TABLE, SAMPLES_TABLE, TRIPS_TABLE
+from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
-from retailsim_core.samples import METADATA_SCHEMA, SAMPLES_SCHEMA
+from retailsim_core.product_embeddings import ID_MAP_SCHEMA
+from retailsim_core.sample_buckets import METADATA_SCHEMA, SAMPLES_SCHEMA
 from retailsim_core.serving.onnx_scoring import GRAPH_TABLE as ONNX_TABLE
 from retailsim_core.trips import TRIPS_SCHEMA
 

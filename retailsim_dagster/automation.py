@@ -5,11 +5,11 @@ import json
 import dagster as dg
 
 from retailsim_core.calendar import week_key_of
-from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
-from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
-from retailsim_core.pipeline.ingest import QUARANTINE_TABLE, RAW_TABLE
-from retailsim_core.pipeline.prices import PRICES_TABLE
-from retailsim_core.pipeline.samples import METADATA_TABLE, SAMPLES_TABLE, TRIPS_TABLE
+from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
+from retailsim_core.pipeline.ingest_weeks import QUARANTINE_TABLE, RAW_TABLE
+from retailsim_core.pipeline.price_weeks import PRICES_TABLE
+from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE
+from retailsim_core.pipeline.training_data_weeks import METADATA_TABLE, SAMPLES_TABLE, TRIPS_TABLE
 from retailsim_core.raw_files import list_week_files, unseen
 from retailsim_dagster.resources import RawSourceResource
 

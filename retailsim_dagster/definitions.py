@@ -8,9 +8,9 @@ from retailsim_dagster.assets import (
     customer_snapshots,
     derived_prices,
     features,
-    ingest,
     model,
     product_graph,
+    raw_transactions,
     training_data,
 )
 from retailsim_dagster.automation import new_week_file_sensor, weekly_job, weekly_refresh_schedule
@@ -19,7 +19,7 @@ from retailsim_dagster.resources import default_resources
 
 # One module per domain: its assets and, next to them, their checks.
 DOMAINS = [
-    ingest,
+    raw_transactions,
     derived_prices,
     product_graph,
     customer_snapshots,

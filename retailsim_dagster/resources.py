@@ -11,8 +11,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from retailsim_core.evaluation.config import EvalConfig
-from retailsim_core.graph import GraphConfig
+from retailsim_core.evaluation.eval_config import EvalConfig
+from retailsim_core.graph_edges import GraphConfig
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.settings import Settings, SettingsError, check_environment, load_settings
 from retailsim_core.split import TemporalSplit

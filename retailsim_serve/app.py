@@ -175,7 +175,7 @@ def create_app(
 def app_from_environment() -> FastAPI:
     """The app over the warehouse of ``RETAILSIM_WAREHOUSE_DIR`` (uvicorn's factory)."""
     from retailsim_core.evaluation.report import REPORT_TABLE
-    from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE
+    from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE
     from retailsim_core.settings import check_environment
     from retailsim_core.warehouse import Warehouse
 

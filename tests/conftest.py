@@ -9,10 +9,10 @@ import pytest
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
-from retailsim_core.pipeline.customers import snapshot_weeks
-from retailsim_core.pipeline.graph import build_product_graph, write_graph
-from retailsim_core.pipeline.ingest import ingest_weeks
-from retailsim_core.pipeline.prices import derive_price_weeks
+from retailsim_core.pipeline.graph_tables import build_product_graph, write_graph
+from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.price_weeks import derive_price_weeks
+from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
 from retailsim_core.split import TemporalSplit
 from retailsim_core.synth import preset
 from retailsim_core.synth.writer import generate
@@ -43,9 +43,10 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
     import torch
 
     from retailsim_core.models.graphsage import GraphSAGEConfig
-    from retailsim_core.pipeline.embeddings import Embeddings, all_products, write_embeddings
-    from retailsim_core.pipeline.features import price_feature_weeks, store_feature_weeks
-    from retailsim_core.pipeline.samples import training_data_weeks
+    from retailsim_core.pipeline.embeddings import all_products, write_embeddings
+    from retailsim_core.pipeline.feature_weeks import price_feature_weeks, store_feature_weeks
+    from retailsim_core.pipeline.training_data_weeks import training_data_weeks
+    from retailsim_core.product_embeddings import Embeddings
 
     wh = Warehouse(tmp_path_factory.mktemp("tiny_wh") / "wh")
     weeks = range(1, 15)
@@ -73,7 +74,7 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
 def tiny_checkpoint(tiny_warehouse):
     """A tiny-preset world model trained on the tiny warehouse (seconds)."""
     from retailsim_core.models.world_model import WorldModelConfig
-    from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, train_world_model
+    from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
     from retailsim_core.training.loop import TrainConfig
 
     wh = tiny_warehouse["warehouse"]

@@ -13,9 +13,9 @@ import polars as pl
 from retailsim_core.evaluation.observed_response import observed_check
 from retailsim_core.evaluation.price_response import price_response, simulation_check
 from retailsim_core.evaluation.tasks import EvalTasks
-from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE
-from retailsim_core.pipeline.graph import load_graph
-from retailsim_core.pipeline.prices import PRICES_TABLE, promotion_cells
+from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE
+from retailsim_core.pipeline.graph_tables import load_graph
+from retailsim_core.pipeline.price_weeks import PRICES_TABLE, promotion_cells
 from retailsim_core.simulation import expected_basket_size
 from retailsim_core.split import TemporalSplit
 from retailsim_core.warehouse import Warehouse

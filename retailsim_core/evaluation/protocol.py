@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from retailsim_core.evaluation.calibration import aux_calibration
-from retailsim_core.evaluation.config import EvalConfig
+from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.price_checks import price_checks
 from retailsim_core.evaluation.report import REPORT_TABLE, write_report
 from retailsim_core.evaluation.scorers import METHOD_INPUTS, method_scorers

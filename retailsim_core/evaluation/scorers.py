@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from retailsim_core.evaluation import baselines as bl
-from retailsim_core.evaluation.oracle import honest_oracle_scorer, oracle_scorer
+from retailsim_core.evaluation.oracle_scorers import honest_oracle_scorer, oracle_scorer
 from retailsim_core.evaluation.tasks import EvalTasks
 from retailsim_core.models.losses import shown_products
 from retailsim_core.models.world_model import WorldModel

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from retailsim_core.evaluation.config import EvalConfig
+from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.metrics import next_basket_metrics, truth_matrix
 from retailsim_core.evaluation.scorers import CONDITIONAL, MaskedScorer, Scorer
 from retailsim_core.models.losses import shown_products

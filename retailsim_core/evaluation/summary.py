@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 
 from retailsim_core.evaluation.bootstrap import interval, resample_weights
-from retailsim_core.evaluation.config import EvalConfig
+from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.metrics import masked_item_summary, summarise
 from retailsim_core.evaluation.scoring import MethodResults
 from retailsim_core.lgsr import STORE_FORMAT_CODES

@@ -84,3 +84,21 @@ def size_bars(real: list[int], simulated: list[int], width: int = 560) -> str:
         f"</text>{bars}<text x='30' y='168' font-size='11'>1 product → 20, then &gt; "
         "20</text></svg>"
     )
+
+
+def loss_curve_svg(losses: list[float], width: int = 480, height: int = 200) -> str:
+    """A minimal SVG line chart of the training loss (no plotting dependency)."""
+    lo, hi = min(losses), max(losses)
+    span = (hi - lo) or 1.0
+    pts = " ".join(
+        f"{40 + i * (width - 50) / max(len(losses) - 1, 1):.1f},"
+        f"{10 + (hi - v) * (height - 40) / span:.1f}"
+        for i, v in enumerate(losses)
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">'
+        f'<polyline fill="none" stroke="#4f43dd" stroke-width="2" points="{pts}"/>'
+        f'<text x="40" y="{height - 8}" font-size="11">epoch 1..{len(losses)}; loss {hi:.3f} → '
+        f"{losses[-1]:.3f}</text>"
+        f"</svg>"
+    )

@@ -17,13 +17,17 @@ import scipy.sparse as sp
 import torch
 
 from retailsim_core.evaluation import baselines as bl
-from retailsim_core.evaluation.config import EvalConfig
+from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.metrics import next_basket_metrics, truth_matrix
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.pipeline.embeddings import product_categories
-from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE
-from retailsim_core.pipeline.samples import SAMPLES_TABLE
-from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, load_model, load_model_inputs
+from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE
+from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE
+from retailsim_core.pipeline.world_model_training import (
+    CHECKPOINT_TABLE,
+    load_model,
+    load_model_inputs,
+)
 from retailsim_core.split import TemporalSplit
 from retailsim_core.tensors import TensorConfig, TrainingSet
 from retailsim_core.warehouse import Warehouse

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 import torch
 
 from retailsim_core.evaluation import baselines as bl
-from retailsim_core.evaluation.config import EvalConfig
+from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.metrics import masked_item_summary
 from retailsim_core.evaluation.scoring import masked_ranks
 from retailsim_core.evaluation.sequential import fit_sequential, sequential_scores

@@ -189,3 +189,37 @@ def vocab_rows_of(vocab: ProductVocab, products: list[str]) -> np.ndarray:
     """Tokens of the given product ids (for end-to-end vocabulary checks)."""
     lookup = dict(zip(vocab.products, range(1, vocab.n_products + 1)))
     return np.array([lookup[p] for p in products])
+
+
+def substitute_token_pairs(edges: pl.DataFrame, vocab: ProductVocab) -> torch.Tensor:
+    """(2, E) token pairs (src, dst) of the product graph's substitution edges, both directions."""
+    sub = edges.filter(pl.col("edge_type") == "substitution").select("src", "dst")
+    both = pl.concat([sub, sub.select(src="dst", dst="src")]).unique()
+    tok = vocab.frame()
+    pairs = (
+        both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
+        .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner")
+        .sort("s", "d")
+    )
+    return torch.as_tensor(
+        np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1)
+    )
+
+
+def copurchase_token_pairs(
+    edges: pl.DataFrame, vocab: ProductVocab
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(2, E) token pairs (src, dst) of the product graph's co-purchase edges, both directions,
+    and (E,) their lifts."""
+    cop = edges.filter(pl.col("edge_type") == "copurchase").select("src", "dst", "lift")
+    both = pl.concat([cop, cop.select(src="dst", dst="src", lift="lift")]).unique(
+        ["src", "dst"], keep="first"
+    )
+    tok = vocab.frame()
+    pairs = (
+        both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
+        .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner")
+        .sort("s", "d")
+    )
+    index = np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1)
+    return torch.as_tensor(index), torch.as_tensor(pairs["lift"].to_numpy().astype(np.float32))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, load_model
+from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, load_model
 from retailsim_core.serving.context import ServingData, served_weeks
 from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, write_scoring_graph
 from retailsim_core.tensors import TensorConfig

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from retailsim_core.pipeline.ingest import RAW_TABLE
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
 from retailsim_core.synth.writer import FINGERPRINT_FILE
 from retailsim_core.warehouse import Warehouse
 

@@ -20,7 +20,7 @@ The package, one concept: this module (configuration, schemas, observed prices),
 (what a week carries to the next), ``cells.py`` (the array engine), ``kernel.py`` with
 ``price_week.c`` (the week's fold: NumPy reference and compiled path) and ``reference.py`` (the
 same formulas as Polars joins, the oracle the engine is tested against). The warehouse-bound
-weekly step is ``pipeline/prices.py``.
+weekly step is ``pipeline/price_weeks.py``.
 """
 
 from __future__ import annotations

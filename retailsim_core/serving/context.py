@@ -34,10 +34,10 @@ from retailsim_core.batch_inputs import (
 from retailsim_core.calendar import FIRST_MONDAY
 from retailsim_core.history_features import BasketContext
 from retailsim_core.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
-from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
-from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
-from retailsim_core.pipeline.samples import SAMPLES_TABLE
-from retailsim_core.pipeline.world_model import load_model_inputs
+from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
+from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE
+from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE
+from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.settings import load_settings
 from retailsim_core.shelf import ShelfPrices
 from retailsim_core.tensors import PRICE_COLUMNS, TensorConfig

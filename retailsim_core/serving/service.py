@@ -20,7 +20,7 @@ import torch
 from retailsim_core.calendar import FIRST_MONDAY
 from retailsim_core.evaluation.scorers import world_model_scorer
 from retailsim_core.pipeline.embeddings import product_categories
-from retailsim_core.pipeline.world_model import load_model
+from retailsim_core.pipeline.world_model_training import load_model
 from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData, served_weeks
 from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, OnnxScorer, scoring_graph_for
 from retailsim_core.settings import load_settings

@@ -20,8 +20,8 @@ from retailsim_core.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
 from retailsim_core.synth.catalogue import FORMAT_PRICE_MULTIPLIER, Catalogue, build_catalogue
 from retailsim_core.synth.config import DIVISIONS, BehaviourParams, SynthConfig
-from retailsim_core.synth.customers import SEGMENT_CODES, Population, build_population
-from retailsim_core.synth.prices import N_REGIONS, PricePlan, build_price_plan
+from retailsim_core.synth.price_plan import N_REGIONS, PricePlan, build_price_plan
+from retailsim_core.synth.shoppers import SEGMENT_CODES, Population, build_population
 
 GENERATOR_VERSION = "1"
 

@@ -35,7 +35,7 @@ from retailsim_core.lgsr import (
 )
 from retailsim_core.synth.baskets import WeekBaskets, simulate_week
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES, SynthConfig
-from retailsim_core.synth.customers import SEGMENT_CODES
+from retailsim_core.synth.shoppers import SEGMENT_CODES
 from retailsim_core.synth.world import World, build_world, save_ground_truth
 
 BASKET_ID_BASE = 994_100_000_000_000  # 15-digit ids, as in LGSR

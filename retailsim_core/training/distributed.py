@@ -2,7 +2,7 @@
 DistributedDataParallel: every rank loads the same tensors, takes every world-th batch, and
 gradients are averaged by DDP. Rank 0 alone writes state and checkpoints.
 
-    torchrun --standalone --nproc_per_node 2 -m retailsim_core.training.cli --preset small
+    torchrun --standalone --nproc_per_node 2 -m retailsim_core.training --preset small
 """
 
 from __future__ import annotations

@@ -4,14 +4,14 @@ their range checks."""
 import dagster as dg
 import polars as pl
 
-from retailsim_core.customers import AFFINITY_SCHEMA
-from retailsim_core.pipeline.customers import (
+from retailsim_core.customer_state import AFFINITY_SCHEMA
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
+from retailsim_core.pipeline.snapshot_weeks import (
     AFFINITY_TABLE,
     MISSION_SCHEMA,
     MISSIONS_TABLE,
     snapshot_weeks,
 )
-from retailsim_core.pipeline.ingest import RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
 from retailsim_dagster.resources import WarehouseResource

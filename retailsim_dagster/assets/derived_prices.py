@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from retailsim_core.pipeline.ingest import RAW_TABLE
-from retailsim_core.pipeline.prices import (
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
+from retailsim_core.pipeline.price_weeks import (
     DERIVED_PRICES_SCHEMA,
     PRICES_TABLE,
     derive_price_weeks,

@@ -4,16 +4,10 @@ import dagster as dg
 import polars as pl
 
 from retailsim_core.brands import PSEUDO_BRANDS_SCHEMA
-from retailsim_core.features import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
+from retailsim_core.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
 from retailsim_core.models.graphsage import GraphSAGEConfig
-from retailsim_core.pipeline.embeddings import (
-    EMBEDDINGS_TABLE,
-    all_products,
-    nearest_neighbours,
-    train_embeddings,
-    write_embeddings,
-)
-from retailsim_core.pipeline.features import (
+from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE, all_products, write_embeddings
+from retailsim_core.pipeline.feature_weeks import (
     BRANDS_TABLE,
     PRICE_FEATURES_TABLE,
     STORE_FEATURES_TABLE,
@@ -21,9 +15,10 @@ from retailsim_core.pipeline.features import (
     price_feature_weeks,
     store_feature_weeks,
 )
-from retailsim_core.pipeline.graph import GRAPH_TABLE, load_graph
-from retailsim_core.pipeline.ingest import RAW_TABLE
-from retailsim_core.pipeline.prices import PRICES_TABLE
+from retailsim_core.pipeline.graph_tables import GRAPH_TABLE, load_graph
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
+from retailsim_core.pipeline.price_weeks import PRICES_TABLE
+from retailsim_core.product_embeddings import nearest_neighbours, train_embeddings
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource

@@ -5,13 +5,14 @@ import polars as pl
 
 from retailsim_core.evaluation.protocol import REPORT_TABLE, evaluate
 from retailsim_core.evaluation.report_html import markdown_summary
+from retailsim_core.evaluation.svg_charts import loss_curve_svg
 from retailsim_core.io import atomic_write_text
-from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
-from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE, loss_curve_svg
-from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
-from retailsim_core.pipeline.samples import SAMPLES_TABLE, TRIPS_TABLE
+from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE
+from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
 from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
-from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, train_world_model
+from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE
+from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE, TRIPS_TABLE
+from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
 from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, PARITY_TOLERANCE
 from retailsim_core.training.checkpoint import read_json
 from retailsim_dagster.metadata import markdown_table

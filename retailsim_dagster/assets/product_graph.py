@@ -3,10 +3,15 @@
 import dagster as dg
 import polars as pl
 
-from retailsim_core.pipeline.graph import GRAPH_TABLE, build_product_graph, load_graph, write_graph
-from retailsim_core.pipeline.graph import substitution_holdout as substitution_holdout_test
-from retailsim_core.pipeline.ingest import RAW_TABLE
-from retailsim_core.pipeline.prices import (
+from retailsim_core.pipeline.graph_tables import (
+    GRAPH_TABLE,
+    build_product_graph,
+    load_graph,
+    write_graph,
+)
+from retailsim_core.pipeline.graph_tables import substitution_holdout as substitution_holdout_test
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
+from retailsim_core.pipeline.price_weeks import (
     PRICES_TABLE,
 )
 from retailsim_core.pipeline.truth import bind_truth

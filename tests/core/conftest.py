@@ -2,10 +2,10 @@
 
 import pytest
 
-from retailsim_core.pipeline.customers import snapshot_weeks
-from retailsim_core.pipeline.graph import build_product_graph, write_graph
-from retailsim_core.pipeline.ingest import ingest_weeks
-from retailsim_core.pipeline.prices import derive_price_weeks
+from retailsim_core.pipeline.graph_tables import build_product_graph, write_graph
+from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.price_weeks import derive_price_weeks
+from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
 from retailsim_core.split import TemporalSplit
 from retailsim_core.synth import preset
 from retailsim_core.synth.writer import generate

@@ -97,3 +97,19 @@ def test_no_import_cycle():
     graph = import_graph()
     assert "retailsim_core.split" in graph["retailsim_core.settings"]  # the graph is read
     assert cycles(graph) == []
+
+
+def test_module_names_are_unique():
+    """One name, one module: a name read in a traceback or an import says which file it is
+    (``__init__``, ``__main__`` and pytest's ``conftest`` excepted)."""
+    conventional = {"__init__.py", "__main__.py", "conftest.py"}
+    paths = [
+        path.relative_to(ROOT)
+        for folder in (*PACKAGES, "tests")
+        for path in (ROOT / folder).rglob("*.py")
+        if path.name not in conventional
+    ]
+    names: dict[str, list[str]] = {}
+    for path in paths:
+        names.setdefault(path.name, []).append(str(path))
+    assert {name: where for name, where in names.items() if len(where) > 1} == {}

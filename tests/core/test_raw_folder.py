@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from retailsim_core.ingest import LGSRFileError, RawFolderError, check_raw_folder, ingest_week
 from retailsim_core.raw_files import list_week_files
+from retailsim_core.week_file import LGSRFileError, RawFolderError, check_raw_folder, ingest_week
 
 WEEK_1 = "transactions_200607.csv"
 

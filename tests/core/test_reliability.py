@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retailsim_core.ingest import LGSRFileError, ingest_week
 from retailsim_core.lgsr import FULL_HEADER
-from retailsim_core.pipeline.ingest import RAW_TABLE, ingest_weeks
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE, ingest_weeks
 from retailsim_core.warehouse import CorruptPartitionError, Warehouse
+from retailsim_core.week_file import LGSRFileError, ingest_week
 
 ROOT = Path(__file__).resolve().parents[2]
 WEEK = 1
@@ -84,7 +84,7 @@ def test_killed_run_leaves_readable_partitions_and_rerun_is_identical(tiny_datas
     code = (
         "import sys, time, polars as pl\n"
         "from pathlib import Path\n"
-        "from retailsim_core.pipeline.ingest import ingest_weeks\n"
+        "from retailsim_core.pipeline.ingest_weeks import ingest_weeks\n"
         "from retailsim_core.warehouse import Warehouse\n"
         "orig = pl.DataFrame.write_parquet\n"
         "def slow(self, *a, **k):\n    time.sleep(0.05); return orig(self, *a, **k)\n"

@@ -8,8 +8,8 @@ import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
 
-from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE
-from retailsim_core.pipeline.world_model import load_model, load_model_inputs
+from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE
+from retailsim_core.pipeline.world_model_training import load_model, load_model_inputs
 from retailsim_core.rl_env import CategoryPricingEnv
 from retailsim_core.shelf import ShelfPrices, with_price_multipliers
 from retailsim_core.simulation import elasticities, expected_units, generate, price_book

@@ -6,7 +6,7 @@ import pytest
 from polars.testing import assert_frame_equal
 from scipy.stats import poisson
 
-from retailsim_core.graph import EDGES_SCHEMA
+from retailsim_core.graph_edges import EDGES_SCHEMA
 from retailsim_core.substitution import (
     PROMOTION_CELLS_SCHEMA,
     bh_threshold,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from retailsim_core import batch_inputs, lgsr
 from retailsim_core.models.world_model import AUX_HEADS
-from retailsim_core.pipeline.customers import MISSION_SCHEMA
+from retailsim_core.pipeline.snapshot_weeks import MISSION_SCHEMA
 from retailsim_core.tokens import PAD, ProductVocab, eos_token, mask_token
 
 CORE = Path(__file__).resolve().parents[2] / "retailsim_core"

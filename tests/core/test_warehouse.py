@@ -1,7 +1,7 @@
 import polars as pl
 import pytest
 
-from retailsim_core.pipeline.ingest import QUARANTINE_TABLE, RAW_TABLE, ingest_weeks
+from retailsim_core.pipeline.ingest_weeks import QUARANTINE_TABLE, RAW_TABLE, ingest_weeks
 from retailsim_core.warehouse import Warehouse
 
 SCHEMA = pl.Schema({"week": pl.Int16, "x": pl.Int64})
@@ -46,7 +46,7 @@ def test_ingest_weeks_accounts_for_every_row_and_records_gaps(tiny_dataset, tmp_
 
 
 def test_steps_refuse_weeks_that_were_never_materialized(tmp_path):
-    from retailsim_core.pipeline.prices import derive_price_weeks
+    from retailsim_core.pipeline.price_weeks import derive_price_weeks
 
     wh = Warehouse(tmp_path)
     wh.write_partition("t", 1, pl.DataFrame({"week": [1], "x": [1]}, schema=SCHEMA), SCHEMA)

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import retailsim_core.warehouse as warehouse_module
-from retailsim_core.pipeline.ingest import QUARANTINE_TABLE, RAW_TABLE, ingest_weeks
+from retailsim_core.pipeline.ingest_weeks import QUARANTINE_TABLE, RAW_TABLE, ingest_weeks
 from retailsim_core.warehouse import CorruptPartitionError, Warehouse, WarehousePathError
 
 A = pl.Schema({"week": pl.Int16, "x": pl.Int64})

@@ -5,15 +5,16 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from retailsim_core.pipeline.graph import load_graph, to_dgl, to_networkx
+from retailsim_core.graph_frames import to_dgl, to_networkx
+from retailsim_core.pipeline.graph_tables import load_graph
 from retailsim_core.warehouse import Warehouse
 from retailsim_dagster.assets import (
     customer_snapshots,
     derived_prices,
     features,
-    ingest,
     model,
     product_graph,
+    raw_transactions,
     training_data,
 )
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
@@ -41,7 +42,7 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     }
     weekly = dg.materialize(
         [
-            ingest.raw_transactions,
+            raw_transactions.raw_transactions,
             derived_prices.derived_prices,
             customer_snapshots.customer_snapshots,
             derived_prices.derived_prices_business_rules,
@@ -145,10 +146,10 @@ import pytest  # noqa: E402
 @pytest.fixture()
 def default_pipeline_graph(tiny_dataset, tmp_path):
     """A small real graph: the tiny dataset's first 14 weeks through ingest, prices and graph."""
-    from retailsim_core.graph import GraphConfig
-    from retailsim_core.pipeline.graph import build_product_graph, write_graph
-    from retailsim_core.pipeline.ingest import ingest_weeks
-    from retailsim_core.pipeline.prices import derive_price_weeks
+    from retailsim_core.graph_edges import GraphConfig
+    from retailsim_core.pipeline.graph_tables import build_product_graph, write_graph
+    from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+    from retailsim_core.pipeline.price_weeks import derive_price_weeks
     from retailsim_core.split import TemporalSplit
 
     wh = Warehouse(tmp_path / "g")

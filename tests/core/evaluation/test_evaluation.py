@@ -9,12 +9,12 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from retailsim_core.evaluation.config import EvalConfig
+from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.metrics import next_basket_metrics
 from retailsim_core.evaluation.protocol import REPORT_TABLE, evaluate
 from retailsim_core.evaluation.sequential import SequentialConfig
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.world_model import CHECKPOINT_TABLE, train_world_model
+from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
 from retailsim_core.training.loop import TrainConfig
 
 METHODS = {

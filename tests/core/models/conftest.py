@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.world_model import build_model, load_model_inputs
+from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.training.model_setup import build_model
 
 CFG = WorldModelConfig.preset("tiny")
 

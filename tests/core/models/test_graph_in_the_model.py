@@ -3,7 +3,7 @@ co-purchase edges a checkpoint carries."""
 
 import torch
 
-from retailsim_core.pipeline.world_model import build_model
+from retailsim_core.training.model_setup import build_model
 from tests.core.models.conftest import CFG, rows_with_history
 
 
@@ -43,7 +43,7 @@ def test_substitute_edges_travel_with_the_weights(tiny, tmp_path):
 
 
 def test_copurchase_edges_travel_with_the_weights(tiny, tmp_path):
-    from retailsim_core.pipeline.world_model import load_model
+    from retailsim_core.pipeline.world_model_training import load_model
     from retailsim_core.training import checkpoint as ckpt
 
     inputs, data, _ = tiny
@@ -59,7 +59,7 @@ def test_copurchase_edges_travel_with_the_weights(tiny, tmp_path):
 
 def _save(model, folder):
     """A checkpoint folder as ``write_checkpoint`` writes it (config, vocabulary, weights)."""
-    from retailsim_core.pipeline.world_model import write_checkpoint
+    from retailsim_core.pipeline.world_model_training import write_checkpoint
     from retailsim_core.tensors import TensorConfig
     from retailsim_core.tokens import ProductVocab
     from retailsim_core.training.loop import TrainConfig

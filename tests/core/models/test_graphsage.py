@@ -12,13 +12,9 @@ from retailsim_core.models.graphsage import (
     model_graph,
     train,
 )
-from retailsim_core.pipeline.embeddings import (
-    all_products,
-    load_embeddings,
-    train_embeddings,
-    write_embeddings,
-)
-from retailsim_core.pipeline.features import build_pseudo_brands
+from retailsim_core.pipeline.embeddings import all_products, load_embeddings, write_embeddings
+from retailsim_core.pipeline.feature_weeks import build_pseudo_brands
+from retailsim_core.product_embeddings import train_embeddings
 from retailsim_core.split import TemporalSplit
 
 SMALL = GraphSAGEConfig(epochs=3)
@@ -168,7 +164,7 @@ def test_the_vocabulary_holds_no_product_first_sold_in_a_test_week(tiny_warehous
 
     from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
     from retailsim_core.pipeline.embeddings import all_products
-    from retailsim_core.pipeline.ingest import RAW_TABLE
+    from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
 
     wh, valid_end = tiny_warehouse["warehouse"], tiny_warehouse["split"].valid_end
     first = (

@@ -3,9 +3,9 @@
 import polars as pl
 
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE, snapshot_weeks
-from retailsim_core.pipeline.ingest import RAW_TABLE
-from retailsim_core.pipeline.prices import PRICES_TABLE, derive_price_weeks
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
+from retailsim_core.pipeline.price_weeks import PRICES_TABLE, derive_price_weeks
+from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE, snapshot_weeks
 from retailsim_core.warehouse import Warehouse
 
 W = 8
@@ -72,7 +72,7 @@ def test_resumed_runs_equal_one_pass(warehouse, tmp_path):
 
 
 def test_feature_tables_of_week_w_ignore_later_weeks(warehouse):
-    from retailsim_core.pipeline.features import (
+    from retailsim_core.pipeline.feature_weeks import (
         PRICE_FEATURES_TABLE,
         STORE_FEATURES_TABLE,
         price_feature_weeks,

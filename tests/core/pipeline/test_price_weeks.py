@@ -4,7 +4,7 @@ warehouse.
 
 import pytest
 
-from retailsim_core.pipeline.prices import PRICES_TABLE, derive_price_weeks
+from retailsim_core.pipeline.price_weeks import PRICES_TABLE, derive_price_weeks
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
 from retailsim_core.warehouse import Warehouse
 

@@ -4,16 +4,20 @@ import numpy as np
 import polars as pl
 import pytest
 
-from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE, snapshot_weeks
-from retailsim_core.pipeline.features import (
+from retailsim_core.pipeline.feature_weeks import (
     PRICE_FEATURES_TABLE,
     STORE_FEATURES_TABLE,
     price_feature_weeks,
     store_feature_weeks,
 )
-from retailsim_core.pipeline.ingest import ingest_weeks
-from retailsim_core.pipeline.prices import derive_price_weeks
-from retailsim_core.pipeline.samples import SAMPLES_TABLE, build_trip_store, training_data_weeks
+from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.price_weeks import derive_price_weeks
+from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE, snapshot_weeks
+from retailsim_core.pipeline.training_data_weeks import (
+    SAMPLES_TABLE,
+    build_trip_store,
+    training_data_weeks,
+)
 from retailsim_core.split import TemporalSplit
 from retailsim_core.tensors import LengthBucketSampler, TensorConfig, TrainingSet
 from retailsim_core.tokens import PAD, ProductVocab, mask_items

@@ -5,8 +5,8 @@ import polars as pl
 import pytest
 from scipy.stats import binomtest
 
-from retailsim_core.pipeline.ingest import ingest_weeks
-from retailsim_core.pipeline.samples import (
+from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.training_data_weeks import (
     METADATA_TABLE,
     SAMPLES_TABLE,
     build_trip_store,

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from retailsim_core.evaluation.scorers import world_model_scorer
-from retailsim_core.pipeline.world_model import load_model_inputs
+from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.serving.context import CONTEXT_SCHEMA
 from retailsim_core.tensors import TensorConfig
 

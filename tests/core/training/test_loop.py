@@ -8,15 +8,15 @@ import pytest
 import torch
 
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.world_model import (
+from retailsim_core.pipeline.world_model_training import (
     CHECKPOINT_TABLE,
-    build_model,
     load_model,
     load_model_inputs,
     train_world_model,
 )
 from retailsim_core.split import TemporalSplit
 from retailsim_core.training.loop import TrainConfig, train
+from retailsim_core.training.model_setup import build_model
 from retailsim_core.training.validation import eval_batches, masked_item_ranks, popularity_scores
 
 MODEL = WorldModelConfig.preset("tiny")
@@ -164,7 +164,7 @@ def test_torchrun_ddp_trains_identical_replicas(tiny_warehouse, tmp_path):
             "--nproc_per_node",
             "2",
             "-m",
-            "retailsim_core.training.cli",
+            "retailsim_core.training",
             "--warehouse",
             str(wh_copy),
             "--preset",
@@ -192,7 +192,7 @@ def test_torchrun_ddp_trains_identical_replicas(tiny_warehouse, tmp_path):
 KILL_SCRIPT = """
 import os, signal, sys
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.world_model import train_world_model
+from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.split import TemporalSplit
 from retailsim_core.training.loop import TrainConfig
 from retailsim_core.warehouse import Warehouse

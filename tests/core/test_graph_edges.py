@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.stats import chi2_contingency
 
-from retailsim_core.graph import (
+from retailsim_core.graph_edges import (
     GraphConfig,
     copurchase_edges,
     copurchase_stats,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 import polars as pl
 
 from retailsim_core.brands import BrandConfig, product_price_stats, pseudo_brands
-from retailsim_core.features import (
+from retailsim_core.feature_tables import (
     PRICE_FEATURES_SCHEMA,
     PRICE_STATE_SCHEMA,
     STORE_FEATURES_SCHEMA,
@@ -18,9 +18,9 @@ from retailsim_core.features import (
     store_features,
 )
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.graph import load_graph
-from retailsim_core.pipeline.ingest import RAW_TABLE
-from retailsim_core.pipeline.prices import DERIVED_PRICES_SCHEMA, PRICES_TABLE
+from retailsim_core.pipeline.graph_tables import load_graph
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
+from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA, PRICES_TABLE
 from retailsim_core.split import TemporalSplit
 from retailsim_core.warehouse import Warehouse
 

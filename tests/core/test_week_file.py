@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from retailsim_core.ingest import LGSRFileError, ingest_week, validate_week
 from retailsim_core.lgsr import FULL_HEADER, QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.synth import build_world
 from retailsim_core.synth.baskets import simulate_week
 from retailsim_core.synth.writer import generate, week_frame
+from retailsim_core.week_file import LGSRFileError, ingest_week, validate_week
 
 WEEK = 3  # SHOP_WEEK 200609, Monday 2006-04-24
 
@@ -88,7 +88,7 @@ def test_missing_week_is_reported_not_failed(tiny_dataset):
 
 @pytest.fixture()
 def week_text(tiny_dataset) -> pl.DataFrame:
-    from retailsim_core.ingest import read_week_text
+    from retailsim_core.week_file import read_week_text
 
     text, _, _ = read_week_text(tiny_dataset["raw"] / "transactions_200609.csv")
     return text

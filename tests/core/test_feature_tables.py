@@ -8,7 +8,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from retailsim_core.brands import product_price_stats, pseudo_brands
-from retailsim_core.features import (
+from retailsim_core.feature_tables import (
     PRICE_STATE_SCHEMA,
     StoreState,
     advance_stores,
@@ -16,7 +16,7 @@ from retailsim_core.features import (
     price_features,
     store_features,
 )
-from retailsim_core.graph import EDGES_SCHEMA
+from retailsim_core.graph_edges import EDGES_SCHEMA
 
 
 def _brands():
@@ -132,7 +132,7 @@ def test_clusters_competition_and_share():
 
 def test_pseudo_brand_ids_are_identical_in_another_process():
     code = (
-        "from tests.core.test_features import _brands; import sys; "
+        "from tests.core.test_feature_tables import _brands; import sys; "
         "sys.stdout.write(','.join(map(str, _brands()['pseudo_brand_id'].to_list())))"
     )
     other = subprocess.run(

@@ -22,15 +22,19 @@ import polars as pl
 import torch
 
 from retailsim_core.io import atomic_write_parquet
-from retailsim_core.models.inputs import graphsage_rows
+from retailsim_core.models.inputs import (
+    copurchase_token_pairs,
+    graphsage_rows,
+    substitute_token_pairs,
+)
 from retailsim_core.models.world_model import WorldModel, WorldModelConfig, parameter_count
-from retailsim_core.pipeline.customers import AFFINITY_TABLE, MISSIONS_TABLE
 from retailsim_core.pipeline.embeddings import load_embeddings
-from retailsim_core.pipeline.features import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
-from retailsim_core.pipeline.graph import load_graph
-from retailsim_core.pipeline.prices import DERIVED_PRICES_SCHEMA, PRICES_TABLE
-from retailsim_core.pipeline.samples import SAMPLES_TABLE, build_trip_store
-from retailsim_core.samples import SAMPLES_SCHEMA
+from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
+from retailsim_core.pipeline.graph_tables import load_graph
+from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA, PRICES_TABLE
+from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE
+from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE, build_trip_store
+from retailsim_core.sample_buckets import SAMPLES_SCHEMA
 from retailsim_core.shelf import ShelfPrices
 from retailsim_core.split import TemporalSplit
 from retailsim_core.tensors import PRICE_COLUMNS, TensorConfig, TrainingSet
@@ -38,6 +42,7 @@ from retailsim_core.tokens import ProductVocab
 from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
 from retailsim_core.training.loop import TrainConfig, phase_schedule, train
+from retailsim_core.training.model_setup import build_model, fit_feature_scaling
 from retailsim_core.training.validation import popularity_scores
 from retailsim_core.trips import TripStore
 from retailsim_core.warehouse import Warehouse
@@ -124,70 +129,9 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
         samples,
         tables,
         shelf,
-        substitute_edges(edges, vocab),
-        copurchase_edges(edges, vocab),
+        substitute_token_pairs(edges, vocab),
+        copurchase_token_pairs(edges, vocab),
     )
-
-
-def substitute_edges(edges: pl.DataFrame, vocab: ProductVocab) -> torch.Tensor:
-    """(2, E) token pairs (src, dst) of the product graph's substitution edges, both directions."""
-    sub = edges.filter(pl.col("edge_type") == "substitution").select("src", "dst")
-    both = pl.concat([sub, sub.select(src="dst", dst="src")]).unique()
-    tok = vocab.frame()
-    pairs = (
-        both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
-        .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner")
-        .sort("s", "d")
-    )
-    return torch.as_tensor(
-        np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1)
-    )
-
-
-def copurchase_edges(edges: pl.DataFrame, vocab: ProductVocab) -> tuple[torch.Tensor, torch.Tensor]:
-    """(2, E) token pairs (src, dst) of the product graph's co-purchase edges, both directions,
-    and (E,) their lifts."""
-    cop = edges.filter(pl.col("edge_type") == "copurchase").select("src", "dst", "lift")
-    both = pl.concat([cop, cop.select(src="dst", dst="src", lift="lift")]).unique(
-        ["src", "dst"], keep="first"
-    )
-    tok = vocab.frame()
-    pairs = (
-        both.join(tok.rename({"product_id": "src", "token": "s"}), on="src", how="inner")
-        .join(tok.rename({"product_id": "dst", "token": "d"}), on="dst", how="inner")
-        .sort("s", "d")
-    )
-    index = np.stack([pairs["s"].to_numpy(), pairs["d"].to_numpy()]).astype(np.int64).reshape(2, -1)
-    return torch.as_tensor(index), torch.as_tensor(pairs["lift"].to_numpy().astype(np.float32))
-
-
-def fit_feature_scaling(model: WorldModel, data: TrainingSet, seed: int, n: int = 1_000) -> None:
-    """Standardise the repeat head's history features with a seeded sample of training baskets."""
-    rows = np.sort(
-        np.random.default_rng([seed, 5]).choice(len(data), min(n, len(data)), replace=False)
-    )
-    batch = data[rows]
-    products = batch["repeat_products"]
-    raw = model.repeat_head.raw_features(
-        batch["repeat_values"],
-        products,
-        torch.zeros_like(batch["t6"]),
-        model.price_response.substitute_edges,
-        model.vocab_size,
-    )
-    model.repeat_head.fit_scaling(raw, products)
-
-
-def build_model(
-    cfg: WorldModelConfig,
-    product_table: torch.Tensor,
-    n_t1_numeric: int,
-    seed: int,
-    substitutes: torch.Tensor | None = None,
-    copurchase: tuple[torch.Tensor, torch.Tensor] | None = None,
-) -> WorldModel:
-    torch.manual_seed(seed)
-    return WorldModel(cfg, product_table, n_t1_numeric, substitutes, copurchase)
 
 
 def train_world_model(

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retailsim_core.customers import (
+from retailsim_core.customer_state import (
     VISITS_SCHEMA,
     CustomerState,
     advance,

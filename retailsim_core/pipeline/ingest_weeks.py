@@ -9,7 +9,9 @@ from pathlib import Path
 
 import polars as pl
 
-from retailsim_core.ingest import (
+from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.warehouse import Warehouse
+from retailsim_core.week_file import (
     IngestResult,
     LGSRFileError,
     check_raw_folder,
@@ -17,8 +19,6 @@ from retailsim_core.ingest import (
     find_week_file,
     ingest_week,
 )
-from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.warehouse import Warehouse
 
 RAW_TABLE = "raw_transactions"
 QUARANTINE_TABLE = "raw_transactions_quarantine"

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 import polars as pl
 
-from retailsim_core.customers import (
+from retailsim_core.customer_state import (
     AFFINITY_SCHEMA,
     CustomerState,
     advance,
@@ -20,7 +20,7 @@ from retailsim_core.customers import (
     visits,
 )
 from retailsim_core.lgsr import MISSION_FOCI, MISSION_TYPES, RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.ingest import RAW_TABLE
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
 from retailsim_core.warehouse import Warehouse
 
 AFFINITY_TABLE = "customer_store_affinity"

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable
 import polars as pl
 
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.ingest import RAW_TABLE
-from retailsim_core.samples import (
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
+from retailsim_core.sample_buckets import (
     METADATA_SCHEMA,
     SAMPLES_SCHEMA,
     HistoryState,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.ingest import RAW_TABLE
+from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
 from retailsim_core.prices import (
     DERIVED_PRICES_SCHEMA,
     VALIDATION_FLAGS,

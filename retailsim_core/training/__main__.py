@@ -1,7 +1,7 @@
 """Train the world model from the command line, alone or data-parallel under torchrun:
 
-    python -m retailsim_core.training.cli --preset small
-    torchrun --standalone --nproc_per_node 2 -m retailsim_core.training.cli --preset small
+    python -m retailsim_core.training --preset small
+    torchrun --standalone --nproc_per_node 2 -m retailsim_core.training --preset small
 
 The checkpoint lands in the warehouse's ``trained_checkpoint`` folder, as the asset writes it.
 """
@@ -14,7 +14,7 @@ import hashlib
 import torch
 
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.world_model import train_world_model
+from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.settings import load_settings
 from retailsim_core.split import TemporalSplit
 from retailsim_core.training import distributed
