@@ -125,22 +125,6 @@ class Settings(BaseSettings):
     def _unset_when_empty(cls, raw: Any) -> Any:
         return raw or None
 
-    @field_validator("truth_dir")
-    @classmethod
-    def _truth_folder(cls, truth: str) -> str:
-        if truth and not Path(truth).is_dir():
-            raise ValueError(
-                "no such folder (set it empty for real data, which has no planted truth)"
-            )
-        return truth
-
-    @field_validator("warehouse_dir")
-    @classmethod
-    def _warehouse_folder(cls, root: Path) -> Path:
-        if root.exists() and not root.is_dir():
-            raise ValueError("a file, not a folder")
-        return root
-
     @model_validator(mode="after")
     def _split_is_ordered(self) -> Settings:
         self.split  # raises on train_end >= valid_end
@@ -206,8 +190,22 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 def check_environment(environ: Mapping[str, str] | None = None) -> Settings:
-    """Raise :class:`SettingsError` for an unknown ``RETAILSIM_*`` variable or a value that
-    cannot be right; else the settings."""
+    """Raise :class:`SettingsError` for an unknown ``RETAILSIM_*`` variable, a value that cannot
+    be right or a folder setting that names no folder; else the settings.
+
+    Folders are checked here, at the start of a run, and only when the variable is set: the
+    defaults (``data/ground_truth`` …) may not exist yet, and code that only reads a setting
+    (a kernel's switch) must not fail on a folder it never uses."""
     env = os.environ if environ is None else environ
     _unknown_variables(env)
-    return load_settings(environ)
+    settings = load_settings(environ)
+    truth = env.get(f"{PREFIX}TRUTH_DIR")
+    if truth and not Path(truth).is_dir():
+        raise SettingsError(
+            f"{PREFIX}TRUTH_DIR={truth!r}: no such folder (set it empty for real data, which "
+            "has no planted truth)"
+        )
+    root = env.get(f"{PREFIX}WAREHOUSE_DIR")
+    if root and Path(root).exists() and not Path(root).is_dir():
+        raise SettingsError(f"{PREFIX}WAREHOUSE_DIR={root!r}: a file, not a folder")
+    return settings

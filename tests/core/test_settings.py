@@ -123,3 +123,19 @@ def test_no_module_but_settings_reads_a_retailsim_variable():
         and re.search(r"(\.get|getenv|environ)\s*[\[(]\s*[\"']RETAILSIM_", path.read_text())
     ]
     assert readers == []
+
+
+def test_reading_settings_never_checks_folders(tmp_path):
+    """Only a run's start checks folders, and only those that are set: a default folder that
+    does not exist yet (a fresh clone has no data/ground_truth) must not break a reader such
+    as a kernel's switch. Settings validate their defaults (pydantic-settings does)."""
+    missing = str(tmp_path / "absent")
+    settings = load_settings({"RETAILSIM_TRUTH_DIR": missing})
+    assert settings.truth == Path(missing)
+    with pytest.raises(SettingsError, match="RETAILSIM_TRUTH_DIR"):
+        check_environment({"RETAILSIM_TRUTH_DIR": missing})
+
+    class FreshClone(Settings):  # the default truth folder not generated yet
+        truth_dir: str = missing
+
+    assert FreshClone().truth == Path(missing)
