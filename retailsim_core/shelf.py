@@ -92,6 +92,26 @@ class ShelfPrices:
         )
         return cls(keys=keys, table=table)
 
+    @classmethod
+    def concat(cls, parts: list[ShelfPrices], vocab: ProductVocab) -> ShelfPrices:
+        """One shelf from shelves of disjoint store-weeks (e.g. one per week): the same features
+        for every (store, week) as one ``build`` over all their rows."""
+        width = vocab.size * len(SHELF_FEATURES)
+        parts = [p for p in parts if p.keys.height]
+        if not parts:
+            keys = pl.DataFrame(
+                schema={"row": pl.UInt32, "store_id": pl.String, "week": pl.Int64}
+            ).select("store_id", "week", "row")
+            return cls(keys=keys, table=sp.csr_matrix((0, width), dtype=np.float32))
+        offsets = np.cumsum([0] + [p.keys.height for p in parts[:-1]])
+        keys = pl.concat(
+            [
+                p.keys.with_columns(pl.col("row") + pl.lit(int(o), pl.UInt32))
+                for p, o in zip(parts, offsets)
+            ]
+        )
+        return cls(keys=keys, table=sp.vstack([p.table for p in parts], format="csr"))
+
     def rows_of(self, store_ids: pl.Series, weeks: pl.Series) -> np.ndarray:
         """Row of each (store, week); -1 where the store had no priced cell the week before."""
         frame = pl.DataFrame({"store_id": store_ids, "week": weeks.cast(pl.Int64)})

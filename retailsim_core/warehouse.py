@@ -100,8 +100,10 @@ class Warehouse:
         schema: pl.Schema,
         manifest: dict | None = None,
         compression: str = "zstd",
+        compression_level: int | None = None,  # None: the codec's default
     ) -> Path:
-        return self.write_set(week, {table: (df, schema)}, manifest, compression)[table]
+        frames = {table: (df, schema)}
+        return self.write_set(week, frames, manifest, compression, compression_level)[table]
 
     def write_table(self, table: str, df: pl.DataFrame, manifest: dict | None = None) -> Path:
         """An unpartitioned table (its own schema is the frame's)."""
@@ -113,6 +115,7 @@ class Warehouse:
         frames: dict[str, tuple[pl.DataFrame, pl.Schema]],
         manifest: dict | None = None,
         compression: str = "zstd",
+        compression_level: int | None = None,
     ) -> dict[str, Path]:
         """Publish one partition of each table in ``frames`` together, with one atomic rename.
 
@@ -127,7 +130,9 @@ class Warehouse:
         primary = next(iter(frames))
         files, paths = {}, {}
         for table, (df, _) in frames.items():
-            paths[table], files[table] = self._stage(self._location(table, week), df, compression)
+            paths[table], files[table] = self._stage(
+                self._location(table, week), df, compression, compression_level
+            )
         for table in list(frames)[1:]:  # static pointers: rewriting them changes nothing visible
             pointer = {"table": table, "week": week, "layout": LAYOUT, "set": primary}
             atomic_write_text(
@@ -150,13 +155,17 @@ class Warehouse:
             self._sweep(self._location(table, week), keep=paths[table].parent.name)
         return paths
 
-    def _stage(self, folder: Path, df: pl.DataFrame, compression: str) -> tuple[Path, dict]:
+    def _stage(
+        self, folder: Path, df: pl.DataFrame, compression: str, level: int | None
+    ) -> tuple[Path, dict]:
         """Write ``df`` into ``folder/v-<sha16>/part-0.parquet`` (not yet published)."""
         # Statistics on, no per-write metadata that varies: same frame, same bytes.
         tmp = write_temp(
             folder,
             "staging",
-            lambda p: df.write_parquet(p, compression=compression, statistics=True),
+            lambda p: df.write_parquet(
+                p, compression=compression, compression_level=level, statistics=True
+            ),
         )
         try:
             digest = sha256_of(tmp)

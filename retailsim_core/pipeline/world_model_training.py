@@ -94,26 +94,9 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
         .select("store_id", "week", pl.col("products").alias("product_id"))
         .explode("product_id")
         .unique()
-    )
-    price_weeks = sorted({max(weeks[0] - 1, 1), *weeks})
-    all_prices = (
-        warehouse.scan(PRICE_FEATURES_TABLE, price_weeks)
-        .select("product_id", "store_id", "week", *PRICE_COLUMNS)
         .collect()
     )
-    prices = all_prices.join(cells.collect(), on=["product_id", "store_id", "week"], how="semi")
-    observed = (
-        warehouse.scan(PRICES_TABLE, price_weeks, schema=DERIVED_PRICES_SCHEMA)
-        .filter(pl.col("imputation_method") == "observed")
-        .select("product_id", "store_id", "store_region", "week", "discount_depth")
-        .collect()
-    )
-    # Every store with a shelf row sold something (its cells are pairs it sold), so its region is
-    # here.
-    regions = observed.select("store_id", "store_region").unique()
-    shelf = ShelfPrices.build(
-        all_prices.filter(pl.col("week") < max(weeks)), observed, regions, vocab
-    )
+    prices, shelf = _prices_and_shelf(warehouse, weeks, cells, vocab)
     key_weeks = pl.col("week").is_in(weeks)
     tables = {
         AFFINITY_TABLE: warehouse.scan(AFFINITY_TABLE, weeks).filter(key_weeks).collect(),
@@ -132,6 +115,47 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
         substitute_token_pairs(edges, vocab),
         copurchase_token_pairs(edges, vocab),
     )
+
+
+def _prices_and_shelf(
+    warehouse: Warehouse, weeks: list[int], cells: pl.DataFrame, vocab: ProductVocab
+) -> tuple[pl.DataFrame, ShelfPrices]:
+    """T4 rows of the samples' own cells, and the shelf of every store-week, read one week at a
+    time: week W's shelf comes from W-1's price features and W's observed cells (D67), so the
+    history's price features (100M rows at the large preset) are never in memory together."""
+    price_weeks = sorted({max(weeks[0] - 1, 1), *weeks})
+    observed_cells = pl.col("imputation_method") == "observed"
+    # Every store with a shelf row sold something (its cells are pairs it sold), so its region is
+    # here.
+    regions = (
+        warehouse.scan(PRICES_TABLE, price_weeks, schema=DERIVED_PRICES_SCHEMA)
+        .filter(observed_cells)
+        .select("store_id", "store_region")
+        .unique()
+        .collect()
+    )
+    kept, shelves = [], []
+    for week in price_weeks:
+        features = (
+            warehouse.scan(PRICE_FEATURES_TABLE, [week])
+            .select("product_id", "store_id", "week", *PRICE_COLUMNS)
+            .collect()
+        )
+        kept.append(features.join(cells, on=["product_id", "store_id", "week"], how="semi"))
+        if week >= max(weeks):
+            continue
+        observed = (
+            warehouse.scan(PRICES_TABLE, [week + 1], schema=DERIVED_PRICES_SCHEMA)
+            .filter(observed_cells)
+            .select("product_id", "store_id", "store_region", "week", "discount_depth")
+            .collect()
+            if week + 1 in price_weeks
+            else DERIVED_PRICES_SCHEMA.to_frame().select(
+                "product_id", "store_id", "store_region", "week", "discount_depth"
+            )
+        )
+        shelves.append(ShelfPrices.build(features, observed, regions, vocab))
+    return pl.concat(kept), ShelfPrices.concat(shelves, vocab)
 
 
 def train_world_model(

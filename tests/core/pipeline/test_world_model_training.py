@@ -1,0 +1,65 @@
+"""The model's price inputs read one week at a time equal one read of the whole history (D67)."""
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE
+from retailsim_core.pipeline.price_weeks import PRICES_TABLE
+from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE
+from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.prices import DERIVED_PRICES_SCHEMA
+from retailsim_core.shelf import ShelfPrices
+from retailsim_core.tensors import PRICE_COLUMNS
+
+KEY = ["product_id", "store_id", "week"]
+
+
+def _history_at_once(wh, weeks, inputs):
+    """The construction before D67: every week's price features and observed cells in memory,
+    one semi-join and one shelf build."""
+    price_weeks = sorted({max(weeks[0] - 1, 1), *weeks})
+    features = wh.scan(PRICE_FEATURES_TABLE, price_weeks).select(*KEY, *PRICE_COLUMNS).collect()
+    observed = (
+        wh.scan(PRICES_TABLE, price_weeks, schema=DERIVED_PRICES_SCHEMA)
+        .filter(pl.col("imputation_method") == "observed")
+        .select("product_id", "store_id", "store_region", "week", "discount_depth")
+        .collect()
+    )
+    cells = (
+        inputs.store.trips.filter(pl.col("basket_id").is_in(inputs.samples["basket_id"].implode()))
+        .select("store_id", "week", pl.col("products").alias("product_id"))
+        .explode("product_id")
+        .unique()
+    )
+    regions = observed.select("store_id", "store_region").unique()
+    shelf = ShelfPrices.build(
+        features.filter(pl.col("week") < max(weeks)), observed, regions, inputs.vocab
+    )
+    return features.join(cells, on=KEY, how="semi"), shelf
+
+
+@pytest.mark.parametrize("first", [1, 9])  # training (from week 1) and evaluation (after week 8)
+def test_weekly_reads_give_the_same_prices_and_shelf(tiny_warehouse, first):
+    wh = tiny_warehouse["warehouse"]
+    weeks = [w for w in wh.weeks(SAMPLES_TABLE) if w >= first]
+    inputs = load_model_inputs(wh, weeks)
+    prices, shelf = _history_at_once(wh, weeks, inputs)
+    assert_frame_equal(inputs.tables[PRICE_FEATURES_TABLE], prices)
+    keys = shelf.keys.sort("store_id", "week")
+    assert keys.height > 0
+    assert_frame_equal(
+        inputs.shelf.keys.select("store_id", "week").sort("store_id", "week"),
+        keys.select("store_id", "week"),
+    )
+    rows = keys["row"].to_numpy().astype(np.int64)
+    weekly = inputs.shelf.rows_of(keys["store_id"], keys["week"])
+    np.testing.assert_array_equal(inputs.shelf.dense(weekly), shelf.dense(rows))
+
+
+def test_no_week_gives_an_empty_shelf(tiny_warehouse):
+    inputs = load_model_inputs(tiny_warehouse["warehouse"], [1])  # week 1 has no week before it
+    empty = ShelfPrices.concat([], inputs.vocab)
+    assert empty.keys.height == 0 and empty.table.shape == inputs.shelf.table[:0].shape
+    assert inputs.shelf.dense(np.array([-1])).shape[1:] == (inputs.vocab.size, 4)
