@@ -63,6 +63,7 @@ bench: install
 	$(PY) benchmarks/bench_pipeline.py --warehouse data/bench/large/warehouse
 	$(PY) benchmarks/bench_graphsage.py --warehouse data/warehouse
 	$(PY) benchmarks/bench_dataloader.py --warehouse data/warehouse
+	$(PY) benchmarks/bench_storage.py --raw data/raw --warehouse data/warehouse
 
 recover: install $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m retailsim_dagster.recovery
