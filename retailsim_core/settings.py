@@ -160,8 +160,8 @@ def documented() -> Iterator[tuple[str, str, str]]:
 
 def _unknown_variables(env: Mapping[str, str]) -> None:
     known = {variable(name): name for name in Settings.model_fields}
+    bare = {k.removeprefix(PREFIX): k for k in known}
     for name in sorted(k for k in env if k.startswith(PREFIX) and k not in known):
-        bare = {k.removeprefix(PREFIX): k for k in known}
         close = difflib.get_close_matches(name.removeprefix(PREFIX), bare, n=1)
         hint = f"; did you mean {bare[close[0]]}?" if close else f"; known: {', '.join(known)}"
         raise SettingsError(f"unknown setting {name}{hint}")
@@ -182,11 +182,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         )
     except ValidationError as err:
         first = err.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else "train_end"
         message = first["msg"].removeprefix("Value error, ")
         if not first["loc"]:  # the split, checked across fields, names both variables
             raise SettingsError(message) from None
-        raise SettingsError(f"{variable(field)}={first['input']!r}: {message}") from None
+        name = variable(str(first["loc"][0]))
+        raise SettingsError(f"{name}={first['input']!r}: {message}") from None
 
 
 def check_environment(environ: Mapping[str, str] | None = None) -> Settings:

@@ -125,6 +125,7 @@ def _prices_and_shelf(
     history's price features (100M rows at the large preset) are never in memory together."""
     price_weeks = sorted({max(weeks[0] - 1, 1), *weeks})
     observed_cells = pl.col("imputation_method") == "observed"
+    observed_columns = ("product_id", "store_id", "store_region", "week", "discount_depth")
     # Every store with a shelf row sold something (its cells are pairs it sold), so its region is
     # here.
     regions = (
@@ -144,15 +145,13 @@ def _prices_and_shelf(
         kept.append(features.join(cells, on=["product_id", "store_id", "week"], how="semi"))
         if week >= max(weeks):
             continue
+        # A week outside the read range has no observations to give (as in one read of it).
+        observed_weeks = [week + 1] if week + 1 in price_weeks else []
         observed = (
-            warehouse.scan(PRICES_TABLE, [week + 1], schema=DERIVED_PRICES_SCHEMA)
+            warehouse.scan(PRICES_TABLE, observed_weeks, schema=DERIVED_PRICES_SCHEMA)
             .filter(observed_cells)
-            .select("product_id", "store_id", "store_region", "week", "discount_depth")
+            .select(observed_columns)
             .collect()
-            if week + 1 in price_weeks
-            else DERIVED_PRICES_SCHEMA.to_frame().select(
-                "product_id", "store_id", "store_region", "week", "discount_depth"
-            )
         )
         shelves.append(ShelfPrices.build(features, observed, regions, vocab))
     return pl.concat(kept), ShelfPrices.concat(shelves, vocab)
