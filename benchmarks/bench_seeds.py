@@ -22,6 +22,7 @@ import numpy as np
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.protocol import evaluate
 from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.pipeline.baseline_fitting import fit_baselines
 from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.settings import load_settings
 from retailsim_core.training.loop import TrainConfig
@@ -90,6 +91,7 @@ def main() -> None:
             cfg = dataclasses.replace(
                 cfg, sequential=dataclasses.replace(cfg.sequential, seed=seed)
             )
+            fit_baselines(wh, split, cfg, log=print, folder=folder / "baselines")
             evaluate(
                 wh,
                 split,
@@ -98,6 +100,7 @@ def main() -> None:
                 log=print,
                 checkpoint=folder / "checkpoint",
                 folder=folder,
+                baselines=folder / "baselines",
             )
         runs.append(json.loads(report.read_text()))
     for task, metric in METRICS:

@@ -17,6 +17,7 @@ from retailsim_core.evaluation.report import REPORT_TABLE
 from retailsim_core.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
 from retailsim_core.graph_edges import EDGES_SCHEMA, NODES_SCHEMA
 from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.pipeline.baseline_fitting import BASELINES_TABLE
 from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE
 from retailsim_core.pipeline.feature_weeks import (
     BRANDS_TABLE,
@@ -65,6 +66,7 @@ TABLES = _tables(
     Table(TRIPS_TABLE, TRIPS_TABLE, True, TRIPS_SCHEMA, "a carded trip with its products"),
     Table(SAMPLES_TABLE, SAMPLES_TABLE, True, SAMPLES_SCHEMA, "a basket a model is scored on"),
     Table(CHECKPOINT_TABLE, CHECKPOINT_TABLE, False, None, "safetensors + JSON + manifest"),
+    Table(BASELINES_TABLE, BASELINES_TABLE, False, None, "tuning.json + safetensors + manifest"),
     Table(REPORT_TABLE, REPORT_TABLE, False, None, "metrics JSON/Parquet, report.html"),
     Table(ONNX_TABLE, ONNX_TABLE, False, None, "scoring.onnx + manifest"),
 )

@@ -3,7 +3,8 @@
 :func:`evaluate` is the one entry point. Its stages, each a module of this package:
 
 1. ``tasks``: the checkpoint and the validation and test baskets, with what metrics need;
-2. ``tuning``: every tunable baseline chosen on validation weeks, then set up on the test period;
+2. ``tuning``: every tunable baseline as chosen on validation weeks by the ``tuned_baselines``
+   asset (``pipeline/baseline_fitting.py``, D68), set up on the test period;
 3. ``scorers``: every method as a function of what it may know (``METHOD_INPUTS``);
 4. ``scoring``: all methods on the same test baskets, next-basket and masked-item;
 5. ``summary`` and ``calibration``: metrics by slice with customer-bootstrap intervals, the
@@ -28,7 +29,8 @@ from retailsim_core.evaluation.scorers import METHOD_INPUTS, method_scorers
 from retailsim_core.evaluation.scoring import score_rows
 from retailsim_core.evaluation.summary import intervals, nested_metrics, slices
 from retailsim_core.evaluation.tasks import load_tasks
-from retailsim_core.evaluation.tuning import tune_baselines
+from retailsim_core.evaluation.tuning import baseline_scorers
+from retailsim_core.pipeline.baseline_fitting import BASELINES_TABLE, load_baselines
 from retailsim_core.pipeline.truth import bind_truth
 from retailsim_core.split import TemporalSplit
 from retailsim_core.warehouse import Warehouse
@@ -42,9 +44,11 @@ def evaluate(
     log: Callable[[str], None] = lambda _: None,
     checkpoint: Path | None = None,
     folder: Path | None = None,
+    baselines: Path | None = None,
 ) -> dict:
-    """Tune the baselines on validation weeks, score every method on the test baskets, write the
-    report (default folders: the warehouse's ``trained_checkpoint`` and ``evaluation_report``).
+    """Score every method on the test baskets with the baselines tuned on validation weeks, write
+    the report (default folders: the warehouse's ``trained_checkpoint``, ``tuned_baselines`` and
+    ``evaluation_report``; ``fit_baselines`` writes the second).
 
     ``truth_dir``: the generator's planted truth (adds the oracles and the planted-elasticity
     check when it was generated with the ingested files, else skipped with a note), or None.
@@ -57,8 +61,10 @@ def evaluate(
         log(oracle_note)
     torch.manual_seed(cfg.seed)
     tasks = load_tasks(warehouse, split, cfg, checkpoint)
-    tuned = tune_baselines(tasks, cfg, log)
-    scorers, masked, skipped = method_scorers(tasks, tuned, truth_dir, log)
+    tuned = load_baselines(baselines or warehouse.table_dir(BASELINES_TABLE), tasks, cfg)
+    scorers, masked, skipped = method_scorers(
+        tasks, baseline_scorers(tasks, tuned, cfg), truth_dir, log
+    )
     oracle_note = skipped or oracle_note
     results = score_rows(tasks.data, tasks.test_rows, scorers, masked, tasks.context, cfg, log)
     slice_rows = slices(tasks.samples, tasks.data, results.rows, cfg.week_slices)
@@ -70,7 +76,7 @@ def evaluate(
         tasks, results.rows, warehouse, split, planted, cfg.seed, log
     )
     tuning = {
-        **tuned["info"],
+        **tuned.info,
         "test_samples": len(tasks.test_rows),
         "validation_samples": len(tasks.valid_rows),
         "checkpoint": tasks.config["summary"],

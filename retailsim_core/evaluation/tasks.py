@@ -37,8 +37,8 @@ from retailsim_core.warehouse import Warehouse
 class EvalTasks:
     """Glossary: S samples (validation and test baskets), T trips, V vocabulary."""
 
-    model: WorldModel
-    config: dict  # the checkpoint's config.json
+    model: WorldModel | None  # None when only the baselines are fitted
+    config: dict  # the checkpoint's config.json ({} without a model)
     samples: pl.DataFrame  # (S,) validation and test baskets
     data: TrainingSet  # their tensors
     valid_rows: np.ndarray  # rows of ``samples`` that tune the baselines
@@ -73,20 +73,30 @@ class EvalTasks:
 
 
 def load_tasks(
-    warehouse: Warehouse, split: TemporalSplit, cfg: EvalConfig, checkpoint: Path | None = None
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    cfg: EvalConfig,
+    checkpoint: Path | None = None,
+    *,
+    with_model: bool = True,
 ) -> EvalTasks:
-    model, vocab, config = load_model(checkpoint or warehouse.table_dir(CHECKPOINT_TABLE))
+    """``with_model=False``: the baselines' view (no checkpoint read; the tensors' defaults, which
+    no baseline depends on: they read whole histories and whole baskets)."""
+    model, config = None, {}
+    if with_model:
+        model, vocab, config = load_model(checkpoint or warehouse.table_dir(CHECKPOINT_TABLE))
     # Validation and test weeks only: their rows are all it scores, and the price and shelf
     # tables of the training weeks were most of its memory on real data (20 GB at 3M rows).
     inputs = load_model_inputs(
         warehouse, [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.train_end]
     )
-    if inputs.vocab != vocab:
+    if with_model and inputs.vocab != vocab:
         raise ValueError(
             "the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain"
         )
+    vocab = inputs.vocab
     samples = inputs.samples.filter(pl.col("split") != "train")
-    data = inputs.training_set(samples, TensorConfig(**config["tensors"]))
+    data = inputs.training_set(samples, TensorConfig(**config.get("tensors", {})))
     split_col = samples["split"].to_numpy()
     valid_rows = subsample(
         np.flatnonzero(split_col == "validation"), cfg.max_valid_samples, cfg.seed

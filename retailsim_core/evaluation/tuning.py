@@ -1,11 +1,13 @@
 """The tuning stage: baselines tuned on validation weeks — the TIFU-KNN and UP-CF@r grids, the
 SASRec/BERT4Rec early stopping, and the weight of the masked-item co-purchase baseline. Each is
-chosen on validation weeks, then set up on the test period."""
+chosen on validation weeks (``tune_baselines``), then set up on the test period
+(``baseline_scorers``). The choice is an asset of its own, ``tuned_baselines``: it does not
+depend on the world model, so a new checkpoint is evaluated without tuning them again."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,7 +17,11 @@ from retailsim_core.evaluation import baselines as bl
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.metrics import masked_item_summary
 from retailsim_core.evaluation.scoring import masked_ranks
-from retailsim_core.evaluation.sequential import fit_sequential, sequential_scores
+from retailsim_core.evaluation.sequential import (
+    SequentialRecommender,
+    fit_sequential,
+    sequential_scores,
+)
 from retailsim_core.evaluation.tasks import EvalTasks
 from retailsim_core.tensors import TrainingSet
 from retailsim_core.tokens import PAD
@@ -23,82 +29,112 @@ from retailsim_core.training.corruption import evaluation_mask
 from retailsim_core.training.validation import shuffled
 
 
-def tune_baselines(tasks: EvalTasks, cfg: EvalConfig, log: Callable[[str], None]) -> dict:
-    """Every tunable baseline chosen on validation weeks (neighbour pools as of the validation
-    start), then set up on the test period (pools as of the test start): {"scorers": next-basket
-    scorers by method, "copurchase": the masked-item scorer, "info": what was chosen}."""
-    data, trips, pop = tasks.data, tasks.trips, tasks.popularity
-    valid_rows, valid_day, test_day = tasks.valid_rows, tasks.valid_day, tasks.test_day
+@dataclass(frozen=True)
+class TunedBaselines:
+    """What the tuning stage chose on validation weeks; ``baseline_scorers`` sets it up on the
+    test period. Saved by ``pipeline/baseline_fitting.py`` as the ``tuned_baselines`` asset."""
+
+    tifu: bl.TifuConfig
+    upcf: bl.UpcfConfig
+    copurchase_weight: float
+    sasrec: SequentialRecommender
+    bert4rec: SequentialRecommender
+    info: dict  # per method: what was chosen and its validation figures
+
+
+def tifu_scores(tasks: EvalTasks, pool, c: bl.TifuConfig, rows: np.ndarray) -> torch.Tensor:
+    """TIFU-KNN scores (S, V) of ``rows`` against a neighbour ``pool`` (``baselines.tifu_pool``)."""
+    vectors, customers = pool
+    data = tasks.data
+    return bl.tifu_knn(
+        bl.tifu_vectors(data, rows, tasks.trips, c),
+        vectors(c),
+        c,
+        bl.sample_customers(data, rows),
+        customers,
+    )
+
+
+def upcf_scores(
+    tasks: EvalTasks, pool, popularity, c: bl.UpcfConfig, rows: np.ndarray
+) -> torch.Tensor:
+    """UP-CF@r scores (S, V) of ``rows`` against a ``pool`` (``baselines.upcf_pool``)."""
+    recent, sets, customers = pool
+    data, trips = tasks.data, tasks.trips
+    start, end, n = bl.sample_history(data, rows)
+    return bl.upcf(
+        bl.recent_popularity(start, end, n, trips, c.recency),
+        bl.history_weights(start, end, n) @ trips,
+        recent(c),
+        sets,
+        c,
+        bl.sample_customers(data, rows),
+        customers,
+        popularity,
+    )
+
+
+def tune_baselines(tasks: EvalTasks, cfg: EvalConfig, log: Callable[[str], None]) -> TunedBaselines:
+    """Every tunable baseline chosen on validation weeks, neighbour pools as of the validation
+    start; the sequence models trained on training weeks, early-stopped on validation R@20."""
+    data, trips, rows, day = tasks.data, tasks.trips, tasks.valid_rows, tasks.valid_day
     valid_r20 = tasks.validation_recall
-    pools = {
-        "valid": (bl.tifu_pool(data, trips, valid_day), bl.upcf_pool(data, trips, valid_day)),
-        "test": (bl.tifu_pool(data, trips, test_day), bl.upcf_pool(data, trips, test_day)),
-    }
+    tifu_pool, upcf_pool = bl.tifu_pool(data, trips, day), bl.upcf_pool(data, trips, day)
+    pop = tasks.popularity["valid"]
 
-    def tifu(c, rows, period):
-        vectors, customers = pools[period][0]
-        return bl.tifu_knn(
-            bl.tifu_vectors(data, rows, trips, c),
-            vectors(c),
-            c,
-            bl.sample_customers(data, rows),
-            customers,
-        )
-
-    def upcf(c, rows, period):
-        recent, sets, customers = pools[period][1]
-        start, end, n = bl.sample_history(data, rows)
-        return bl.upcf(
-            bl.recent_popularity(start, end, n, trips, c.recency),
-            bl.history_weights(start, end, n) @ trips,
-            recent(c),
-            sets,
-            c,
-            bl.sample_customers(data, rows),
-            customers,
-            pop[period],
-        )
-
-    def grid(f, points):
+    def grid(score, points):
         return max(
-            (
-                (valid_r20(f(c, valid_rows, "valid"), valid_rows), -i, c)
-                for i, c in enumerate(points)
-            ),
+            ((valid_r20(score(c), rows), -i, c) for i, c in enumerate(points)),
             key=lambda t: t[:2],
         )
 
-    tifu_r20, _, tifu_best = grid(tifu, cfg.tifu.grid())
-    upcf_r20, _, upcf_best = grid(upcf, cfg.upcf.grid())
+    tifu_r20, _, tifu_best = grid(lambda c: tifu_scores(tasks, tifu_pool, c, rows), cfg.tifu.grid())
+    upcf_r20, _, upcf_best = grid(
+        lambda c: upcf_scores(tasks, upcf_pool, pop, c, rows), cfg.upcf.grid()
+    )
     log(
         f"tuned on validation: TIFU-KNN {tifu_best} (R@20 {tifu_r20:.4f}); UP-CF@r {upcf_best} "
         f"(R@20 {upcf_r20:.4f})"
     )
-    train_last_day = valid_day - 1
-    sasrec, sas_info = fit_sequential(
-        data, train_last_day, valid_rows, valid_r20, cfg.sequential, log
-    )
+    sasrec, sas_info = fit_sequential(data, day - 1, rows, valid_r20, cfg.sequential, log)
     bert, bert_info = fit_sequential(
-        data, train_last_day, valid_rows, valid_r20, replace(cfg.sequential, kind="bert4rec"), log
+        data, day - 1, rows, valid_r20, replace(cfg.sequential, kind="bert4rec"), log
     )
-    copurchase = bl.copurchase_matrix(trips[data.trip_day < valid_day])
-    weight, co_hits = tune_copurchase(data, trips, copurchase, valid_rows, cfg)
+    copurchase = bl.copurchase_matrix(trips[data.trip_day < day])
+    weight, co_hits = tune_copurchase(data, trips, copurchase, rows, cfg)
     log(f"co-purchase weight {weight} (validation masked Hit@10 {co_hits:.4f})")
-    return {
-        "scorers": {
-            "TIFU-KNN": lambda rows, b: tifu(tifu_best, rows, "test"),
-            "UP-CF@r": lambda rows, b: upcf(upcf_best, rows, "test"),
-            "SASRec": lambda rows, b: sequential_scores(sasrec, data, rows, cfg.seed),
-            "BERT4Rec": lambda rows, b: sequential_scores(bert, data, rows, cfg.seed),
-        },
-        "copurchase": copurchase_scorer(data, trips, copurchase, weight),
-        "info": {
+    return TunedBaselines(
+        tifu=tifu_best,
+        upcf=upcf_best,
+        copurchase_weight=weight,
+        sasrec=sasrec,
+        bert4rec=bert,
+        info={
             "TIFU-KNN": {**asdict(tifu_best), "valid_R@20": tifu_r20},
             "UP-CF@r": {**asdict(upcf_best), "valid_R@20": upcf_r20},
             "SASRec": sas_info,
             "BERT4Rec": bert_info,
             "P-TopFreq + co-purchase": {"weight": weight, "valid_Hit@10": co_hits},
         },
+    )
+
+
+def baseline_scorers(tasks: EvalTasks, tuned: TunedBaselines, cfg: EvalConfig) -> dict:
+    """The tuned baselines set up on the test period (neighbour pools and co-purchase rates as of
+    the test start): {"scorers": next-basket scorers by method, "copurchase": the masked-item
+    scorer}."""
+    data, trips, day = tasks.data, tasks.trips, tasks.test_day
+    tifu_pool, upcf_pool = bl.tifu_pool(data, trips, day), bl.upcf_pool(data, trips, day)
+    pop = tasks.popularity["test"]
+    copurchase = bl.copurchase_matrix(trips[data.trip_day < tasks.valid_day])
+    return {
+        "scorers": {
+            "TIFU-KNN": lambda rows, b: tifu_scores(tasks, tifu_pool, tuned.tifu, rows),
+            "UP-CF@r": lambda rows, b: upcf_scores(tasks, upcf_pool, pop, tuned.upcf, rows),
+            "SASRec": lambda rows, b: sequential_scores(tuned.sasrec, data, rows, cfg.seed),
+            "BERT4Rec": lambda rows, b: sequential_scores(tuned.bert4rec, data, rows, cfg.seed),
+        },
+        "copurchase": copurchase_scorer(data, trips, copurchase, tuned.copurchase_weight),
     }
 
 

@@ -18,7 +18,7 @@ EXAMPLE_CONTEXTS = 16
 def export_checkpoint_graph(warehouse: Warehouse, checkpoint: Path | None = None) -> dict:
     """Write ``onnx_scoring_graph`` for the (published) checkpoint; returns its manifest."""
     checkpoint = checkpoint or warehouse.table_dir(CHECKPOINT_TABLE)
-    checkpoint_id = published_id(checkpoint)
+    checkpoint_id = published_id(checkpoint, CHECKPOINT_TABLE)
     model, _, config = load_model(checkpoint)
     tensor_cfg = TensorConfig(**config["tensors"])
     data = ServingData.load(warehouse, served_weeks(warehouse, config)[:1], tensor_cfg)

@@ -20,7 +20,7 @@ import torch
 from retailsim_core.calendar import FIRST_MONDAY
 from retailsim_core.evaluation.scorers import world_model_scorer
 from retailsim_core.pipeline.embeddings import product_categories
-from retailsim_core.pipeline.world_model_training import load_model
+from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, load_model
 from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData, served_weeks
 from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, OnnxScorer, scoring_graph_for
 from retailsim_core.settings import load_settings
@@ -68,7 +68,7 @@ class WorldModelService:
         evaluation's headline metrics when ``report`` (the report folder) has them. ``onnx``:
         score next baskets with the exported graph when it is this checkpoint's (else PyTorch,
         said in ``info``)."""
-        checkpoint_id = published_id(checkpoint)
+        checkpoint_id = published_id(checkpoint, CHECKPOINT_TABLE)
         model, vocab, config = load_model(checkpoint)
         weeks = served_weeks(warehouse, config)
         data = ServingData.load(warehouse, weeks, TensorConfig(**config["tensors"]))

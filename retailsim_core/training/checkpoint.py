@@ -69,10 +69,10 @@ def restore_optimizer(
     optimizer.load_state_dict({"state": state, "param_groups": groups})
 
 
-def write_manifest(folder: Path) -> str:
+def write_manifest(folder: Path, names: tuple[str, ...] = DELIVERABLES) -> str:
     """Publish the checkpoint: checksums of its files and an id derived from them (written
     last, atomically, so a reader never sees a half-written checkpoint as a new one)."""
-    files = {name: sha256_of(folder / name) for name in DELIVERABLES}
+    files = {name: sha256_of(folder / name) for name in names}
     checkpoint_id = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
     write_json(folder / MANIFEST, {"checkpoint_id": checkpoint_id, "files": files})
     return checkpoint_id
@@ -88,12 +88,12 @@ def verified_id(folder: Path) -> str | None:
     return manifest["checkpoint_id"] if ok else None
 
 
-def published_id(folder: Path) -> str:
-    """``verified_id``, or FileNotFoundError naming the folder and the fix."""
+def published_id(folder: Path, asset: str) -> str:
+    """``verified_id``, or FileNotFoundError naming the folder and the asset that writes it."""
     checkpoint_id = verified_id(folder)
     if checkpoint_id is None:
         raise FileNotFoundError(
-            f"{folder}: no published checkpoint (manifest missing or its checksums differ): "
-            "materialize trained_checkpoint"
+            f"{folder}: nothing published (manifest missing or its checksums differ): "
+            f"materialize {asset}"
         )
     return checkpoint_id

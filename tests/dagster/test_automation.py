@@ -90,8 +90,8 @@ def test_weekly_job_refreshes_one_week_through_the_graph(tiny_dataset, tmp_path)
 
 
 def test_retraining_policy_reevaluates_after_a_new_checkpoint():
-    """evaluation_report follows every new trained_checkpoint; the checkpoint retrains on the
-    weekly cron.
+    """evaluation_report follows every new trained_checkpoint (and tuned_baselines); both
+    retrain on the weekly cron.
     """
     import dagster as dg
 
@@ -101,18 +101,28 @@ def test_retraining_policy_reevaluates_after_a_new_checkpoint():
     graph = defs.resolve_asset_graph()
     ckpt = graph.get(dg.AssetKey("trained_checkpoint")).automation_condition
     assert ckpt is not None and "0 6 * * 1" in str(ckpt.get_label() or ckpt)
+    tuned = graph.get(dg.AssetKey("tuned_baselines")).automation_condition
+    assert tuned is not None and "0 6 * * 1" in str(tuned.get_label() or tuned)
     assert defs.resolve_sensor_def("model_retraining_sensor") is not None
     instance = dg.DagsterInstance.ephemeral()
     from retailsim_dagster.resources import default_resources
 
     assets = dg.Definitions(
-        assets=[model.trained_checkpoint, model.evaluation_report], resources=default_resources()
+        assets=[model.trained_checkpoint, model.tuned_baselines, model.evaluation_report],
+        resources=default_resources(),
     )
+    instance.report_runless_asset_event(dg.AssetMaterialization("tuned_baselines"))
     first = dg.evaluate_automation_conditions(defs=assets, instance=instance)
-    assert first.total_requested == 0  # nothing new yet
+    assert first.total_requested == 0  # no checkpoint yet: nothing to evaluate
     instance.report_runless_asset_event(dg.AssetMaterialization("trained_checkpoint"))
     second = dg.evaluate_automation_conditions(defs=assets, instance=instance, cursor=first.cursor)
     assert second.get_requested_partitions(dg.AssetKey("evaluation_report")) == {None}
     assert (
         second.get_num_requested(dg.AssetKey("trained_checkpoint")) == 0
     )  # waits for its cron tick
+    instance.report_runless_asset_event(dg.AssetMaterialization("evaluation_report"))
+    third = dg.evaluate_automation_conditions(defs=assets, instance=instance, cursor=second.cursor)
+    assert third.total_requested == 0  # evaluated: nothing new
+    instance.report_runless_asset_event(dg.AssetMaterialization("tuned_baselines"))
+    fourth = dg.evaluate_automation_conditions(defs=assets, instance=instance, cursor=third.cursor)
+    assert fourth.get_requested_partitions(dg.AssetKey("evaluation_report")) == {None}

@@ -97,6 +97,7 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
         [
             model.trained_checkpoint,
             model.checkpoint_beats_popularity,
+            model.tuned_baselines,
             model.evaluation_report,
             model.onnx_scoring_graph,
             model.onnx_matches_pytorch,
@@ -110,6 +111,8 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     assert graph["max_abs_difference"].value <= 1e-4 and graph["bytes"].value > 0
     ckpt = model_run.asset_materializations_for_node("trained_checkpoint")[0].metadata
     assert ckpt["parameters"].value > 0 and "history" in ckpt and "loss_curve" in ckpt
+    tuned = model_run.asset_materializations_for_node("tuned_baselines")[0].metadata
+    assert tuned["SASRec_epochs"].value >= 1 and len(tuned["fit_key"].value) == 16
     report = model_run.asset_materializations_for_node("evaluation_report")[0].metadata
     assert "| world_model |" in report["summary"].value and report["oracle_available"].value
     assert Path(report["report"].value).exists()

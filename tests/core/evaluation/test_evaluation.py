@@ -14,6 +14,7 @@ from retailsim_core.evaluation.metrics import next_basket_metrics
 from retailsim_core.evaluation.protocol import REPORT_TABLE, evaluate
 from retailsim_core.evaluation.sequential import SequentialConfig
 from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.pipeline.baseline_fitting import fit_baselines
 from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
 from retailsim_core.training.loop import TrainConfig
 
@@ -49,6 +50,7 @@ def report(tiny_warehouse):
         week_slices=((12, 13), (14, 14)),
         sequential=SequentialConfig(max_epochs=2, max_len=40),
     )
+    fit_baselines(wh, tiny_warehouse["split"], cfg)
     return evaluate(wh, tiny_warehouse["split"], tiny_warehouse["truth"], cfg), wh
 
 

@@ -21,10 +21,10 @@ def _files(folder, value):
 def test_the_id_follows_the_files_and_a_changed_file_unpublishes(tmp_path):
     assert verified_id(tmp_path) is None
     with pytest.raises(FileNotFoundError, match="materialize trained_checkpoint"):
-        published_id(tmp_path)
+        published_id(tmp_path, "trained_checkpoint")
     _files(tmp_path, 1.0)
     first = write_manifest(tmp_path)
-    assert verified_id(tmp_path) == published_id(tmp_path) == first and len(first) == 16
+    assert verified_id(tmp_path) == published_id(tmp_path, "x") == first and len(first) == 16
     _files(tmp_path, 2.0)  # new weights, manifest not yet rewritten: a half-written checkpoint
     assert verified_id(tmp_path) is None
     second = write_manifest(tmp_path)
