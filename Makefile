@@ -64,6 +64,7 @@ bench: install
 	$(PY) benchmarks/bench_graphsage.py --warehouse data/warehouse
 	$(PY) benchmarks/bench_dataloader.py --warehouse data/warehouse
 	$(PY) benchmarks/bench_storage.py --raw data/raw --warehouse data/warehouse
+	$(PY) benchmarks/bench_assets.py --raw data/raw --warehouse data/bench/assets_warehouse
 
 recover: install $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m retailsim_dagster.recovery
