@@ -161,8 +161,9 @@ def documented() -> Iterator[tuple[str, str, str]]:
 def _unknown_variables(env: Mapping[str, str]) -> None:
     known = {variable(name): name for name in Settings.model_fields}
     bare = {k.removeprefix(PREFIX): k for k in known}
-    for name in sorted(k for k in env if k.startswith(PREFIX) and k not in known):
-        close = difflib.get_close_matches(name.removeprefix(PREFIX), bare, n=1)
+    # Names are read in any letter case, as pydantic-settings reads the process environment.
+    for name in sorted(k for k in env if k.upper().startswith(PREFIX) and k.upper() not in known):
+        close = difflib.get_close_matches(name.upper().removeprefix(PREFIX), bare, n=1)
         hint = f"; did you mean {bare[close[0]]}?" if close else f"; known: {', '.join(known)}"
         raise SettingsError(f"unknown setting {name}{hint}")
 
@@ -174,8 +175,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     try:
         if environ is None:
             return Settings()
-        given = {
-            k.removeprefix(PREFIX).lower(): v for k, v in environ.items() if k.startswith(PREFIX)
+        given = {  # any letter case, as pydantic-settings reads the process environment
+            k.upper().removeprefix(PREFIX).lower(): v
+            for k, v in environ.items()
+            if k.upper().startswith(PREFIX)
         }
         return Settings.model_validate(
             {k: v for k, v in given.items() if k in Settings.model_fields}

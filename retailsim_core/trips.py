@@ -45,27 +45,36 @@ TRIPS_SCHEMA = pl.Schema(
 )
 
 
+# The raw_transactions columns a trip is built from: the basket's key, its products and spend,
+# and the attributes every line of a basket shares (a trip keeps its first line's).
+_PER_LINE = ("basket_id", "product_id", "spend")
+RAW_TRIP_COLUMNS = (
+    "week",
+    "basket_id",
+    "customer_id",
+    "store_id",
+    "store_format",
+    "store_region",
+    "shop_date",
+    "shop_hour",
+    "product_id",
+    "spend",
+    "basket_type",
+    "basket_dominant_mission",
+    "basket_price_sensitivity",
+    "basket_size",
+    "cust_price_sensitivity",
+    "cust_lifestage",
+)
+
+
 def trips_of(raw: pl.LazyFrame) -> pl.LazyFrame:
     """One row per carded basket with its distinct products (sorted), from raw_transactions rows."""
     return (
         raw.filter(pl.col("customer_id").is_not_null())
         .group_by("basket_id")
         .agg(
-            pl.col(
-                "customer_id",
-                "week",
-                "shop_date",
-                "shop_hour",
-                "store_id",
-                "store_format",
-                "store_region",
-                "basket_type",
-                "basket_dominant_mission",
-                "basket_price_sensitivity",
-                "basket_size",
-                "cust_price_sensitivity",
-                "cust_lifestage",
-            ).first(),
+            pl.col([c for c in RAW_TRIP_COLUMNS if c not in _PER_LINE]).first(),
             pl.col("spend").sum(),
             pl.col("product_id").unique().sort().alias("products"),
         )

@@ -22,37 +22,21 @@ from retailsim_core.sample_buckets import (
     week_metadata,
 )
 from retailsim_core.split import TemporalSplit
-from retailsim_core.trips import TRIPS_SCHEMA, TripStore, trips_of
+from retailsim_core.trips import RAW_TRIP_COLUMNS, TRIPS_SCHEMA, TripStore, trips_of
 from retailsim_core.warehouse import Warehouse
 
 METADATA_TABLE = "temporal_metadata"
 TRIPS_TABLE = "customer_trips"
 SAMPLES_TABLE = "bucketed_samples"
-_COLUMNS = [
-    "week",
-    "basket_id",
-    "customer_id",
-    "store_id",
-    "store_format",
-    "store_region",
-    "shop_date",
-    "shop_hour",
-    "product_id",
-    "spend",
-    "basket_type",
-    "basket_dominant_mission",
-    "basket_price_sensitivity",
-    "basket_size",
-    "cust_price_sensitivity",
-    "cust_lifestage",
-]
 
 
 def _raw(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:
     weeks = list(weeks)
     warehouse.require_weeks(RAW_TABLE, weeks)
     return (
-        warehouse.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA).select(_COLUMNS).collect()
+        warehouse.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA)
+        .select(RAW_TRIP_COLUMNS)
+        .collect()
     )
 
 

@@ -94,6 +94,14 @@ def test_the_process_environment_is_read_by_pydantic_settings(monkeypatch, tmp_p
     )
 
 
+def test_names_are_read_in_any_letter_case_by_both_paths(monkeypatch):
+    monkeypatch.setenv("retailsim_train_end", "40")
+    assert load_settings().train_end == 40  # pydantic-settings ignores the case
+    assert load_settings({"retailsim_train_end": "40"}).train_end == 40
+    with pytest.raises(SettingsError, match="unknown setting retailsim_trian_end.*TRAIN_END"):
+        check_environment({"retailsim_trian_end": "40"})
+
+
 def test_empty_means_default_for_numbers_and_no_truth_for_the_truth_folder():
     settings = load_settings({"RETAILSIM_TRAIN_END": "", "RETAILSIM_TRUTH_DIR": ""})
     assert settings.train_end == TemporalSplit.train_end and settings.truth is None
