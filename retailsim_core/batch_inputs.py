@@ -79,6 +79,7 @@ class TripIndex:
 
     arrays: TripArrays  # tokens, offsets, day, store code, hour, weekend, mission codes
     customer: np.ndarray  # (T,) customer code (physical categorical)
+    vocab_size: int  # V: the width of per-product inputs
 
     @classmethod
     def build(cls, trips: pl.DataFrame, vocab: ProductVocab) -> TripIndex:
@@ -107,7 +108,7 @@ class TripIndex:
             ).to_numpy(),
         )
         customer = trips["customer_id"].cast(pl.Categorical).to_physical().to_numpy()
-        return cls(arrays=arrays, customer=customer)
+        return cls(arrays=arrays, customer=customer, vocab_size=vocab.size)
 
 
 def history_inputs(
@@ -115,7 +116,8 @@ def history_inputs(
 ) -> dict[str, np.ndarray]:
     """Encoder inputs (trips ``[encoder_start, ctx.end)``, padded to ``width`` or the longest)
     and the repeat path's (B, U) products and (B, U, F) features over the whole history
-    ``[ctx.start, ctx.end)``."""
+    ``[ctx.start, ctx.end)``; the explore path's (B, V, 2) seasonal lifts of every product on the
+    basket's day (every customer's trips a year before, ``SeasonIndex``)."""
     a = index.arrays
     h_len = ctx.end - encoder_start
     H = width if width is not None else max(int(h_len.max()), 1)
@@ -140,6 +142,7 @@ def history_inputs(
         ),
         "repeat_products": products,
         "repeat_values": values,
+        "season": a.season.dense(ctx.day, index.vocab_size),
     }
 
 

@@ -68,6 +68,7 @@ class WorldModelConfig:
     repeat_hidden: int = 64  # width of the repeat head's product encoding
     repeat_rank: int = 16  # rank of the slot-state x product interaction in the repeat head
     shelf_prices: bool = True  # candidate-side shelf prices in the product scores (D39)
+    seasons: bool = True  # every customer's demand a year before in the explore scores (D69)
     scan: str = "auto"  # Mamba scan: auto | reference | fast | cuda
 
     @classmethod
@@ -106,6 +107,7 @@ class ModelOutput:
     repeat: tuple | None  # RepeatHead encodings of the history products
     repeat_products: torch.Tensor | None  # (B, U) their tokens, [PAD] in unused slots
     shelf: torch.Tensor | None  # (B, V, R + 1) candidate price features
+    season: torch.Tensor | None = None  # (B, V, 2) products' seasonal lifts on the basket's day
     has_history: torch.Tensor | None = None  # (B,) the customer has at least one earlier trip
     aux_logits: dict[str, torch.Tensor] = field(default_factory=dict)  # name -> (B, classes)
     size_logits: torch.Tensor | None = None  # (B, max_items): P(basket holds k + 1 products)
@@ -243,6 +245,10 @@ class WorldModel(nn.Module):
             cfg.d_model, cfg.product_dim, cfg.repeat_hidden, cfg.repeat_rank
         )
         self.repeat_share = nn.Linear(cfg.d_model, 1)  # logit of pi, the share of repeats
+        # How much a context follows the time of year (0 at the start: the plain explore path).
+        self.season_weights = nn.Linear(cfg.d_model, 2)
+        nn.init.zeros_(self.season_weights.weight)
+        nn.init.zeros_(self.season_weights.bias)
         self.aux = nn.ModuleDict(
             {name: nn.Linear(cfg.d_model, n) for name, (_, n) in AUX_HEADS.items()}
         )
@@ -291,6 +297,7 @@ class WorldModel(nn.Module):
             repeat=repeat,
             repeat_products=products,
             shelf=shelf,
+            season=batch.get("season") if self.cfg.seasons else None,
             has_history=batch["history_mask"].any(1),
             aux_logits={name: head(out[:, 0]) for name, head in self.aux.items()},
             size_logits=self.size_head(out[:, 0]),
@@ -346,6 +353,8 @@ class WorldModel(nn.Module):
         price = self.price_response(h, out.shelf, rows) if out.shelf is not None else None
         if price is not None:
             explore = explore + price
+        if out.season is not None:  # (M, 2) x (M, V, 2)
+            explore = explore + torch.einsum("ms,mvs->mv", self.season_weights(h), out.season[rows])
         if shown is not None and shown.any():
             offset = self.copurchase(h, shown)  # (M, V)
             price = offset if price is None else price + offset

@@ -37,6 +37,7 @@ ONNX_INPUTS = (
     "history_offsets",
     "repeat_products",
     "repeat_values",
+    "season",
     "shelf",
     "t1_alpha",
     "t1_codes",

@@ -76,6 +76,66 @@ def test_literal_history_by_hand():
     assert g["interval_ratio"] == 0.0 and g["log_days_since_first"] == np.float32(math.log1p(20))
 
 
+def _weekly_store(weeks_of_5, extra_weeks=()):
+    """One trip a week in weeks 74..125 buying product 6, product 5 too in ``weeks_of_5``, then
+    trips buying product 5 in ``extra_weeks``."""
+    weeks = list(range(74, 126))
+    baskets = [[6, 5] if w in weeks_of_5 else [6] for w in weeks] + [[5] for _ in extra_weeks]
+    days = [7 * w + 1 for w in [*weeks, *extra_weeks]]
+    n = len(days)
+    return _trips(baskets, days, [1] * n, [10] * n, [False] * n, [[1, 1]] * n)
+
+
+def test_season_features_by_hand_and_blind_to_the_last_26_weeks():
+    # the basket: week 152 (day 7 * 152 + 3); its season window is weeks 98..102 a year before
+    ctx = BasketContext(
+        start=np.array([0]),
+        end=np.array([52]),
+        day=np.array([7 * 152 + 3]),
+        store=np.array([1]),
+        hour=np.array([10]),
+        weekend=np.array([False]),
+    )
+    trips = _weekly_store(weeks_of_5=range(98, 103))
+    products, values = history_features(trips, ctx)
+    f = {int(p): dict(zip(HISTORY_FEATURES, values[0, i])) for i, p in enumerate(products[0])}
+    # product 5: 5 of the window's 5 trips against 5 of the year's 52 and 0 of the 8 lead weeks
+    assert f[5]["season_lift"] == np.float32(math.log(10 / (5 * 5 / 52 + 5)))
+    assert f[5]["season_trend"] == np.float32(math.log(10 / 5))
+    assert f[6]["season_lift"] == 0.0 and f[6]["season_trend"] == 0.0  # bought every week
+    # the explore path's table: the same lifts for every token, 0 for tokens never sold
+    dense = trips.season.dense(ctx.day, 9)  # (1, V, 2)
+    assert np.array_equal(dense[0, 5], [f[5]["season_lift"], f[5]["season_trend"]])
+    assert (dense[0, [0, 1, 7, 8]] == 0).all() and (dense[0, 6] == 0).all()
+    # the customer's own purchases 364 +- 21 days before: weeks 100..104 hold days 703..731
+    age = 7 * 152 + 3 - np.array([7 * w + 1 for w in range(98, 103)])
+    assert f[5]["log_count_same_season"] == np.float32(math.log1p((np.abs(age - 364) <= 21).sum()))
+    # trips of weeks 126 on (the last 26 weeks before the basket, and later) change nothing
+    later = _weekly_store(weeks_of_5=range(98, 103), extra_weeks=range(126, 160))
+    assert np.array_equal(history_features(later, ctx)[1], values)
+    # ... while week 125 is inside the year it is compared with
+    earlier = _weekly_store(weeks_of_5=range(98, 103), extra_weeks=[125])
+    assert not np.array_equal(history_features(earlier, ctx)[1], values)
+
+
+def _season_reference(trips: TripArrays, day: int, p: int) -> tuple[float, float]:
+    """Every customer's trips, one by one: the product's share of trips in weeks -54..-50 (the
+    same week a year before, +-2) against weeks -78..-27 and against weeks -62..-55."""
+    week = day // 7
+
+    def counts(lo: int, hi: int) -> tuple[int, int]:
+        rows = [t for t in range(len(trips.day)) if lo <= trips.day[t] // 7 - week < hi]
+        bought = sum(p in trips.tokens[trips.offsets[t] : trips.offsets[t + 1]] for t in rows)
+        return bought, len(rows)
+
+    n_win, t_win = counts(-54, -49)
+
+    def lift(n_ref: int, t_ref: int) -> float:
+        return math.log((n_win + 5) / (n_ref * t_win / max(t_ref, 1) + 5))
+
+    return lift(*counts(-78, -26)), lift(*counts(-62, -54))
+
+
 def _reference(trips: TripArrays, ctx: BasketContext, row: int) -> dict[int, np.ndarray]:
     """One basket, product by product, the obvious way."""
     history = list(range(ctx.start[row], ctx.end[row]))
@@ -122,6 +182,8 @@ def _reference(trips: TripArrays, ctx: BasketContext, row: int) -> dict[int, np.
             *[np.log1p(sum(trips.mission[tr, 0] == k for tr in bought)) for k in range(1, 4)],
             np.log1p(n),
             np.log1p(ctx.day[row] - last_day),
+            np.log1p(sum(abs(a - 364) <= 21 or abs(a - 728) <= 21 for a in ages)),
+            *_season_reference(trips, int(ctx.day[row]), p),
         ]
         out[p] = np.array(vals, dtype=np.float32)
     return out
@@ -131,12 +193,12 @@ def _reference(trips: TripArrays, ctx: BasketContext, row: int) -> dict[int, np.
 @given(st.integers(0, 2**31 - 1))
 def test_batch_features_equal_the_per_basket_reference(seed):
     rng = np.random.default_rng(seed)
-    n_trips = int(rng.integers(1, 30))
+    n_trips = int(rng.integers(1, 60))
     # a trip lists each product once (the trip store's contract); 0 = [PAD], an unknown product
     baskets = [list(rng.choice(8, rng.integers(1, 6), replace=False)) for _ in range(n_trips)]
     trips = _trips(
         baskets,
-        day=np.sort(rng.integers(0, 200, n_trips)),
+        day=np.sort(rng.integers(0, 900, n_trips)),  # over two years: seasons
         store=rng.integers(0, 3, n_trips),
         hour=rng.integers(8, 22, n_trips),
         weekend=rng.random(n_trips) < 0.3,
