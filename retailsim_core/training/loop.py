@@ -14,6 +14,7 @@ one that never stopped (tested).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
 from retailsim_core.training.corruption import basket_queries, corrupt, shuffle_items
 from retailsim_core.training.validation import masked_item_metrics
+from retailsim_core.training.weight_average import WeightAverage
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +74,9 @@ class TrainConfig:
     # LR multiple for per-product price responses: they learn only from a product's promotion
     # weeks, a few dozen sparse steps per run (D45).
     price_lr_scale: float = 50.0
+    # Validation and the checkpoint use an exponential moving average of the weights with this
+    # decay per optimizer step (D70); None = the raw weights.
+    ema_decay: float | None = 0.995
 
     @classmethod
     def preset(cls, name: str, seed: int = 0) -> TrainConfig:
@@ -124,6 +129,7 @@ class LoopState:
     done: bool = False
     seconds: float = 0.0
     history: list[dict] = field(default_factory=list)
+    average_steps: int = 0  # optimizer steps folded into the weight average since its reset
 
 
 @dataclass
@@ -185,8 +191,10 @@ def train_epoch(
     cfg: TrainConfig,
     epoch: int,
     log: Callable[[str], None],
+    average: WeightAverage | None = None,
 ) -> dict:
-    """One epoch; under torchrun each rank takes every world-th batch of the same shuffled list."""
+    """One epoch; under torchrun each rank takes every world-th batch of the same shuffled list.
+    ``average`` folds in the weights after every step."""
     rank, world = distributed.rank_and_world()
     torch.manual_seed(_batch_seed(cfg.seed, epoch))  # dropout
     rng = np.random.default_rng([cfg.seed, epoch])
@@ -231,6 +239,8 @@ def train_epoch(
         total.backward()
         nn.utils.clip_grad_norm_(step.parameters(), phase.clip)
         optimizer.step()
+        if average is not None:
+            average.update()
         for k, v in parts.items():
             sums[k] = sums.get(k, 0.0) + v
         n += 1
@@ -266,12 +276,13 @@ def train(
     )
     is_writer = distributed.rank_and_world()[0] == 0
     state, best = LoopState(), {k: v.detach().clone() for k, v in model.state_dict().items()}
+    average = WeightAverage(model, cfg.ema_decay) if cfg.ema_decay is not None else None
     if (
         state_dir is not None
         and (state_dir / "state.json").exists()
         and ckpt.read_json(state_dir / "state.json").get("fingerprint") == fingerprint
     ):
-        state, best = _resume(state_dir, model, contrastive, optimizer)
+        state, best = _resume(state_dir, model, contrastive, optimizer, average)
         log(
             f"resumed after epoch {state.epoch} (phase "
             f"{cfg.phases[min(state.phase, len(cfg.phases) - 1)].name})"
@@ -304,6 +315,7 @@ def train(
             log,
             stop_after_epochs,
             fingerprint,
+            average,
         )
     return TrainResult(state=state, best_weights=best)
 
@@ -327,29 +339,36 @@ def _run_epochs(
     log,
     stop_after_epochs: int | None,
     fingerprint: str,
+    average: WeightAverage | None,
 ) -> None:
     run_epochs = 0
     while not state.done:
         phase = cfg.phases[state.phase]
         start = time.perf_counter()
         metrics = train_epoch(
-            step, optimizer, train_data, rows, train_buckets, phase, cfg, state.epoch, log
+            step, optimizer, train_data, rows, train_buckets, phase, cfg, state.epoch, log, average
         )
-        metrics.update(
-            masked_item_metrics(
-                model, valid_data, valid_rows, popularity, cfg.valid_mask_rate, seed=cfg.seed
+        with average.applied() if average is not None else contextlib.nullcontext():
+            metrics.update(
+                masked_item_metrics(
+                    model, valid_data, valid_rows, popularity, cfg.valid_mask_rate, seed=cfg.seed
+                )
             )
-        )
-        state.seconds += time.perf_counter() - start
-        _advance(state, cfg, metrics, model, best, phase)
+            state.seconds += time.perf_counter() - start
+            _advance(state, cfg, metrics, model, best, phase)  # the best are averaged weights
         log(
             f"epoch {state.epoch} ({phase.name}): "
             + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
         )
-        if state.phase < len(cfg.phases) and state.phase_epoch == 0 and state.epoch > 1:
+        new_phase = state.phase < len(cfg.phases) and state.phase_epoch == 0
+        if new_phase and state.epoch > 1:
             model.load_state_dict(best)  # a new phase starts from the best
+        if new_phase and average is not None:
+            average.reset()  # the new phase's losses (size, auxiliary heads) start moving now
+        if average is not None:
+            state.average_steps = average.steps
         if state_dir is not None and is_writer:
-            _save_state(state_dir, state, model, contrastive, optimizer, best, fingerprint)
+            _save_state(state_dir, state, model, contrastive, optimizer, best, fingerprint, average)
         distributed.barrier()
         run_epochs += 1
         if stop_after_epochs is not None and run_epochs >= stop_after_epochs and not state.done:
@@ -391,13 +410,22 @@ def _param_groups(step: nn.Module, model, cfg: TrainConfig) -> list[dict]:
 
 
 def _save_state(
-    folder: Path, state: LoopState, model, contrastive, optimizer, best, fingerprint: str
+    folder: Path,
+    state: LoopState,
+    model,
+    contrastive,
+    optimizer,
+    best,
+    fingerprint: str,
+    average: WeightAverage | None,
 ) -> None:
     optim, groups = ckpt.optimizer_tensors(optimizer)
+    averaged = average.tensors() if average is not None else {}
     tensors = {
         **{f"model.{k}": v for k, v in model.state_dict().items()},
         **{f"contrastive.{k}": v for k, v in contrastive.state_dict().items()},
         **{f"best.{k}": v for k, v in best.items()},
+        **{f"average.{k}": v for k, v in averaged.items()},
         **optim,
     }
     ckpt.save_tensors(folder / "state.safetensors", tensors)
@@ -407,7 +435,9 @@ def _save_state(
     )
 
 
-def _resume(folder: Path, model, contrastive, optimizer) -> tuple[LoopState, dict]:
+def _resume(
+    folder: Path, model, contrastive, optimizer, average: WeightAverage | None
+) -> tuple[LoopState, dict]:
     tensors = ckpt.load_tensors(folder / "state.safetensors")
     meta = ckpt.read_json(folder / "state.json")
 
@@ -421,7 +451,10 @@ def _resume(folder: Path, model, contrastive, optimizer) -> tuple[LoopState, dic
         {k: v for k, v in tensors.items() if k.startswith("optim.")},
         meta["param_groups"],
     )
-    return LoopState(**meta["loop"]), pick("best.")
+    state = LoopState(**meta["loop"])
+    if average is not None:
+        average.load(pick("average."), state.average_steps)
+    return state, pick("best.")
 
 
 def phase_schedule(cfg: TrainConfig) -> list[dict]:
