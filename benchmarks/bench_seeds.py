@@ -7,7 +7,11 @@ only where the world model's mean margin over a baseline exceeds twice the sd of
 margins. Checkpoints and reports go to ``<warehouse>/seed_runs/<seed>/``, leaving the assets alone.
 
     python benchmarks/bench_seeds.py --warehouse data/warehouse --seeds 0 1 2 [--truth
-    data/ground_truth]
+    data/ground_truth] [--baselines data/warehouse/tuned_baselines]
+
+``--baselines`` scores every seed against one fit of the baselines (the ``tuned_baselines``
+asset) instead of refitting them per seed: about 4 minutes less per seed on the default data;
+only SASRec's and BERT4Rec's seed spread is then not measured.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--test-samples", type=int, default=6_000)
     ap.add_argument("--slice", default="all")
+    ap.add_argument("--baselines", default=None, help="one baseline fit for every seed")
     args = ap.parse_args()
     wh, split = Warehouse(Path(args.warehouse)), load_settings().split
     runs = []
@@ -88,10 +93,13 @@ def main() -> None:
                 folder=folder / "checkpoint",
             )
             cfg = EvalConfig(max_test_samples=args.test_samples, seed=0)
-            cfg = dataclasses.replace(
-                cfg, sequential=dataclasses.replace(cfg.sequential, seed=seed)
-            )
-            fit_baselines(wh, split, cfg, log=print, folder=folder / "baselines")
+            if not args.baselines:  # the shared fit keeps its own sequence-model seed
+                cfg = dataclasses.replace(
+                    cfg, sequential=dataclasses.replace(cfg.sequential, seed=seed)
+                )
+            baselines = Path(args.baselines) if args.baselines else folder / "baselines"
+            if not args.baselines:
+                fit_baselines(wh, split, cfg, log=print, folder=baselines)
             evaluate(
                 wh,
                 split,
@@ -100,7 +108,7 @@ def main() -> None:
                 log=print,
                 checkpoint=folder / "checkpoint",
                 folder=folder,
-                baselines=folder / "baselines",
+                baselines=baselines,
             )
         runs.append(json.loads(report.read_text()))
     for task, metric in METRICS:
