@@ -16,7 +16,7 @@ from retailsim_core.graph_edges import GraphConfig
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.settings import Settings, SettingsError, check_environment, load_settings
 from retailsim_core.split import TemporalSplit
-from retailsim_core.training.loop import TrainConfig
+from retailsim_core.training.train_config import TrainConfig
 from retailsim_core.warehouse import Warehouse
 
 

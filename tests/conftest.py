@@ -75,7 +75,7 @@ def tiny_checkpoint(tiny_warehouse):
     """A tiny-preset world model trained on the tiny warehouse (seconds)."""
     from retailsim_core.models.world_model import WorldModelConfig
     from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
-    from retailsim_core.training.loop import TrainConfig
+    from retailsim_core.training.train_config import TrainConfig
 
     wh = tiny_warehouse["warehouse"]
     if not (wh.table_dir(CHECKPOINT_TABLE) / "model.safetensors").exists():

@@ -41,8 +41,9 @@ from retailsim_core.tensors import PRICE_COLUMNS, TensorConfig, TrainingSet
 from retailsim_core.tokens import ProductVocab
 from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
-from retailsim_core.training.loop import TrainConfig, phase_schedule, train
+from retailsim_core.training.loop import train
 from retailsim_core.training.model_setup import build_model, fit_feature_scaling
+from retailsim_core.training.train_config import TrainConfig, phase_schedule
 from retailsim_core.training.validation import popularity_scores
 from retailsim_core.trips import TripStore
 from retailsim_core.warehouse import Warehouse

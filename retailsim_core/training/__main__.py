@@ -18,7 +18,7 @@ from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.settings import load_settings
 from retailsim_core.split import TemporalSplit
 from retailsim_core.training import distributed
-from retailsim_core.training.loop import TrainConfig
+from retailsim_core.training.train_config import TrainConfig
 from retailsim_core.warehouse import Warehouse
 
 

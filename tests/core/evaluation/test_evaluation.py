@@ -16,7 +16,7 @@ from retailsim_core.evaluation.sequential import SequentialConfig
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.baseline_fitting import fit_baselines
 from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
-from retailsim_core.training.loop import TrainConfig
+from retailsim_core.training.train_config import TrainConfig
 
 METHODS = {
     "world_model",

@@ -62,7 +62,7 @@ def _save(model, folder):
     from retailsim_core.pipeline.world_model_training import write_checkpoint
     from retailsim_core.tensors import TensorConfig
     from retailsim_core.tokens import ProductVocab
-    from retailsim_core.training.loop import TrainConfig
+    from retailsim_core.training.train_config import TrainConfig
 
     vocab = ProductVocab(tuple(f"P{i:05d}" for i in range(model.vocab_size - 3)))
     split = {"train_end": 8, "valid_end": 11}

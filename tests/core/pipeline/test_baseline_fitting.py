@@ -20,7 +20,7 @@ from retailsim_core.pipeline.baseline_fitting import (
     load_baselines,
 )
 from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
-from retailsim_core.training.loop import TrainConfig
+from retailsim_core.training.train_config import TrainConfig
 
 CFG = EvalConfig(
     max_test_samples=200,

@@ -15,8 +15,9 @@ from retailsim_core.pipeline.world_model_training import (
     train_world_model,
 )
 from retailsim_core.split import TemporalSplit
-from retailsim_core.training.loop import TrainConfig, train
+from retailsim_core.training.loop import train
 from retailsim_core.training.model_setup import build_model
+from retailsim_core.training.train_config import TrainConfig
 from retailsim_core.training.validation import eval_batches, masked_item_ranks, popularity_scores
 
 MODEL = WorldModelConfig.preset("tiny")
@@ -194,7 +195,7 @@ import os, signal, sys
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.split import TemporalSplit
-from retailsim_core.training.loop import TrainConfig
+from retailsim_core.training.train_config import TrainConfig
 from retailsim_core.warehouse import Warehouse
 
 def log(msg):

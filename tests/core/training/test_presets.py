@@ -7,7 +7,7 @@ def test_presets_are_named_configs_and_phases_take_keywords():
     import dataclasses
 
     from retailsim_core.models.world_model import MODEL_PRESETS, WorldModelConfig
-    from retailsim_core.training.loop import TRAIN_PRESETS, Phase, TrainConfig
+    from retailsim_core.training.train_config import TRAIN_PRESETS, Phase, TrainConfig
 
     assert set(MODEL_PRESETS) == set(TRAIN_PRESETS) == {"paper", "small", "tiny"}
     assert WorldModelConfig.preset("small") == MODEL_PRESETS["small"]
