@@ -93,12 +93,13 @@ def main() -> None:
                 folder=folder / "checkpoint",
             )
             cfg = EvalConfig(max_test_samples=args.test_samples, seed=0)
-            if not args.baselines:  # the shared fit keeps its own sequence-model seed
+            if args.baselines:  # one shared fit, with its own sequence-model seed
+                baselines = Path(args.baselines)
+            else:
+                baselines = folder / "baselines"
                 cfg = dataclasses.replace(
                     cfg, sequential=dataclasses.replace(cfg.sequential, seed=seed)
                 )
-            baselines = Path(args.baselines) if args.baselines else folder / "baselines"
-            if not args.baselines:
                 fit_baselines(wh, split, cfg, log=print, folder=baselines)
             evaluate(
                 wh,
