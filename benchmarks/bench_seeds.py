@@ -109,7 +109,8 @@ def main() -> None:
                 cfg = dataclasses.replace(
                     cfg, sequential=dataclasses.replace(cfg.sequential, seed=seed)
                 )
-                fit_baselines(wh, split, cfg, log=print, folder=baselines)
+                if not (args.evaluation and baselines.exists()):  # a re-scoring reuses the fit
+                    fit_baselines(wh, split, cfg, log=print, folder=baselines)
             evaluate(
                 wh,
                 split,
