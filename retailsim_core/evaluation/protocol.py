@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from retailsim_core.evaluation.calibration import aux_calibration
@@ -26,7 +27,7 @@ from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.price_checks import price_checks
 from retailsim_core.evaluation.report import REPORT_TABLE, write_report
 from retailsim_core.evaluation.scorers import METHOD_INPUTS, method_scorers
-from retailsim_core.evaluation.scoring import score_rows
+from retailsim_core.evaluation.scoring import concat_results, score_rows
 from retailsim_core.evaluation.summary import intervals, nested_metrics, slices
 from retailsim_core.evaluation.tasks import load_tasks
 from retailsim_core.evaluation.tuning import baseline_scorers
@@ -67,17 +68,26 @@ def evaluate(
     )
     oracle_note = skipped or oracle_note
     results = score_rows(tasks.data, tasks.test_rows, scorers, masked, tasks.context, cfg, log)
-    slice_rows = slices(tasks.samples, tasks.data, results.rows, cfg.week_slices)
+    sample_rows = results.rows
+    if len(tasks.cold_start_rows):  # scored apart: the sample's chunks and masks stay as they are
+        extra = score_rows(
+            tasks.data, tasks.cold_start_rows, scorers, masked, tasks.context, cfg, log
+        )
+        results = concat_results(results, extra)
+    in_sample = np.arange(len(results.rows)) < len(sample_rows)
+    slice_rows = slices(tasks.samples, tasks.data, results.rows, cfg.week_slices, in_sample)
     metrics = nested_metrics(results, slice_rows)
     bounds = intervals(results, slice_rows, tasks.customers[results.rows], cfg)
-    calibration = aux_calibration(tasks.model, tasks.data, results.rows)
+    calibration = aux_calibration(tasks.model, tasks.data, sample_rows)
     planted = truth_dir if "oracle" in scorers else None
     response, simulation = price_checks(
-        tasks, results.rows, warehouse, split, planted, cfg.seed, log
+        tasks, sample_rows, warehouse, split, planted, cfg.seed, log
     )
     tuning = {
         **tuned.info,
         "test_samples": len(tasks.test_rows),
+        "cold_start_outside_sample": len(tasks.cold_start_rows),
+        "slice_baskets": {name: len(idx) for name, idx in slice_rows.items()},
         "validation_samples": len(tasks.valid_rows),
         "checkpoint": tasks.config["summary"],
         "simulation": simulation["summary"],

@@ -54,6 +54,23 @@ def _methods(by_method: dict) -> list[str]:
     return [m for m in METHOD_ORDER if m in by_method] + sorted(set(by_method) - set(METHOD_ORDER))
 
 
+def _slice_note(tuning: dict) -> str:
+    """How many baskets each slice holds; the cold-start slice also holds every cold-start test
+    basket outside the sample (too few in a sample to tell methods apart)."""
+    sizes = tuning.get("slice_baskets", {})
+    if not sizes:
+        return ""
+    counts = ", ".join(f"{html.escape(s)} {n:,}" for s, n in sizes.items())
+    extra = tuning.get("cold_start_outside_sample", 0)
+    cold = (
+        f" The cold-start slice is every cold-start test basket: {extra:,} of them are outside "
+        "the sample and count in that slice only."
+        if extra
+        else ""
+    )
+    return f"<p>Baskets per slice: {counts}.{cold}</p>"
+
+
 def headline_slice(metrics: dict) -> str:
     """The slice the verdict judges: the first test-week slice when present (weeks 96-104 by
     default: from week 105 the public LGSR sample repeats earlier baskets exactly), else all."""
@@ -343,6 +360,7 @@ def render_report(
         ),
         "<h2>R@20 by slice</h2>",
         slice_table,
+        _slice_note(tuning),
         "<h2>By history bucket</h2>",
         bucket_svgs,
         "<h2>Auxiliary heads (no mission given): calibration</h2>",

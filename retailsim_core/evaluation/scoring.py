@@ -106,3 +106,20 @@ def score_rows(
         masked_ranks={m: np.concatenate(rs) for m, rs in ranks.items() if rs},
         masked_position=np.concatenate(positions),
     )
+
+
+def concat_results(first: MethodResults, second: MethodResults) -> MethodResults:
+    """``first``'s rows then ``second``'s, as one result (masked positions re-indexed)."""
+    return MethodResults(
+        rows=np.concatenate([first.rows, second.rows]),
+        next_basket={
+            m: {k: np.concatenate([v[k], second.next_basket[m][k]]) for k in v}
+            for m, v in first.next_basket.items()
+        },
+        masked_ranks={
+            m: np.concatenate([r, second.masked_ranks[m]]) for m, r in first.masked_ranks.items()
+        },
+        masked_position=np.concatenate(
+            [first.masked_position, second.masked_position + len(first.rows)]
+        ),
+    )

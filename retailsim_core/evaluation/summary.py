@@ -18,23 +18,27 @@ def slices(
     data: TrainingSet,
     rows: np.ndarray,
     week_slices: tuple[tuple[int, int], ...] = (),
+    in_sample: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Slice name -> positions into ``rows``: all, test-week ranges, cold start (< 5 prior
-    baskets), baskets with novel products, each history bucket, each store format."""
+    baskets), baskets with novel products, each history bucket, each store format.
+    ``in_sample`` (len(rows),) bool: the rows of the random sample; every slice but cold start
+    keeps only those, cold start keeps every cold-start row scored (default: all in the sample)."""
     s = samples[rows]
     week = s["week"].to_numpy()
-    out = {"all": np.arange(len(rows))}
+    sample = np.ones(len(rows), bool) if in_sample is None else np.asarray(in_sample, bool)
+    out = {"all": np.flatnonzero(sample)}
     for lo, hi in week_slices:
-        out[f"test_{lo}_{hi}"] = np.flatnonzero((week >= lo) & (week <= hi))
+        out[f"test_{lo}_{hi}"] = np.flatnonzero(sample & (week >= lo) & (week <= hi))
     out |= {
         "cold_start": np.flatnonzero(s["is_cold_start"].to_numpy()),
-        "novel_products": np.flatnonzero(s["is_novel_products"].to_numpy()),
+        "novel_products": np.flatnonzero(sample & s["is_novel_products"].to_numpy()),
     }
     for b in sorted(s["bucket"].unique().to_list()):
-        out[f"bucket_{b}"] = np.flatnonzero(s["bucket"].to_numpy() == b)
+        out[f"bucket_{b}"] = np.flatnonzero(sample & (s["bucket"].to_numpy() == b))
     codes = data.t5_codes[rows, 0]
     for i, fmt in enumerate(STORE_FORMAT_CODES, 1):
-        out[f"format_{fmt}"] = np.flatnonzero(codes == i)
+        out[f"format_{fmt}"] = np.flatnonzero(sample & (codes == i))
     return {k: v for k, v in out.items() if len(v)}
 
 

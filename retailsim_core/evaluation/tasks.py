@@ -42,7 +42,8 @@ class EvalTasks:
     samples: pl.DataFrame  # (S,) validation and test baskets
     data: TrainingSet  # their tensors
     valid_rows: np.ndarray  # rows of ``samples`` that tune the baselines
-    test_rows: np.ndarray  # rows every method is scored on
+    test_rows: np.ndarray  # rows every method is scored on: the test sample
+    cold_start_rows: np.ndarray  # cold-start test rows outside the sample, for that slice only
     trips: sp.csr_matrix  # (T, V) product counts of every customer trip
     valid_day: int  # first shop day of the validation weeks
     test_day: int  # first shop day of the test weeks
@@ -102,6 +103,8 @@ def load_tasks(
         np.flatnonzero(split_col == "validation"), cfg.max_valid_samples, cfg.seed
     )
     test_rows = subsample(np.flatnonzero(split_col == "test"), cfg.max_test_samples, cfg.seed + 1)
+    cold = np.flatnonzero((split_col == "test") & samples["is_cold_start"].to_numpy())
+    cold_start_rows = np.setdiff1d(cold, test_rows) if cfg.every_cold_start else cold[:0]
     trips = bl.trip_matrix(data)
     valid_day = _first_day(inputs.store.trips, split.train_end + 1)
     test_day = _first_day(inputs.store.trips, split.valid_end + 1)
@@ -113,6 +116,7 @@ def load_tasks(
         data=data,
         valid_rows=valid_rows,
         test_rows=test_rows,
+        cold_start_rows=cold_start_rows,
         trips=trips,
         valid_day=valid_day,
         test_day=test_day,

@@ -43,7 +43,7 @@ def report(tiny_warehouse):
             wh, tiny_warehouse["split"], WorldModelConfig.preset("tiny"), TrainConfig.preset("tiny")
         )
     cfg = EvalConfig(
-        max_test_samples=300,
+        max_test_samples=120,  # of 171: the cold-start slice also scores the rest (D72)
         max_valid_samples=150,
         chunk=128,
         bootstrap=200,
@@ -181,3 +181,22 @@ def test_own_uplift_on_literal_cells():
     assert got["product_id"].to_list() == ["A"] and got["promo_store_weeks"].to_list() == [1]
     assert got["observed_uplift"][0] == pytest.approx(math.log((7 + 1) / (3 + 1)))
     assert got["depth"][0] == pytest.approx(0.3)
+
+
+def test_cold_start_slice_holds_every_cold_start_test_basket(report):
+    """The sample keeps its size for every other slice; the cold-start slice is every cold-start
+    test basket, the sample's and the rest (D72)."""
+    from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE
+    from retailsim_core.sample_buckets import SAMPLES_SCHEMA
+
+    _, wh = report
+    tuning = json.loads((wh.table_dir(REPORT_TABLE) / "tuning.json").read_text())
+    samples = wh.scan(SAMPLES_TABLE, schema=SAMPLES_SCHEMA).collect()
+    test = samples.filter(pl.col("split") == "test")
+    sizes = tuning["slice_baskets"]
+    assert sizes["all"] == tuning["test_samples"] == 120 < test.height
+    assert sizes["cold_start"] == test["is_cold_start"].sum() > 0
+    assert 0 < tuning["cold_start_outside_sample"] < sizes["cold_start"]
+    assert sum(sizes[s] for s in sizes if s.startswith("bucket_")) == sizes["all"]
+    page = (wh.table_dir(REPORT_TABLE) / "report.html").read_text()
+    assert "every cold-start test basket" in page
