@@ -114,7 +114,7 @@ def _read_header(path: Path) -> list[str]:
     try:
         with opener(path, "rb") as fh:  # decode the header line alone, not a buffer beyond it
             return next(csv.reader([fh.readline().decode("utf-8-sig")]), [])
-    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as err:
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error, csv.Error) as err:
         raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
 
 

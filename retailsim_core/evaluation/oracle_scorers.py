@@ -21,7 +21,7 @@ import torch
 from retailsim_core.lgsr import MISSION_FOCI
 from retailsim_core.synth.baskets import HOUR_PROBS, HOURS
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
-from retailsim_core.synth.oracle import purchase_probabilities
+from retailsim_core.synth.oracle import WeekDemand, purchase_probabilities, week_demand
 from retailsim_core.synth.world import load_world
 from retailsim_core.tokens import PAD, ProductVocab
 
@@ -64,19 +64,24 @@ def _tokens_of(world, vocab: ProductVocab) -> np.ndarray:
 
 
 def _scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab, probabilities):
-    """(rows, batch) -> (S, V) scores from ``probabilities(world, week, group) -> (n, P)`` applied
-    to each week's planted contexts (a handful of weeks per chunk, vectorised within)."""
+    """(rows, batch) -> (S, V) scores from ``probabilities(world, week, group, demand) -> (n, P)``
+    applied to each week's planted contexts (a handful of weeks per chunk, vectorised within);
+    each week's shared demand is built once for all chunks."""
     world = load_world(truth_dir)
     ctx = _planted_context(truth_dir, samples)
     token_of = _tokens_of(world, vocab)
     known = token_of > 0
+    demand: dict[int, WeekDemand] = {}
 
     def score(rows: np.ndarray, batch: dict) -> torch.Tensor:
         out = np.full((len(rows), vocab.size), -np.inf)
         part = ctx[rows].with_row_index("i").with_columns(row=pl.Series(rows))
         for (week,), group in part.group_by("week"):
+            week = int(week)
+            if week not in demand:
+                demand[week] = week_demand(world, week)
             out[np.ix_(group["i"].to_numpy(), token_of[known])] = probabilities(
-                world, int(week), group
+                world, week, group, demand[week]
             )[:, known]
         return torch.as_tensor(out)
 
@@ -88,7 +93,7 @@ def oracle_scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab):
         truth_dir,
         samples,
         vocab,
-        lambda world, week, g: purchase_probabilities(
+        lambda world, week, g, demand: purchase_probabilities(
             world,
             week,
             g["customer_idx"].to_numpy(),
@@ -96,6 +101,7 @@ def oracle_scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab):
             g["mission_focus"].to_list(),
             g["price_mode"].to_list(),
             g["basket_size"].to_list(),
+            demand,
         ),
     )
 
@@ -121,7 +127,7 @@ def honest_oracle_scorer(
 ):
     """``oracle (no mission)``; ``hours`` (len(samples),) the shop hour of each sample."""
 
-    def probabilities(world, week: int, group: pl.DataFrame) -> np.ndarray:
+    def probabilities(world, week: int, group: pl.DataFrame, demand: WeekDemand) -> np.ndarray:
         customer, store = group["customer_idx"].to_numpy(), group["store_idx"].to_numpy()
         post = mission_posterior(world, customer, hours[group["row"].to_numpy()])
         total = np.zeros((group.height, len(world.catalogue.product_code)))
@@ -130,7 +136,7 @@ def honest_oracle_scorer(
                 for z in range(len(BASKET_SIZES)):
                     w = post["focus"][:, f] * post["mode"][:, m] * post["size"][:, z]
                     total += w[:, None] * purchase_probabilities(
-                        world, week, customer, store, f, m, z
+                        world, week, customer, store, f, m, z, demand
                     )
         return total
 

@@ -17,9 +17,9 @@ batch, drawn from the training unigram distribution to the power 0.75, with the 
 (each candidate's logit minus the log of its sampling probability), so the estimate of the full
 softmax stays unbiased in rank while a step costs a fraction of it (scoring uses the full
 vocabulary). Training sequences come from training weeks only; early stopping on validation R@20
-with
-``patience`` epochs, within a CPU time budget (``max_seconds``); the epochs trained, the best
-epoch, the validation curve and whether the budget ended training are reported.
+with ``patience`` epochs, within a CPU time budget (``max_seconds``: an epoch starts only if one
+of the mean epoch length still fits in it); the epochs trained, the best epoch, the validation
+curve and whether the budget ended training are reported.
 
 Glossary: B batch, L max_len, D d_model, V vocabulary (shared with the world model).
 """
@@ -56,7 +56,9 @@ class SequentialConfig:
     patience: int = 3  # epochs without a better validation R@20
     windows_per_epoch: int | None = 4_000  # sampled training windows per epoch (None = all)
     negatives: int = 512  # shared sampled-softmax negatives per batch (log-Q corrected)
-    max_seconds: float | None = 180.0  # training budget per model (the demo runs on 2 cores)
+    # Training budget per model: an epoch starts only if it should end within it (the demo runs
+    # on 2 cores; the validation curves are about flat after the first epochs, D73).
+    max_seconds: float | None = 60.0
     seed: int = 0
 
 
@@ -280,8 +282,9 @@ def fit_sequential(
             if bad >= cfg.patience:
                 stopped_by = "patience"
                 break
-        if cfg.max_seconds is not None and time.perf_counter() - start > cfg.max_seconds:
-            stopped_by = "time budget"
+        elapsed = time.perf_counter() - start
+        if cfg.max_seconds is not None and elapsed * (epoch + 1) / epoch > cfg.max_seconds:
+            stopped_by = "time budget"  # another epoch of the mean length would overrun it
             break
     model.load_state_dict(state)
     return model, {

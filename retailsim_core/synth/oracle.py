@@ -14,6 +14,8 @@ with A_p = P(slot of p not drawn) and A_px = P(neither drawn).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from retailsim_core.lgsr import MISSION_FOCI
@@ -37,13 +39,29 @@ def _index(vocab: tuple[str, ...], value) -> np.ndarray:
         raise ValueError(f"{err.args[0]!r} is not one of {vocab}") from None
 
 
+@dataclass(frozen=True)
+class WeekDemand:
+    """What every basket of a week shares: the products on the shelves and the slot shares."""
+
+    avail: np.ndarray  # (P, R, M) availability weight by region and price mode
+    factor: np.ndarray  # (S, R, M) slot totals of ``avail``
+    explore: np.ndarray  # the week's explore distribution over slots
+
+
+def week_demand(world, week: int) -> WeekDemand:
+    avail = product_avail(world, week)
+    factor = slot_factor(world, avail)
+    return WeekDemand(avail, factor, explore_distribution(world, week, factor))
+
+
 def purchase_probabilities(
-    world, week: int, customer, store, focus, price_mode, size
+    world, week: int, customer, store, focus, price_mode, size, demand: WeekDemand | None = None
 ) -> np.ndarray:
     """(B, P) probability that each basket contains each product.
 
     ``customer`` and ``store`` are indices into the world; ``focus``, ``price_mode`` and ``size``
     are LGSR codes (``"Fresh"``, ``"LA"``, ``"M"``) or indices, broadcast against each other.
+    ``demand``: ``week_demand(world, week)``, when the caller scores the week more than once.
     """
     cat, beh = world.catalogue, world.cfg.behaviour
     customer, store = np.atleast_1d(customer), np.atleast_1d(store)
@@ -54,9 +72,8 @@ def purchase_probabilities(
     )
     customer, store, f, m, z = np.broadcast_arrays(customer, store, f, m, z)
     region = cat.store_region[store]
-    avail = product_avail(world, week)
-    factor = slot_factor(world, avail)
-    explore = explore_distribution(world, week, factor)
+    demand = demand or week_demand(world, week)
+    avail, factor, explore = demand.avail, demand.factor, demand.explore
     q = slot_probabilities(world, week, factor, explore, customer, region, f, m)  # (B, S)
     lam = np.asarray(beh.extra_draws_by_size)[z][:, None]
     missed = (1.0 - q) * np.exp(-lam * q)  # (B, S)

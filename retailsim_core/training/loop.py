@@ -32,7 +32,10 @@ from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
 from retailsim_core.training.corruption import basket_queries, corrupt, shuffle_items
 from retailsim_core.training.train_config import Phase, TrainConfig
-from retailsim_core.training.validation import masked_item_metrics
+from retailsim_core.training.validation import (
+    masked_item_metrics_of_weights,
+    next_basket_metrics_of,
+)
 from retailsim_core.training.weight_average import WeightAverage
 
 
@@ -267,11 +270,7 @@ def _run_epochs(
             step, optimizer, train_data, rows, train_buckets, phase, cfg, state.epoch, log, average
         )
         with average.applied() if average is not None else contextlib.nullcontext():
-            metrics.update(
-                masked_item_metrics(
-                    model, valid_data, valid_rows, popularity, cfg.valid_mask_rate, seed=cfg.seed
-                )
-            )
+            metrics.update(next_basket_metrics_of(model, valid_data, valid_rows))
             state.seconds += time.perf_counter() - start
             _advance(state, cfg, metrics, model, best, phase)  # the best are averaged weights
         log(
@@ -291,6 +290,12 @@ def _run_epochs(
         run_epochs += 1
         if stop_after_epochs is not None and run_epochs >= stop_after_epochs and not state.done:
             break
+    if state.done:  # the chosen weights' masked-item figures, in their epoch's history row
+        best_row = next(h for h in state.history if h["epoch"] == state.best_epoch)
+        kept = masked_item_metrics_of_weights(
+            model, best, valid_data, valid_rows, popularity, cfg.valid_mask_rate, cfg.seed
+        )
+        best_row.update(kept)
 
 
 def _advance(

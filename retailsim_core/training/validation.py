@@ -139,7 +139,7 @@ def masked_item_metrics(
             for k, v in rank_metrics(torch.as_tensor(ranks["popularity"])).items()
         }
     )
-    return out | next_basket_metrics_of(model, data, rows)
+    return out
 
 
 def popularity_scores(data: TrainingSet, rows: np.ndarray) -> np.ndarray:
@@ -153,3 +153,23 @@ def popularity_scores(data: TrainingSet, rows: np.ndarray) -> np.ndarray:
     np.add.at(counts, data.item_tokens[idx], 1.0)
     counts[[PAD, data.vocab.mask, data.vocab.eos]] = -1.0
     return counts - 1e-6 * np.arange(data.vocab.size) / data.vocab.size
+
+
+def masked_item_metrics_of_weights(
+    model: WorldModel,
+    weights: dict[str, torch.Tensor],
+    data: TrainingSet,
+    rows: np.ndarray,
+    popularity: np.ndarray,
+    mask_rate: float,
+    seed: int,
+) -> dict[str, float]:
+    """``masked_item_metrics`` of ``model`` with ``weights`` loaded; the model's own weights are
+    restored. Training selects on next-basket NDCG@10 only, so the masked-item figures are taken
+    once, for the weights it keeps (the figures their epoch would have had: same rows, masks)."""
+    own = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(weights)
+    try:
+        return masked_item_metrics(model, data, rows, popularity, mask_rate, seed)
+    finally:
+        model.load_state_dict(own)

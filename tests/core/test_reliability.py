@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from retailsim_core.lgsr import FULL_HEADER
@@ -34,6 +34,7 @@ cells = st.one_of(
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+@example(rows=[], header=False, raw_bytes=b"\xc2\x80\r\x00", use_bytes=True)  # bare CR in header
 @given(
     rows=st.lists(st.lists(cells, min_size=0, max_size=25), max_size=8),
     header=st.booleans(),

@@ -49,7 +49,10 @@ def test_local_scale_out_settings():
     import yaml
 
     assert defs.executor.name == "multiprocess"
-    assert defs.executor.config_schema.resolve_config({}).value["config"]["max_concurrent"] == 2
+    config = defs.executor.config_schema.resolve_config({}).value["config"]
+    assert config["max_concurrent"] == 2
+    preload = config["start_method"]["forkserver"]["preload_modules"]
+    assert preload == ["retailsim_dagster.definitions"]  # steps fork, never re-import torch
     graph = defs.resolve_asset_graph()
     heavy = {
         "raw_transactions",
@@ -62,6 +65,10 @@ def test_local_scale_out_settings():
     for key in graph.get_all_asset_keys():
         if key.to_user_string() in heavy:
             assert graph.get(key).pools == {"cpu_heavy"}, key
+    # The baselines' time-budgeted training goes first; the one-core export overlaps evaluation.
+    assert graph.get(dg.AssetKey("tuned_baselines")).pools == {"cpu_heavy"}
+    assert defs.get_assets_def("tuned_baselines").op.tags["dagster/priority"] == "1"
+    assert not graph.get(dg.AssetKey("onnx_scoring_graph")).pools
     from pathlib import Path
 
     instance = yaml.safe_load((Path(__file__).resolve().parents[2] / "dagster.yaml").read_text())

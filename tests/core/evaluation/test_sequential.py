@@ -6,6 +6,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from retailsim_core.evaluation import sequential
 from retailsim_core.evaluation.sequential import (
     SequentialConfig,
     _bert_inputs,
@@ -90,3 +91,17 @@ def test_bert4rec_last_item_windows_end_in_sep_mask():
         inputs[0, c - 1] == sep and (inputs[0, c + 1 :] == PAD).all()
     )  # "[SEP] [MASK]", then nothing
     assert targets[0, c] == batch[0, c] and int((targets != PAD).sum()) == 1
+
+
+def test_an_epoch_starts_only_if_it_fits_in_the_time_budget(monkeypatch):
+    """Every epoch takes 10 s on a fake clock: with a 25 s budget, two epochs run (a third would
+    end at 30 s), although validation keeps improving."""
+    clock = iter(np.arange(0.0, 1_000.0, 10.0))
+    monkeypatch.setattr(sequential.time, "perf_counter", lambda: float(next(clock)))
+    monkeypatch.setattr(sequential, "sequential_scores", lambda *a, **k: None)
+    scores = iter(np.linspace(0.1, 0.9, 9))
+    cfg = SequentialConfig(max_len=4, batch_size=2, negatives=4, max_seconds=25.0, max_epochs=9)
+    _, info = sequential.fit_sequential(
+        _data(), 9, np.arange(2), lambda *_: float(next(scores)), cfg
+    )
+    assert info["epochs"] == 2 and info["stopped_by"] == "time budget"

@@ -7,7 +7,7 @@ from retailsim_core.lgsr import MISSION_FOCI
 from retailsim_core.synth import build_world, preset
 from retailsim_core.synth.baskets import draw_basket_lines
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
-from retailsim_core.synth.oracle import purchase_probabilities
+from retailsim_core.synth.oracle import purchase_probabilities, week_demand
 
 N = 40_000
 
@@ -62,3 +62,15 @@ def test_oracle_covers_substitutes_and_complements(world):
 def test_oracle_rejects_unknown_codes(world):
     with pytest.raises(ValueError, match="not one of"):
         purchase_probabilities(world, 10, 0, 0, "Frozen", "LA", "M")
+
+
+def test_a_weeks_shared_demand_built_once_gives_the_same_probabilities(world):
+    carded = np.flatnonzero(world.population.carded)[:5]
+    store = world.population.home_store[carded]
+    args = (carded, store, "Fresh", "LA", "M")
+    direct = purchase_probabilities(world, 40, *args)
+    np.testing.assert_array_equal(
+        purchase_probabilities(world, 40, *args, week_demand(world, 40)), direct
+    )
+    other = purchase_probabilities(world, 40, *args, week_demand(world, 100))
+    assert not np.array_equal(other, direct)  # the demand passed in is the one used

@@ -18,7 +18,12 @@ from retailsim_core.split import TemporalSplit
 from retailsim_core.training.loop import train
 from retailsim_core.training.model_setup import build_model
 from retailsim_core.training.train_config import TrainConfig
-from retailsim_core.training.validation import eval_batches, masked_item_ranks, popularity_scores
+from retailsim_core.training.validation import (
+    eval_batches,
+    masked_item_metrics,
+    masked_item_ranks,
+    popularity_scores,
+)
 
 MODEL = WorldModelConfig.preset("tiny")
 
@@ -73,9 +78,7 @@ def test_interrupted_training_resumes_to_the_same_result(sets, tmp_path):
     assert first.state.epoch == 2 and not first.state.done
     _, resumed = _run(sets, tmp_path / "b", cfg)
     assert resumed.state.epoch == whole.state.epoch == 4
-    assert [h["valid_NDCG@10"] for h in resumed.state.history] == [
-        h["valid_NDCG@10"] for h in whole.state.history
-    ]
+    assert resumed.state.history == whole.state.history  # masked-item figures of the best too
     for k, v in whole.best_weights.items():
         assert torch.equal(v, resumed.best_weights[k]), k
 
@@ -109,6 +112,29 @@ def test_a_changed_configuration_does_not_resume_a_stale_state(sets, tmp_path):
         fingerprint="new",
     )
     assert res.state.epoch == 1  # started afresh
+
+
+def test_masked_item_figures_are_the_kept_weights_own(sets, tmp_path):
+    """Selection reads next-basket NDCG@10 each epoch; the masked-item figures are taken once, for
+    the weights kept, and equal what those weights score on the same rows and masks."""
+    cfg = TrainConfig.preset("tiny", seed=3)
+    model, res = _run(sets, tmp_path, cfg)
+    inputs, train_data, _, valid = sets
+    masked = [h for h in res.state.history if "valid_Hit@10" in h]
+    assert [h["epoch"] for h in masked] == [res.state.best_epoch]
+    assert all("valid_next_NDCG@10" in h for h in res.state.history)
+    kept = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    kept.load_state_dict(res.best_weights)
+    pop = popularity_scores(train_data, np.arange(len(train_data)))
+    rows = np.arange(len(valid))
+    if cfg.valid_samples is not None and len(rows) > cfg.valid_samples:
+        rows = np.sort(
+            np.random.default_rng([cfg.seed, 99]).choice(
+                len(rows), cfg.valid_samples, replace=False
+            )
+        )
+    expected = masked_item_metrics(kept, valid, rows, pop, cfg.valid_mask_rate, seed=cfg.seed)
+    assert {k: masked[0][k] for k in expected} == expected
 
 
 def test_early_stopping_ends_the_main_phase(sets, tmp_path):
