@@ -72,7 +72,7 @@ def purchase_probabilities(
     )
     customer, store, f, m, z = np.broadcast_arrays(customer, store, f, m, z)
     region = cat.store_region[store]
-    demand = demand or week_demand(world, week)
+    demand = week_demand(world, week) if demand is None else demand
     avail, factor, explore = demand.avail, demand.factor, demand.explore
     q = slot_probabilities(world, week, factor, explore, customer, region, f, m)  # (B, S)
     lam = np.asarray(beh.extra_draws_by_size)[z][:, None]
