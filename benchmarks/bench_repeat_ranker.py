@@ -1,0 +1,304 @@
+"""Benchmark: how far the world model's ranking of a customer's own products is from what its
+inputs allow (issue #17, real-data target; decision D74).
+
+About 98% of the world model's top 20 are products the customer bought before, so the next-basket
+figures rest on how it orders the history products. This script puts an independent learner,
+LightGBM's LambdaRank, on the same per-(customer, product) repeat features the model reads
+(``HISTORY_FEATURES``), trained on training-week baskets, and scores it on validation-week
+baskets. Each ranker's order replaces the model's order of the history products in the model's
+own top 20 (the slots the model gives to products new to the customer stay as they are), so
+only the ordering of the history is compared. Variants add what the model does not read:
+
+- ``+hierarchy``: the same features at the sub-commodity and commodity levels (the customer's
+  purchases of any product of the category; ``prod_code_40`` and ``prod_code_30``);
+- ``+product``: each product's trips, buyers, share of repeat purchases and recent trips, over
+  every customer's trips before the basket set's first week;
+- ``+model``: everything above plus the model's own score (a stack; the model trained on the
+  training rows, so this variant's training rows see in-sample scores).
+
+Every feature of a basket of week W reads weeks < W only. Validation weeks only: no test week is
+read. LightGBM is not a dependency of the project (``pip install 'lightgbm>=4.7'``).
+
+    python benchmarks/bench_repeat_ranker.py --warehouse /path/to/lgsr_warehouse
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from retailsim_core.graph_edges import HIERARCHY_LEVELS
+from retailsim_core.history_features import HISTORY_FEATURES, TripArrays, history_features
+from retailsim_core.pipeline.world_model_training import load_model, load_model_inputs
+from retailsim_core.settings import load_settings
+from retailsim_core.tensors import TensorConfig
+from retailsim_core.tokens import PAD
+from retailsim_core.training.validation import eval_batches
+from retailsim_core.warehouse import Warehouse
+
+LEVELS = ("prod_code_40", "prod_code_30")  # sub-commodity, commodity
+LEVEL_FEATURES = (
+    "log_count",
+    "trip_decay_0.97",
+    "trip_decay_0.9",
+    "decay_56d",
+    "log_days_since_last",
+    "interval_ratio",
+    "log_mean_interval",
+    "share_at_store",
+    "in_last_trip",
+)
+PRODUCT_FEATURES = ("p_log_trips", "p_log_buyers", "p_repeat_share", "p_log_recent")
+VARIANTS = {
+    "features": (),
+    "+hierarchy": ("hierarchy",),
+    "+product": ("product",),
+    "+model": ("hierarchy", "product", "model"),
+}
+
+
+def level_arrays(arrays: TripArrays, category: np.ndarray) -> TripArrays:
+    """The trip arrays with each product token replaced by its category's (``category`` maps
+    token -> category token, [PAD] kept), each category once per trip."""
+    trip = np.repeat(np.arange(len(arrays.day)), np.diff(arrays.offsets))
+    keys = np.unique(trip.astype(np.int64) * (category.max() + 1) + category[arrays.tokens])
+    trip_of, token = keys // (category.max() + 1), keys % (category.max() + 1)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(trip_of, minlength=len(arrays.day)))])
+    return dataclasses.replace(arrays, tokens=token.astype(np.int32), offsets=offsets)
+
+
+def category_maps(warehouse: Warehouse, vocab, weeks) -> dict[str, np.ndarray]:
+    """Per level, (V,) category token of every product token (0 = [PAD])."""
+    hierarchy = (
+        warehouse.scan("raw_transactions", weeks)
+        .select(HIERARCHY_LEVELS)
+        .unique(subset="product_id", keep="first")
+        .collect()
+    )
+    frame = vocab.frame().join(hierarchy, on="product_id", how="left")
+    out = {}
+    for level in LEVELS:
+        code = frame[level].fill_null("?").cast(pl.Categorical).to_physical().to_numpy() + 1
+        table = np.zeros(vocab.size, dtype=np.int64)
+        table[frame["token"].to_numpy()] = code
+        out[level] = table
+    return out
+
+
+def product_stats(trips: pl.DataFrame, vocab, before_week: int) -> np.ndarray:
+    """(V, 4) ``PRODUCT_FEATURES`` of every token from every customer's trips before a week."""
+    items = (
+        trips.filter(pl.col("week") < before_week)
+        .select("customer_id", "week", pl.col("products").alias("product_id"))
+        .explode("product_id", empty_as_null=True)
+    )
+    stats = items.group_by("product_id").agg(
+        pl.len().alias("n"),
+        pl.col("customer_id").n_unique().alias("buyers"),
+        (pl.col("week") >= before_week - 4).sum().alias("recent"),
+    )
+    frame = vocab.frame().join(stats, on="product_id", how="left").fill_null(0)
+    table = np.zeros((vocab.size, len(PRODUCT_FEATURES)), dtype=np.float32)
+    n = frame["n"].to_numpy().astype(np.float64)
+    table[frame["token"].to_numpy()] = np.stack(
+        [
+            np.log1p(n),
+            np.log1p(frame["buyers"].to_numpy()),
+            (n - frame["buyers"].to_numpy()) / np.maximum(n, 1),
+            np.log1p(frame["recent"].to_numpy()),
+        ],
+        axis=1,
+    )
+    return table
+
+
+def basket_rows(inputs, model, data, levels, stats) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One row per (basket, history product): label, model score and features; and each
+    basket's model top 20 with its truth count."""
+    level_idx = [HISTORY_FEATURES.index(f) for f in LEVEL_FEATURES]
+    cat_arrays = {lv: level_arrays(data.trips, m) for lv, m in levels.items()}
+    parts, tops = [], []
+    for rows, batch in eval_batches(data, np.arange(len(data)), 512):
+        products, values = batch["repeat_products"].numpy(), batch["repeat_values"].numpy()
+        b, u = products.shape
+        truth = np.zeros((b, data.vocab.size), dtype=bool)
+        truth[np.arange(b)[:, None], batch["tokens"].numpy()] = True
+        truth[:, [PAD, data.vocab.eos]] = False
+        with torch.no_grad():
+            scores = model.next_basket(batch)[1].numpy()  # (B, V)
+        keep = products != PAD
+        row_of = np.repeat(np.arange(b)[:, None], u, 1)[keep]
+        cols = {
+            "row": rows[row_of],
+            "token": products[keep],
+            "label": np.take_along_axis(truth, products, 1)[keep],
+            "model": np.take_along_axis(scores, products, 1)[keep],
+        }
+        cols |= dict(zip(HISTORY_FEATURES, values[keep].T))
+        ctx = data.basket_context
+        sub = dataclasses.replace(
+            ctx, **{f.name: getattr(ctx, f.name)[rows] for f in dataclasses.fields(ctx)}
+        )
+        for level, arrays in cat_arrays.items():
+            cat_products, cat_values = history_features(arrays, sub)
+            span = data.vocab.size + 1
+            have = cat_products != PAD
+            keys_c = (np.nonzero(have)[0] * span + cat_products[have]).astype(np.int64)
+            order = np.argsort(keys_c)
+            keys_p = row_of * span + levels[level][cols["token"]]
+            found = cat_values[have][order][np.searchsorted(keys_c[order], keys_p)][:, level_idx]
+            cols |= {f"{level}:{f}": found[:, i] for i, f in enumerate(LEVEL_FEATURES)}
+        cols |= dict(zip(PRODUCT_FEATURES, stats[cols["token"]].T))
+        parts.append(pl.DataFrame(cols))
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :20]
+        n_true = data.item_counts[rows] + data.item_oov[rows]
+        hit = np.take_along_axis(truth, top, 1)
+        tops.append(
+            pl.DataFrame({"row": rows, "top": top.tolist(), "hit": hit.tolist(), "n_true": n_true})
+        )
+    return pl.concat(parts).sort("row", "token"), pl.concat(tops).sort("row")
+
+
+def columns_of(variant: tuple[str, ...], frame: pl.DataFrame) -> list[str]:
+    cols = list(HISTORY_FEATURES)
+    if "hierarchy" in variant:
+        cols += [c for c in frame.columns if ":" in c]
+    if "product" in variant:
+        cols += list(PRODUCT_FEATURES)
+    return cols + (["model"] if "model" in variant else [])
+
+
+def swapped_metrics(rows: pl.DataFrame, tops: pl.DataFrame, score: str) -> tuple[float, float]:
+    """R@20 and NDCG@10 of the model's top 20 with its history slots refilled in ``score``
+    order (ties broken by token); the slots of products new to the customer keep their hits."""
+    ranked = rows.sort(["row", score, "token"], descending=[False, True, False]).select(
+        "row", pl.int_range(pl.len()).over("row").alias("j"), pl.col("label").alias("refill")
+    )
+    slots = (
+        tops.select("row", "top", "hit")
+        .explode("top", "hit", empty_as_null=True)
+        .with_columns(pl.int_range(pl.len()).over("row").alias("pos"))
+        .join(
+            rows.select("row", pl.col("token").alias("top"), pl.lit(True).alias("hist")),
+            on=["row", "top"],
+            how="left",
+        )
+        .with_columns(pl.col("hist").fill_null(False))
+        .with_columns(pl.col("hist").cum_sum().over("row").alias("j") - 1)
+        .join(ranked, on=["row", "j"], how="left")
+        .with_columns(pl.when("hist").then(pl.col("refill")).otherwise(pl.col("hit")).alias("hit"))
+    )
+    per = (
+        slots.group_by("row")
+        .agg(
+            pl.col("hit").sum().alias("hits"),
+            (pl.col("hit") / (pl.col("pos") + 2).log(2))
+            .filter(pl.col("pos") < 10)
+            .sum()
+            .alias("dcg"),
+        )
+        .join(tops.select("row", "n_true"), on="row")
+    )
+    ideal = np.cumsum(1.0 / np.log2(np.arange(2, 12)))
+    n_true = np.maximum(per["n_true"].to_numpy(), 1)
+    recall = per["hits"].to_numpy() / n_true
+    ndcg = per["dcg"].to_numpy() / ideal[np.minimum(n_true, 10) - 1]
+    return float(recall.mean()), float(ndcg.mean())
+
+
+def fit_ranker(rows: pl.DataFrame, columns: list[str], rounds: int, seed: int):
+    import lightgbm as lgb  # optional: only this benchmark needs it
+
+    groups = rows.group_by("row", maintain_order=True).len()["len"].to_numpy()
+    params = {
+        "objective": "lambdarank",
+        "learning_rate": 0.05,
+        "num_leaves": 63,
+        "min_data_in_leaf": 50,
+        "feature_fraction": 0.8,
+        "bagging_fraction": 0.8,
+        "bagging_freq": 1,
+        "lambdarank_truncation_level": 20,
+        "num_threads": torch.get_num_threads(),
+        "seed": seed,
+        "deterministic": True,
+        "verbose": -1,
+    }
+    train = lgb.Dataset(
+        rows.select(columns).to_numpy(), rows["label"].to_numpy().astype(np.int32), group=groups
+    )
+    return lgb.train(params, train, num_boost_round=rounds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--warehouse", type=Path, default=Path("data/warehouse"))
+    parser.add_argument("--checkpoint", type=Path, help="default: the warehouse's")
+    parser.add_argument("--train-baskets", type=int, default=40_000)
+    parser.add_argument("--train-from-week", type=int, default=40)
+    parser.add_argument("--valid-baskets", type=int, default=8_000)
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    args = parser.parse_args()
+    start = time.perf_counter()
+    warehouse, split = Warehouse(args.warehouse), load_settings().split
+    inputs = load_model_inputs(warehouse, range(1, split.valid_end + 1))
+    model, _, _ = load_model(args.checkpoint or warehouse.table_dir("trained_checkpoint"))
+    levels = category_maps(warehouse, inputs.vocab, range(1, split.valid_end + 1))
+    usable = inputs.samples.filter(~pl.col("truncated"))
+    rng = np.random.default_rng(args.seed)
+    sets = {}
+    for name, frame, first_week, n in (
+        (
+            "train",
+            usable.filter((pl.col("split") == "train") & (pl.col("week") >= args.train_from_week)),
+            args.train_from_week,
+            args.train_baskets,
+        ),
+        (
+            "validation",
+            usable.filter(pl.col("split") == "validation"),
+            split.train_end + 1,
+            args.valid_baskets,
+        ),
+    ):
+        chosen = frame[np.sort(rng.choice(frame.height, min(n, frame.height), replace=False))]
+        data = inputs.training_set(chosen, TensorConfig(max_history_trips=50))
+        stats = product_stats(inputs.store.trips, inputs.vocab, first_week)
+        sets[name] = basket_rows(inputs, model, data, levels, stats)
+        print(
+            f"{name}: {len(data):,} baskets, {sets[name][0].height:,} (basket, history "
+            f"product) rows, {time.perf_counter() - start:.0f}s",
+            flush=True,
+        )
+    rows, tops = sets["validation"]
+    print(
+        f"world model: R@20 {swapped_metrics(rows, tops, 'model')[0]:.4f}, NDCG@10 "
+        f"{swapped_metrics(rows, tops, 'model')[1]:.4f}; personal count "
+        "R@20 {:.4f}, NDCG@10 {:.4f}".format(*swapped_metrics(rows, tops, "log_count"))
+    )
+    for variant in args.variants:
+        columns = columns_of(VARIANTS[variant], rows)
+        ranker = fit_ranker(sets["train"][0], columns, args.rounds, args.seed)
+        scored = rows.with_columns(
+            pl.Series("ranker", ranker.predict(rows.select(columns).to_numpy()))
+        )
+        recall, ndcg = swapped_metrics(scored, tops, "ranker")
+        gain = sorted(zip(ranker.feature_importance("gain"), columns), reverse=True)[:5]
+        print(
+            f"LambdaRank {variant} ({len(columns)} features): R@20 {recall:.4f}, NDCG@10 "
+            f"{ndcg:.4f}; top gain: {', '.join(c for _, c in gain)} "
+            f"({time.perf_counter() - start:.0f}s)",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
