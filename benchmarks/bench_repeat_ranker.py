@@ -118,7 +118,7 @@ def product_stats(trips: pl.DataFrame, vocab, before_week: int) -> np.ndarray:
     return table
 
 
-def basket_rows(inputs, model, data, levels, stats) -> tuple[pl.DataFrame, pl.DataFrame]:
+def basket_rows(model, data, levels, stats) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One row per (basket, history product): label, model score and features; and each
     basket's model top 20 with its truth count."""
     level_idx = [HISTORY_FEATURES.index(f) for f in LEVEL_FEATURES]
@@ -147,7 +147,7 @@ def basket_rows(inputs, model, data, levels, stats) -> tuple[pl.DataFrame, pl.Da
         )
         for level, arrays in cat_arrays.items():
             cat_products, cat_values = history_features(arrays, sub)
-            span = data.vocab.size + 1
+            span = int(levels[level].max()) + 1
             have = cat_products != PAD
             keys_c = (np.nonzero(have)[0] * span + cat_products[have]).astype(np.int64)
             order = np.argsort(keys_c)
@@ -272,7 +272,7 @@ def main() -> None:
         chosen = frame[np.sort(rng.choice(frame.height, min(n, frame.height), replace=False))]
         data = inputs.training_set(chosen, TensorConfig(max_history_trips=50))
         stats = product_stats(inputs.store.trips, inputs.vocab, first_week)
-        sets[name] = basket_rows(inputs, model, data, levels, stats)
+        sets[name] = basket_rows(model, data, levels, stats)
         print(
             f"{name}: {len(data):,} baskets, {sets[name][0].height:,} (basket, history "
             f"product) rows, {time.perf_counter() - start:.0f}s",
