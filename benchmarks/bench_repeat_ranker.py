@@ -188,6 +188,7 @@ def swapped_metrics(rows: pl.DataFrame, tops: pl.DataFrame, score: str) -> tuple
             rows.select("row", pl.col("token").alias("top"), pl.lit(True).alias("hist")),
             on=["row", "top"],
             how="left",
+            maintain_order="left",  # the running count of history slots below reads slot order
         )
         .with_columns(pl.col("hist").fill_null(False))
         .with_columns(pl.col("hist").cum_sum().over("row").alias("j") - 1)
