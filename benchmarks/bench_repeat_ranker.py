@@ -33,6 +33,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from retailsim_core.evaluation.metrics import ndcg_at, recall_at
 from retailsim_core.graph_edges import HIERARCHY_LEVELS
 from retailsim_core.history_features import HISTORY_FEATURES, TripArrays, history_features
 from retailsim_core.pipeline.world_model_training import load_model, load_model_inputs
@@ -195,21 +196,9 @@ def swapped_metrics(rows: pl.DataFrame, tops: pl.DataFrame, score: str) -> tuple
         .join(ranked, on=["row", "j"], how="left")
         .with_columns(pl.when("hist").then(pl.col("refill")).otherwise(pl.col("hit")).alias("hit"))
     )
-    per = (
-        slots.group_by("row")
-        .agg(
-            pl.col("hit").sum().alias("hits"),
-            (pl.col("hit") / (pl.col("pos") + 2).log(2))
-            .filter(pl.col("pos") < 10)
-            .sum()
-            .alias("dcg"),
-        )
-        .join(tops.select("row", "n_true"), on="row")
-    )
-    ideal = np.cumsum(1.0 / np.log2(np.arange(2, 12)))
-    n_true = np.maximum(per["n_true"].to_numpy(), 1)
-    recall = per["hits"].to_numpy() / n_true
-    ndcg = per["dcg"].to_numpy() / ideal[np.minimum(n_true, 10) - 1]
+    hits = slots.sort("row", "pos")["hit"].to_numpy().reshape(tops.height, -1)  # (S, 20)
+    n_true = tops.sort("row")["n_true"].to_numpy()
+    recall, ndcg = recall_at(hits, n_true, 20), ndcg_at(hits, n_true, 10)
     return float(recall.mean()), float(ndcg.mean())
 
 

@@ -30,6 +30,21 @@ def truth_matrix(
     return m
 
 
+def recall_at(hits: np.ndarray, n_true: np.ndarray, k: int) -> np.ndarray:
+    """(S,) recall of the first ``k`` of each ranked list; ``hits`` (S, >= k) marks the basket's
+    products, ``n_true`` (S,) counts them (those no method can rank included)."""
+    return hits[:, :k].sum(1) / np.maximum(n_true, 1)
+
+
+def ndcg_at(hits: np.ndarray, n_true: np.ndarray, k: int) -> np.ndarray:
+    """(S,) binary-relevance NDCG of the first ``k`` of each ranked list (as ``recall_at``; a
+    list shorter than ``k`` counts as padded with misses)."""
+    discounts = 1.0 / np.log2(np.arange(2, k + 2))
+    ideal = np.cumsum(discounts)[np.minimum(n_true, k) - 1]
+    shown = min(k, hits.shape[1])
+    return (hits[:, :shown] * discounts[:shown]).sum(1) / ideal
+
+
 def next_basket_metrics(
     scores: torch.Tensor,
     truth: sp.csr_matrix,
@@ -53,14 +68,11 @@ def next_basket_metrics(
     hits = dense[np.arange(s)[:, None], top]  # (S, 20)
     n_true = dense.sum(1) + (0 if outside is None else outside)
     out: dict[str, np.ndarray] = {}
-    discounts = 1.0 / np.log2(np.arange(2, max(KS) + 2))
     for k in KS:
-        h = hits[:, :k]
-        out[f"P@{k}"] = h.sum(1) / k
-        out[f"R@{k}"] = h.sum(1) / np.maximum(n_true, 1)
+        out[f"P@{k}"] = hits[:, :k].sum(1) / k
+        out[f"R@{k}"] = recall_at(hits, n_true, k)
         if k in (10, 20):
-            ideal = np.cumsum(discounts[:k])[np.minimum(n_true, k) - 1]
-            out[f"NDCG@{k}"] = (h * discounts[:k]).sum(1) / ideal
+            out[f"NDCG@{k}"] = ndcg_at(hits, n_true, k)
     # MRR: reciprocal rank of the best-ranked true product over the full ranking.
     best_true = np.where(dense, scores.numpy(), -np.inf).max(1)
     out["MRR"] = 1.0 / (1 + (scores.numpy() > best_true[:, None]).sum(1))
