@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from retailsim_core.evaluation.baselines import TifuConfig, UpcfConfig
+from retailsim_core.evaluation.neighbour_baselines import TifuConfig, UpcfConfig
 from retailsim_core.evaluation.sequential import SequentialConfig
 
 

@@ -35,7 +35,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from retailsim_core.evaluation.baselines import pool_bounds
+from retailsim_core.evaluation.neighbour_baselines import pool_bounds
 from retailsim_core.tensors import TrainingSet, ragged
 from retailsim_core.tokens import PAD, mask_token
 

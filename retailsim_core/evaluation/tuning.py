@@ -14,6 +14,7 @@ import scipy.sparse as sp
 import torch
 
 from retailsim_core.evaluation import baselines as bl
+from retailsim_core.evaluation import neighbour_baselines as nb
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.metrics import masked_item_summary
 from retailsim_core.evaluation.scoring import masked_ranks
@@ -34,41 +35,41 @@ class TunedBaselines:
     """What the tuning stage chose on validation weeks; ``baseline_scorers`` sets it up on the
     test period. Saved by ``pipeline/baseline_fitting.py`` as the ``tuned_baselines`` asset."""
 
-    tifu: bl.TifuConfig
-    upcf: bl.UpcfConfig
+    tifu: nb.TifuConfig
+    upcf: nb.UpcfConfig
     copurchase_weight: float
     sasrec: SequentialRecommender
     bert4rec: SequentialRecommender
     info: dict  # per method: what was chosen and its validation figures
 
 
-def tifu_scores(tasks: EvalTasks, pool, c: bl.TifuConfig, rows: np.ndarray) -> torch.Tensor:
-    """TIFU-KNN scores (S, V) of ``rows`` against a neighbour ``pool`` (``baselines.tifu_pool``)."""
+def tifu_scores(tasks: EvalTasks, pool, c: nb.TifuConfig, rows: np.ndarray) -> torch.Tensor:
+    """TIFU-KNN scores (S, V) of ``rows`` against a neighbour ``pool`` (``neighbour_baselines.tifu_pool``)."""
     vectors, customers = pool
     data = tasks.data
-    return bl.tifu_knn(
-        bl.tifu_vectors(data, rows, tasks.trips, c),
+    return nb.tifu_knn(
+        nb.tifu_vectors(data, rows, tasks.trips, c),
         vectors(c),
         c,
-        bl.sample_customers(data, rows),
+        nb.sample_customers(data, rows),
         customers,
     )
 
 
 def upcf_scores(
-    tasks: EvalTasks, pool, popularity, c: bl.UpcfConfig, rows: np.ndarray
+    tasks: EvalTasks, pool, popularity, c: nb.UpcfConfig, rows: np.ndarray
 ) -> torch.Tensor:
-    """UP-CF@r scores (S, V) of ``rows`` against a ``pool`` (``baselines.upcf_pool``)."""
+    """UP-CF@r scores (S, V) of ``rows`` against a ``pool`` (``neighbour_baselines.upcf_pool``)."""
     recent, sets, customers = pool
     data, trips = tasks.data, tasks.trips
     start, end, n = bl.sample_history(data, rows)
-    return bl.upcf(
-        bl.recent_popularity(start, end, n, trips, c.recency),
+    return nb.upcf(
+        nb.recent_popularity(start, end, n, trips, c.recency),
         bl.history_weights(start, end, n) @ trips,
         recent(c),
         sets,
         c,
-        bl.sample_customers(data, rows),
+        nb.sample_customers(data, rows),
         customers,
         popularity,
     )
@@ -79,7 +80,7 @@ def tune_baselines(tasks: EvalTasks, cfg: EvalConfig, log: Callable[[str], None]
     start; the sequence models trained on training weeks, early-stopped on validation R@20."""
     data, trips, rows, day = tasks.data, tasks.trips, tasks.valid_rows, tasks.valid_day
     valid_r20 = tasks.validation_recall
-    tifu_pool, upcf_pool = bl.tifu_pool(data, trips, day), bl.upcf_pool(data, trips, day)
+    tifu_pool, upcf_pool = nb.tifu_pool(data, trips, day), nb.upcf_pool(data, trips, day)
     pop = tasks.popularity["valid"]
 
     def grid(score, points):
@@ -124,7 +125,7 @@ def baseline_scorers(tasks: EvalTasks, tuned: TunedBaselines, cfg: EvalConfig) -
     the test start): {"scorers": next-basket scorers by method, "copurchase": the masked-item
     scorer}."""
     data, trips, day = tasks.data, tasks.trips, tasks.test_day
-    tifu_pool, upcf_pool = bl.tifu_pool(data, trips, day), bl.upcf_pool(data, trips, day)
+    tifu_pool, upcf_pool = nb.tifu_pool(data, trips, day), nb.upcf_pool(data, trips, day)
     pop = tasks.popularity["test"]
     copurchase = bl.copurchase_matrix(trips[data.trip_day < tasks.valid_day])
     return {

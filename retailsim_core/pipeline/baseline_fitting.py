@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retailsim_core.evaluation import baselines as bl
+from retailsim_core.evaluation import neighbour_baselines as nb
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.sequential import SequentialConfig, SequentialRecommender
 from retailsim_core.evaluation.tasks import EvalTasks, load_tasks
@@ -114,8 +114,8 @@ def load_baselines(folder: Path, tasks: EvalTasks, cfg: EvalConfig) -> TunedBase
         model.load_state_dict(ckpt.load_tensors(folder / name))
         models[kind] = model.train(False)
     return TunedBaselines(
-        tifu=bl.TifuConfig(**content["tifu"]),
-        upcf=bl.UpcfConfig(**content["upcf"]),
+        tifu=nb.TifuConfig(**content["tifu"]),
+        upcf=nb.UpcfConfig(**content["upcf"]),
         copurchase_weight=content["copurchase_weight"],
         sasrec=models["sasrec"],
         bert4rec=models["bert4rec"],

@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-from retailsim_core.evaluation import baselines as bl
+from retailsim_core.evaluation import neighbour_baselines as nb
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.sequential import SequentialConfig, sequential_scores
 from retailsim_core.evaluation.tasks import load_tasks
@@ -60,8 +60,8 @@ def test_a_loaded_fit_reproduces_every_validation_figure(fitted):
     folder, content, tasks = fitted
     tuned = load_baselines(folder, tasks, CFG)
     rows, day, pop = tasks.valid_rows, tasks.valid_day, tasks.popularity["valid"]
-    tifu_pool = bl.tifu_pool(tasks.data, tasks.trips, day)
-    upcf_pool = bl.upcf_pool(tasks.data, tasks.trips, day)
+    tifu_pool = nb.tifu_pool(tasks.data, tasks.trips, day)
+    upcf_pool = nb.upcf_pool(tasks.data, tasks.trips, day)
     figures = {
         "TIFU-KNN": tifu_scores(tasks, tifu_pool, tuned.tifu, rows),
         "UP-CF@r": upcf_scores(tasks, upcf_pool, pop, tuned.upcf, rows),
