@@ -9,7 +9,6 @@ naming the file.
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import gzip
 import zlib
 from dataclasses import dataclass
@@ -17,25 +16,29 @@ from pathlib import Path
 
 import polars as pl
 
-from retailsim_core.calendar import monday_of, shop_week_of, week_file_stem
+from retailsim_core.calendar import shop_week_of, week_file_stem
 from retailsim_core.io import sha256_of
 from retailsim_core.lgsr import (
-    BASKET_LEVEL_COLUMNS,
-    CODE_SETS,
     FULL_HEADER,
     HEADERS,
-    ID_PATTERNS,
-    NULLABLE_COLUMNS,
     QUARANTINE_SCHEMA,
-    RAW_COLUMN_NAMES,
     RAW_TRANSACTIONS_SCHEMA,
     SAMPLE_HEADER,
     SEG_1_TO_PRICE_SENSITIVITY,
     SEG_2_TO_LIFESTAGE,
 )
 from retailsim_core.raw_files import WEEK_FILE
-
-BASKET_INCONSISTENT = "basket_inconsistent"
+from retailsim_core.week_rules import (
+    BASKET_INCONSISTENT,
+    basket_detail,
+    decode_reasons,
+    empty_cell,
+    failure_mask,
+    row_flags,
+    to_raw_schema,
+    typed_columns,
+    week_rules,
+)
 
 
 class LGSRFileError(ValueError):
@@ -194,156 +197,11 @@ def _recode(col: str, mapping: dict[str, str]) -> pl.Expr:
     # Unknown sample codes stay visible (prefixed) so validation quarantines them.
     c = pl.col(col)
     return (
-        pl.when(_empty(col))
+        pl.when(empty_cell(col))
         .then(c)
         .otherwise(c.replace_strict(mapping, default="?" + c))
         .alias(col)
     )
-
-
-def _empty(col: str) -> pl.Expr:
-    return pl.col(col).is_null() | (pl.col(col) == "")
-
-
-def _typed() -> list[pl.Expr]:
-    def t(c, dtype):
-        return pl.col(c).cast(dtype, strict=False)
-
-    return [
-        t("SHOP_WEEK", pl.Int32).alias("_shop_week"),
-        pl.col("SHOP_DATE").str.to_date("%Y%m%d", strict=False).alias("_date"),
-        t("SHOP_WEEKDAY", pl.Int8).alias("_weekday"),
-        t("SHOP_HOUR", pl.Int8).alias("_hour"),
-        t("QUANTITY", pl.Int32).alias("_quantity"),
-        t("SPEND", pl.Float64).alias("_spend"),
-        t("BASKET_ID", pl.Int64).alias("_basket"),
-    ]
-
-
-def _rules(week: int) -> list[tuple[pl.Expr, str]]:
-    """(failure condition, reason) per validation rule; a null condition counts as a failure."""
-    monday = monday_of(week)
-    rules: list[tuple[pl.Expr, str]] = [
-        (pl.col("_shop_week").is_null(), "unparseable:SHOP_WEEK"),
-        (pl.col("_date").is_null(), "unparseable:SHOP_DATE"),
-        (pl.col("_weekday").is_null(), "unparseable:SHOP_WEEKDAY"),
-        (pl.col("_hour").is_null(), "unparseable:SHOP_HOUR"),
-        (pl.col("_quantity").is_null(), "unparseable:QUANTITY"),
-        (pl.col("_spend").is_null() | ~pl.col("_spend").is_finite(), "unparseable:SPEND"),
-    ]
-    # Rules on parsed values: a value that did not parse already failed above, so its null
-    # condition must not add a second, spurious reason (e.g. spend_negative for SPEND "abc").
-    rules += [
-        (cond.fill_null(False), reason)
-        for cond, reason in [
-            (pl.col("_quantity") <= 0, "quantity_not_positive"),
-            (pl.col("_spend") < 0, "spend_negative"),
-            (~pl.col("_hour").is_between(0, 23), "hour_out_of_range"),
-            (
-                ~pl.col("_date").is_between(monday, monday + dt.timedelta(days=6)),
-                "date_outside_week",
-            ),
-            (pl.col("_weekday") != (pl.col("_date").dt.weekday() % 7 + 1), "weekday_mismatch"),
-        ]
-    ]
-    for col, pattern in ID_PATTERNS.items():
-        ok = pl.col(col).str.contains(pattern)
-        rules.append(
-            (~(ok | _empty(col)) if col in NULLABLE_COLUMNS else ~ok, f"unknown_code:{col}")
-        )
-    for col, codes in CODE_SETS.items():
-        ok = pl.col(col).is_in(list(codes))
-        rules.append(
-            (~(ok | _empty(col)) if col in NULLABLE_COLUMNS else ~ok, f"unknown_code:{col}")
-        )
-    # Uncarded rows carry no segments; a segment without a customer is inconsistent.
-    rules.append(
-        (_empty("CUST_CODE") & ~_empty("CUST_PRICE_SENSITIVITY"), "segment_without_customer")
-    )
-    rules.append((pl.col("_duplicate"), "duplicate_row"))
-    rules.append((pl.col("_inconsistent_basket"), BASKET_INCONSISTENT))
-    return rules
-
-
-def _row_flags(text: pl.DataFrame) -> list[pl.Expr]:
-    """``_duplicate`` and ``_inconsistent_basket`` row flags, after one cheap probe of the file.
-
-    - A duplicate is an exact copy of an earlier line. Copies share (BASKET_ID, PROD_CODE), so
-      the full-row comparison runs only when such pairs exist.
-    - An inconsistent basket has rows that disagree on a basket-level column (customer, store,
-      date, hour, BASKET_*). LGSR lists a basket's rows together, so when every basket is one
-      contiguous run and no row differs from the previous row of its basket, no basket is
-      inconsistent and the grouped window is skipped. Which columns disagree is worked out
-      later, for the rows of those baskets only (_basket_detail).
-    """
-    values = pl.struct(BASKET_LEVEL_COLUMNS).hash()
-    probe = text.select(
-        values.alias("values"), pl.struct("BASKET_ID", "PROD_CODE").hash().alias("pair")
-    )
-    basket, hashed = text.get_column("BASKET_ID"), probe.get_column("values")
-    same_basket = (basket == basket.shift(1)).fill_null(False)
-    runs = len(basket) - int(same_basket.sum())
-    changes = int((same_basket & (hashed != hashed.shift(1))).sum())
-    # Equal pairs hash equally, so no repeated pair hash means no repeated pair.
-    pairs_repeat = probe.get_column("pair").n_unique() < len(basket)
-    duplicate = ~pl.struct(FULL_HEADER).is_first_distinct() if pairs_repeat else pl.lit(False)
-    consistent = runs == basket.n_unique() and changes == 0
-    inconsistent = pl.lit(False) if consistent else values.n_unique().over("BASKET_ID") > 1
-    return [duplicate.alias("_duplicate"), inconsistent.alias("_inconsistent_basket")]
-
-
-def _basket_detail() -> pl.Expr:
-    """For rows of inconsistent baskets, ``basket_inconsistent:<COL>`` for each column that
-    varies.
-    """
-    varying = [
-        pl.when(pl.col(c).n_unique().over("BASKET_ID") > 1).then(
-            pl.lit(f"{BASKET_INCONSISTENT}:{c}")
-        )
-        for c in BASKET_LEVEL_COLUMNS
-    ]
-    return pl.concat_str(varying, separator=";", ignore_nulls=True)
-
-
-def _failure_mask(rules: list[tuple[pl.Expr, str]]) -> pl.Expr:
-    """Bit i set where rule i fails, decoded into reason text per distinct mask."""
-    assert len(rules) < 63
-    return pl.sum_horizontal(
-        cond.fill_null(True).cast(pl.Int64) * (1 << i) for i, (cond, _) in enumerate(rules)
-    )
-
-
-def _decode_reasons(masks: pl.Series, rules: list[tuple[pl.Expr, str]]) -> dict[int, str]:
-    """Reason text for each distinct failure mask (a handful per file, not per row)."""
-    return {
-        m: ";".join(r for i, (_, r) in enumerate(rules) if m >> i & 1)
-        for m in masks.unique().to_list()
-    }
-
-
-_TYPED_COLUMNS = {
-    "SHOP_WEEK": "_shop_week",
-    "SHOP_DATE": "_date",
-    "SHOP_WEEKDAY": "_weekday",
-    "SHOP_HOUR": "_hour",
-    "QUANTITY": "_quantity",
-    "SPEND": "_spend",
-    "BASKET_ID": "_basket",
-}
-
-
-def _to_raw_schema(df: pl.LazyFrame, week: int) -> pl.LazyFrame:
-    def column(c: str) -> pl.Expr:
-        if c in _TYPED_COLUMNS:
-            return pl.col(_TYPED_COLUMNS[c])
-        if c in NULLABLE_COLUMNS:
-            return pl.when(~_empty(c)).then(pl.col(c))
-        return pl.col(c)
-
-    return df.select(
-        pl.lit(week).alias("week"),
-        *[column(c).alias(RAW_COLUMN_NAMES[c]) for c in FULL_HEADER],
-    ).select([pl.col(n).cast(t) for n, t in RAW_TRANSACTIONS_SCHEMA.items()])
 
 
 def validate_week(
@@ -351,8 +209,8 @@ def validate_week(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split a text frame (as from ``read_week_text``) into (kept, quarantine)."""
     expected = shop_week_of(week)
-    rules = _rules(week)
-    checked = text.with_columns(*_typed(), *_row_flags(text)).with_columns(
+    rules = week_rules(week)
+    checked = text.with_columns(*typed_columns(), *row_flags(text)).with_columns(
         pl.any_horizontal(cond.fill_null(True) for cond, _ in rules).alias("_bad")
     )
     other_weeks = checked.get_column("_shop_week").filter(
@@ -363,17 +221,17 @@ def validate_week(
             f"{source_file}: holds rows of SHOP_WEEK {sorted(other_weeks.unique().to_list())[:5]} "
             f"({other_weeks.len()} rows) but its name says {expected}"
         )
-    kept = _to_raw_schema(checked.lazy().filter(~pl.col("_bad")), week).collect()
+    kept = to_raw_schema(checked.lazy().filter(~pl.col("_bad")), week).collect()
     # Which rules failed is worked out for the (few) bad rows only.
-    bad = checked.filter(pl.col("_bad")).with_columns(_failure_mask(rules).alias("_mask"))
+    bad = checked.filter(pl.col("_bad")).with_columns(failure_mask(rules).alias("_mask"))
     if bad.is_empty():
         return kept, QUARANTINE_SCHEMA.to_frame()
     reason = pl.col("_mask").replace_strict(
-        _decode_reasons(bad["_mask"], rules), return_dtype=pl.String
+        decode_reasons(bad["_mask"], rules), return_dtype=pl.String
     )
     quarantine = (
         bad.with_columns(
-            reason=reason.str.replace(BASKET_INCONSISTENT, _basket_detail(), literal=True),
+            reason=reason.str.replace(BASKET_INCONSISTENT, basket_detail(), literal=True),
         )
         .select(
             pl.lit(week, pl.Int16).alias("week"),

@@ -44,7 +44,8 @@ class TunedBaselines:
 
 
 def tifu_scores(tasks: EvalTasks, pool, c: nb.TifuConfig, rows: np.ndarray) -> torch.Tensor:
-    """TIFU-KNN scores (S, V) of ``rows`` against a neighbour ``pool`` (``neighbour_baselines.tifu_pool``)."""
+    """TIFU-KNN scores (S, V) of ``rows`` against a neighbour ``pool``
+    (``neighbour_baselines.tifu_pool``)."""
     vectors, customers = pool
     data = tasks.data
     return nb.tifu_knn(
