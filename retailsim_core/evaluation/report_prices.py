@@ -1,0 +1,123 @@
+"""The price sections of the HTML report: own- and cross-price elasticities (autograd), their
+checks against the planted elasticities and the test weeks' promotions (D61), and the simulated
+basket sizes against real ones (D53)."""
+
+from __future__ import annotations
+
+import html
+
+import polars as pl
+
+from retailsim_core.evaluation.svg_charts import scatter, size_bars
+
+
+def frame_table(df: pl.DataFrame) -> str:
+    def fmt(v):
+        return f"{v:.4f}" if isinstance(v, float) else html.escape(str(v))
+
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in df.iter_rows()
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _observed_section(obs: dict) -> list[str]:
+    """The model's price response against the promotions of the test weeks (D61)."""
+    parts = ["<h3>Against held-out promotions (test weeks)</h3>"]
+    if "own_spearman" not in obs and "cross_pairs" not in obs:
+        return parts + [f"<p>Not measured: {html.escape(str(obs.get('note', 'no data')))}.</p>"]
+    if "own_spearman" in obs:
+        lo, hi = obs["own_spearman_ci"]
+        parts.append(
+            f"<p>Own promotions, {obs['own_products']} products with the most promoted "
+            f"store-weeks: Spearman rank correlation of the predicted uplift (own elasticity × "
+            f"log(1 − observed depth)) with the observed uplift <b>{obs['own_spearman']:.3f}</b> "
+            f"[{lo:.3f}, {hi:.3f}]; mean uplift observed {obs['own_observed_uplift_mean']:.3f}, "
+            f"predicted {obs['own_predicted_uplift_mean']:.3f} (log units).</p>"
+        )
+    if "cross_pairs" in obs:
+        parts.append(
+            f"<p>Substitution edges, {obs['cross_pairs']} directed pairs (A on promotion, B "
+            f"not): B's observed change {obs['cross_observed_mean']:+.3f}, predicted "
+            f"{obs['cross_predicted_mean']:+.3f}; signs agree for "
+            f"{obs['cross_sign_agreement']:.0%} of pairs; the mean signs "
+            f"{'agree' if obs['cross_mean_signs_agree'] else 'DISAGREE'}.</p>"
+        )
+    return parts
+
+
+def price_sections(response: dict, tuning: dict) -> list[str]:
+    """The elasticities, their checks against planted truth and held-out promotions, and the
+    simulated basket sizes against real ones."""
+    own = response["own"].sort("model_elasticity")
+    cross = (
+        response["elasticities"]
+        .filter(pl.col("kind") != "own")
+        .sort(pl.col("elasticity").abs(), descending=True)
+        .head(20)
+        .select("product_id", "other_id", "elasticity", "kind")
+    )
+    rho = response.get("planted_spearman")
+    parts = [
+        "<h2>Price elasticities (autograd Jacobian)</h2>",
+        f"<p>Context: {html.escape(response['context'])} ({response['contexts']} baskets); the "
+        f"{own.height} products with the most expected units. Own-price elasticity = d log "
+        "E[units] / d log price.</p>",
+    ]
+    if rho is not None:
+        neg = response["own_negative_share"]
+        parts.append(
+            f"<p>Against the generator's planted own-price elasticities: <b>{neg:.0%}</b> of the "
+            "model's are "
+            f"negative (target ≥ 80%); Spearman rank correlation <b>{rho:.3f}</b> (target ≥ 0.5; "
+            "Pearson "
+            f"{response['planted_correlation']:.3f}). "
+            f"{'Both targets met.' if neg >= 0.8 and rho >= 0.5 else 'NOT MET.'} "
+            "Each product's own promotion response is constrained to be non-negative (law of "
+            "demand, "
+            "decision D45), so the sign is partly structural; the ranking is learned.</p>"
+        )
+        parts.append(
+            scatter(own["planted_elasticity"], own["model_elasticity"], "planted", "model")
+        )
+    sub = response.get("substitution")
+    if sub and sub.get("substitute_pairs") and sub.get("random_pairs"):
+        better = (
+            sub["substitute_median"] > sub["random_median"]
+            and sub["substitute_positive_share"] > sub["random_positive_share"]
+        )
+        parts += [
+            "<h3>Substitutes (planted pairs) vs random same-category pairs</h3>",
+            "<p>Cross-price elasticity d log E[a] / d log p[b], both directions of each pair. A "
+            "substitute should gain when the other's price rises (positive); an unrelated pair "
+            "should barely move. The substitute weight is sign-constrained (decision D45): "
+            "positive shares are structural, the magnitudes (means, medians) are learned. "
+            + (
+                "Substitutes respond more than random pairs.</p>"
+                if better
+                else "NOT MET: substitutes do not respond more.</p>"
+            ),
+            frame_table(pl.DataFrame([{k: float(v) for k, v in sub.items() if v is not None}])),
+        ]
+    parts += _observed_section(response.get("observed") or {})
+    parts += [
+        "<h3>Own-price</h3>",
+        frame_table(own),
+        "<h3>Strongest cross-price pairs</h3>",
+        frame_table(cross),
+    ]
+    sim = tuning.get("simulation", {})
+    if sim:
+        sizes = tuning.get("simulated_sizes", {})
+        parts += [
+            "<h2>Simulated baskets vs real (test contexts, nothing of the basket given)</h2>",
+            "<p>Sizes are drawn from the size head, then each slot from the model (decision D53). "
+            f"Mean size ratio simulated / real: <b>{sim['mean_size_ratio']:.3f}</b> (target "
+            "within 10%: "
+            f"{'met' if abs(sim['mean_size_ratio'] - 1) <= 0.1 else 'NOT met'}).</p>",
+            frame_table(pl.DataFrame([{k: float(v) for k, v in sim.items()}])),
+        ]
+        if sizes:
+            parts.append(size_bars(sizes["real"], sizes["simulated"]))
+    return parts
