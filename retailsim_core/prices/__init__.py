@@ -17,10 +17,10 @@ sold that week, else imputed by the waterfall.
                       reads one as a boolean
 
 The package, one concept: this module (configuration, schemas, observed prices), ``state.py``
-(what a week carries to the next), ``cells.py`` (the array engine), ``kernel.py`` with
-``price_week.c`` (the week's fold: NumPy reference and compiled path) and ``reference.py`` (the
-same formulas as Polars joins, the oracle the engine is tested against). The warehouse-bound
-weekly step is ``pipeline/price_weeks.py``.
+(what a week carries to the next), ``cells.py`` (the array engine), ``fold.py`` (the week's
+fold, the NumPy reference), ``kernel.py`` with ``price_week.c`` (its compiled path) and
+``reference.py`` (the same formulas as Polars joins, the oracle the engine is tested against).
+The warehouse-bound weekly step is ``pipeline/price_weeks.py``.
 """
 
 from __future__ import annotations

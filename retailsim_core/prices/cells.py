@@ -7,9 +7,9 @@ few vectorised passes over N plus its own observations — no joins and no group
 history. Partitions are written in slot order, so partition k's rows are the first rows of
 every later partition: that is what :func:`restore` resumes from.
 
-The state carried from week to week is ``state.CellState``; the week's arithmetic is
-``kernel.py``'s fold (a NumPy reference and a compiled path, D50); ``reference.py`` computes the
-same table with Polars joins, the oracle of both.
+The state carried from week to week is ``state.CellState``; the week's arithmetic is the week
+fold (the NumPy reference ``fold.py`` and its compiled path ``kernel.py``, D50); ``reference.py``
+computes the same table with Polars joins, the oracle of both.
 
 Dimensions: N cells to date; H = ``cfg.history_weeks`` weeks of observed prices in a ring
 (week k at row ``k % H``); P products; Z pricing zones (product x region x format); R product x
@@ -32,7 +32,7 @@ from retailsim_core.prices import (
     cell_key,
 )
 from retailsim_core.prices import kernel as price_kernel
-from retailsim_core.prices.kernel import micro
+from retailsim_core.prices.fold import WeekInput, micro
 from retailsim_core.prices.state import CellState
 
 _METHODS = pl.Series("imputation_method", IMPUTATION_METHODS, METHOD)
@@ -71,7 +71,7 @@ def advance(
     columns = fold(
         state,
         week,
-        price_kernel.WeekInput(
+        WeekInput(
             slots=slots,
             price=np.ascontiguousarray(price, np.float64),
             n_lines=np.ascontiguousarray(observed["n_lines"].to_numpy(), np.uint32),

@@ -10,6 +10,7 @@ from polars.testing import assert_frame_equal
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA, PriceConfig, observed_prices, reference
 from retailsim_core.prices import kernel as price_kernel
 from retailsim_core.prices.cells import advance, restore
+from retailsim_core.prices.fold import fold_week_numpy
 from retailsim_core.prices.state import CellState
 from retailsim_core.slots import Growable, KeyIndex
 
@@ -55,7 +56,7 @@ def observed_by_week(raw: pl.DataFrame, weeks: range) -> dict[int, pl.DataFrame]
 
 
 FOLDS = [
-    price_kernel.fold_week_numpy,
+    fold_week_numpy,
     pytest.param(
         price_kernel.fold_week_compiled,
         marks=pytest.mark.skipif(

@@ -9,6 +9,7 @@ import pytest
 from retailsim_core.prices import PriceConfig
 from retailsim_core.prices import kernel as price_kernel
 from retailsim_core.prices.cells import advance
+from retailsim_core.prices.fold import fold_week_numpy
 from retailsim_core.prices.state import CellState
 from tests.core.prices.test_cells import observed_by_week, random_raw
 
@@ -40,7 +41,7 @@ def test_compiled_fold_is_bitwise_the_numpy_fold(cfg):
     compiled, numpy = CellState(cfg), CellState(cfg)
     for w in weeks:
         got = advance(compiled, observed[w], w, fold=price_kernel.fold_week_compiled)
-        want = advance(numpy, observed[w], w, fold=price_kernel.fold_week_numpy)
+        want = advance(numpy, observed[w], w, fold=fold_week_numpy)
         assert got.equals(want), w
         assert_states_equal(compiled, numpy)
     assert got["validation_flags"].n_unique() > 2 and got["imputation_method"].n_unique() == 4
@@ -69,7 +70,7 @@ def test_falls_back_to_numpy_when_disabled(monkeypatch):
         default, reference = CellState(PriceConfig()), CellState(PriceConfig())
         for w in range(1, 5):  # the default fold is the reference
             assert advance(default, observed[w], w).equals(
-                advance(reference, observed[w], w, fold=price_kernel.fold_week_numpy)
+                advance(reference, observed[w], w, fold=fold_week_numpy)
             )
     finally:
         monkeypatch.undo()
