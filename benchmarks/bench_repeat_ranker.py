@@ -13,13 +13,18 @@ only the ordering of the history is compared. Variants add what the model does n
   purchases of any product of the category; ``prod_code_40`` and ``prod_code_30``);
 - ``+product``: each product's trips, buyers, share of repeat purchases and recent trips, over
   every customer's trips before the basket set's first week;
-- ``+model``: everything above plus the model's own score (a stack; the model trained on the
-  training rows, so this variant's training rows see in-sample scores).
+- ``+store``: what every customer bought at the basket's store in the 4 weeks before, and each
+  product's recent trend (``ranker_inputs.store_recent_features``);
+- ``+transition``: how often the product followed the products of the customer's last trips
+  in other customers' consecutive trips (``ranker_inputs.transition_features``);
+- ``+all``: hierarchy, product, store and transition together;
+- ``+model``: hierarchy and product plus the model's own score (a stack; the model trained on
+  the training rows, so this variant's training rows see in-sample scores).
 
 Every feature of a basket of week W reads weeks < W only. Validation weeks only: no test week is
 read. LightGBM is not a dependency of the project (``pip install 'lightgbm>=4.7'``).
 
-    python benchmarks/bench_repeat_ranker.py --warehouse /path/to/lgsr_warehouse
+    python -m benchmarks.bench_repeat_ranker --warehouse /path/to/lgsr_warehouse  # repo root
 """
 
 from __future__ import annotations
@@ -33,9 +38,18 @@ import numpy as np
 import polars as pl
 import torch
 
+from benchmarks.ranker_inputs import (
+    LEVEL_FEATURES,
+    PRODUCT_FEATURES,
+    STORE_FEATURES,
+    TRANSITION_FEATURES,
+    category_maps,
+    level_arrays,
+    product_stats,
+    with_store_and_transition,
+)
 from retailsim_core.evaluation.metrics import ndcg_at, recall_at
-from retailsim_core.graph_edges import HIERARCHY_LEVELS
-from retailsim_core.history_features import HISTORY_FEATURES, TripArrays, history_features
+from retailsim_core.history_features import HISTORY_FEATURES, history_features
 from retailsim_core.pipeline.world_model_training import load_model, load_model_inputs
 from retailsim_core.settings import load_settings
 from retailsim_core.tensors import TensorConfig
@@ -43,80 +57,15 @@ from retailsim_core.tokens import PAD
 from retailsim_core.training.validation import eval_batches
 from retailsim_core.warehouse import Warehouse
 
-LEVELS = ("prod_code_40", "prod_code_30")  # sub-commodity, commodity
-LEVEL_FEATURES = (
-    "log_count",
-    "trip_decay_0.97",
-    "trip_decay_0.9",
-    "decay_56d",
-    "log_days_since_last",
-    "interval_ratio",
-    "log_mean_interval",
-    "share_at_store",
-    "in_last_trip",
-)
-PRODUCT_FEATURES = ("p_log_trips", "p_log_buyers", "p_repeat_share", "p_log_recent")
 VARIANTS = {
     "features": (),
     "+hierarchy": ("hierarchy",),
     "+product": ("product",),
+    "+store": ("store",),
+    "+transition": ("transition",),
+    "+all": ("hierarchy", "product", "store", "transition"),
     "+model": ("hierarchy", "product", "model"),
 }
-
-
-def level_arrays(arrays: TripArrays, category: np.ndarray) -> TripArrays:
-    """The trip arrays with each product token replaced by its category's (``category`` maps
-    token -> category token, [PAD] kept), each category once per trip."""
-    trip = np.repeat(np.arange(len(arrays.day)), np.diff(arrays.offsets))
-    keys = np.unique(trip.astype(np.int64) * (category.max() + 1) + category[arrays.tokens])
-    trip_of, token = keys // (category.max() + 1), keys % (category.max() + 1)
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(trip_of, minlength=len(arrays.day)))])
-    return dataclasses.replace(arrays, tokens=token.astype(np.int32), offsets=offsets)
-
-
-def category_maps(warehouse: Warehouse, vocab, weeks) -> dict[str, np.ndarray]:
-    """Per level, (V,) category token of every product token (0 = [PAD])."""
-    hierarchy = (
-        warehouse.scan("raw_transactions", weeks)
-        .select(HIERARCHY_LEVELS)
-        .unique(subset="product_id", keep="first")
-        .collect()
-    )
-    frame = vocab.frame().join(hierarchy, on="product_id", how="left")
-    out = {}
-    for level in LEVELS:
-        code = frame[level].fill_null("?").cast(pl.Categorical).to_physical().to_numpy() + 1
-        table = np.zeros(vocab.size, dtype=np.int64)
-        table[frame["token"].to_numpy()] = code
-        out[level] = table
-    return out
-
-
-def product_stats(trips: pl.DataFrame, vocab, before_week: int) -> np.ndarray:
-    """(V, 4) ``PRODUCT_FEATURES`` of every token from every customer's trips before a week."""
-    items = (
-        trips.filter(pl.col("week") < before_week)
-        .select("customer_id", "week", pl.col("products").alias("product_id"))
-        .explode("product_id", empty_as_null=True)
-    )
-    stats = items.group_by("product_id").agg(
-        pl.len().alias("n"),
-        pl.col("customer_id").n_unique().alias("buyers"),
-        (pl.col("week") >= before_week - 4).sum().alias("recent"),
-    )
-    frame = vocab.frame().join(stats, on="product_id", how="left").fill_null(0)
-    table = np.zeros((vocab.size, len(PRODUCT_FEATURES)), dtype=np.float32)
-    n = frame["n"].to_numpy().astype(np.float64)
-    table[frame["token"].to_numpy()] = np.stack(
-        [
-            np.log1p(n),
-            np.log1p(frame["buyers"].to_numpy()),
-            (n - frame["buyers"].to_numpy()) / np.maximum(n, 1),
-            np.log1p(frame["recent"].to_numpy()),
-        ],
-        axis=1,
-    )
-    return table
 
 
 def basket_rows(model, data, levels, stats) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -172,6 +121,10 @@ def columns_of(variant: tuple[str, ...], frame: pl.DataFrame) -> list[str]:
         cols += [c for c in frame.columns if ":" in c]
     if "product" in variant:
         cols += list(PRODUCT_FEATURES)
+    if "store" in variant:
+        cols += list(STORE_FEATURES)
+    if "transition" in variant:
+        cols += list(TRANSITION_FEATURES)
     return cols + (["model"] if "model" in variant else [])
 
 
@@ -243,6 +196,7 @@ def main() -> None:
     model, _, _ = load_model(args.checkpoint or warehouse.table_dir("trained_checkpoint"))
     levels = category_maps(warehouse, inputs.vocab, range(1, split.valid_end + 1))
     usable = inputs.samples.filter(~pl.col("truncated"))
+    trip_week = inputs.store.trips["week"].to_numpy()
     rng = np.random.default_rng(args.seed)
     sets = {}
     for name, frame, first_week, n in (
@@ -262,7 +216,11 @@ def main() -> None:
         chosen = frame[np.sort(rng.choice(frame.height, min(n, frame.height), replace=False))]
         data = inputs.training_set(chosen, TensorConfig(max_history_trips=50))
         stats = product_stats(inputs.store.trips, inputs.vocab, first_week)
-        sets[name] = basket_rows(model, data, levels, stats)
+        rows, tops = basket_rows(model, data, levels, stats)
+        rows = with_store_and_transition(
+            rows, data, chosen["week"].to_numpy(), trip_week, first_week
+        )
+        sets[name] = rows, tops
         print(
             f"{name}: {len(data):,} baskets, {sets[name][0].height:,} (basket, history "
             f"product) rows, {time.perf_counter() - start:.0f}s",

@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchmarks.bench_repeat_ranker import level_arrays, swapped_metrics
+from benchmarks.bench_repeat_ranker import swapped_metrics
+from benchmarks.ranker_inputs import level_arrays
 from retailsim_core.history_features import TripArrays
 from retailsim_core.tokens import PAD
 

@@ -1,0 +1,67 @@
+"""The repeat-ranker benchmark's extra inputs read only the weeks before the basket's."""
+
+import math
+
+import numpy as np
+import pytest
+
+from benchmarks.ranker_inputs import (
+    store_recent_features,
+    transition_counts,
+    transition_features,
+)
+from retailsim_core.history_features import TripArrays
+from retailsim_core.tokens import PAD
+
+
+def _trips(tokens: list[list[int]], store: list[int]) -> TripArrays:
+    n = len(tokens)
+    return TripArrays(
+        tokens=np.array([t for trip in tokens for t in trip], dtype=np.int32),
+        offsets=np.concatenate([[0], np.cumsum([len(t) for t in tokens])]).astype(np.int64),
+        day=np.arange(n) * 7,
+        store=np.array(store, dtype=np.int64),
+        hour=np.zeros(n, dtype=np.int64),
+        weekend=np.zeros(n, dtype=bool),
+        mission=np.zeros((n, 2), dtype=np.int64),
+    )
+
+
+@pytest.mark.parametrize("own_week_tokens", [[1, 3], [3], [PAD]])
+def test_store_recent_features_read_the_weeks_before_the_basket_only(own_week_tokens):
+    # week 12 is the basket's own week: whatever was bought then must not count
+    trips = _trips([[1, 2], [1], [1], own_week_tokens], store=[0, 0, 1, 0])
+    week = np.array([10, 11, 11, 12])
+    out = store_recent_features(trips, week, np.array([0, 0]), np.array([12, 12]), np.array([1, 3]))
+    assert out["s_log_recent"].tolist() == [math.log1p(2), 0.0]  # trips 0 and 1 at store 0
+    assert out["s_share_recent"].tolist() == [1.0, 0.0]  # of the store's 2 trips in weeks 8-11
+    assert out["s_log_last_week"].tolist() == [math.log1p(1), 0.0]
+    assert out["s_sold_recent"].tolist() == [1.0, 0.0]
+    # every store: 3 trips bought product 1 in weeks 8-11, none in weeks 0-7
+    assert out["g_trend"] == pytest.approx([math.log1p(3 / 4), 0.0])
+
+
+def test_transition_counts_pair_consecutive_trips_of_one_customer_before_the_week():
+    trips = _trips([[1], [2], [1, 2], [2], [1]], store=[0] * 5)
+    week = np.array([1, 2, 3, 1, 2])
+    customer = np.array([0, 0, 0, 1, 1])
+    incidence, pairs, held, share = transition_counts(trips, week, customer, 3, vocab_size=4)
+    # pairs: 0 -> 1 (1 then 2) and 3 -> 4 (2 then 1); 1 -> 2 ends in week 3, 2 -> 3 crosses
+    # customers
+    expected = np.zeros((4, 4))
+    expected[1, 2] = expected[2, 1] = 1
+    np.testing.assert_array_equal(pairs, expected)
+    assert held.tolist() == [0, 1, 1, 0]
+    assert share.tolist() == [0, 0.5, 0.5, 0]
+    assert incidence.shape == (5, 4)
+
+    # a basket of customer 0 whose history is trips 0 and 1, and one with no history
+    start, end = np.array([0, 3]), np.array([2, 3])
+    out = transition_features(
+        incidence, pairs, held, share, start, end, np.array([0, 0, 1]), np.array([1, 2, 1])
+    )
+    # last trip {2}: product 1 followed 2 once in 1 pair holding 2 -> lift 1 / 0.5
+    assert out["t_lift_last"] == pytest.approx([math.log1p(2), 0.0, 0.0])
+    assert out["t_prob_other"] == pytest.approx([1.0, 0.0, 0.0])
+    # last 3 trips {1, 2} (trip 0 is the first of the history): 1 of 2 pairs held -> lift 1
+    assert out["t_lift_last3_other"] == pytest.approx([math.log1p(1), math.log1p(1), 0.0])
