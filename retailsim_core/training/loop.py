@@ -8,7 +8,7 @@ slice before each sample's week: incremental history, never a future trip).
 
 Determinism and resuming: everything random in epoch e draws from seeds derived from
 (seed, e) — batch order, masking, T6 dropout, negatives, dropout — and the whole loop state is
-saved after every epoch (``checkpoint.py``), so a run resumed after epoch e is bit-identical to
+saved after every epoch (``loop_state.py``), so a run resumed after epoch e is bit-identical to
 one that never stopped (tested).
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,26 +31,13 @@ from retailsim_core.tensors import LengthBucketSampler, TrainingSet
 from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
 from retailsim_core.training.corruption import basket_queries, corrupt, shuffle_items
+from retailsim_core.training.loop_state import LoopState, resume_loop_state, save_loop_state
 from retailsim_core.training.train_config import Phase, TrainConfig
 from retailsim_core.training.validation import (
     masked_item_metrics_of_weights,
     next_basket_metrics_of,
 )
 from retailsim_core.training.weight_average import WeightAverage
-
-
-@dataclass
-class LoopState:
-    epoch: int = 0  # epochs completed over all phases
-    phase: int = 0
-    phase_epoch: int = 0  # epochs completed in the current phase
-    best_metric: float = -1.0
-    best_epoch: int = 0
-    bad_epochs: int = 0
-    done: bool = False
-    seconds: float = 0.0
-    history: list[dict] = field(default_factory=list)
-    average_steps: int = 0  # optimizer steps folded into the weight average since its reset
 
 
 @dataclass
@@ -203,7 +190,7 @@ def train(
         and (state_dir / "state.json").exists()
         and ckpt.read_json(state_dir / "state.json").get("fingerprint") == fingerprint
     ):
-        state, best = _resume(state_dir, model, contrastive, optimizer, average)
+        state, best = resume_loop_state(state_dir, model, contrastive, optimizer, average)
         log(
             f"resumed after epoch {state.epoch} (phase "
             f"{cfg.phases[min(state.phase, len(cfg.phases) - 1)].name})"
@@ -285,7 +272,9 @@ def _run_epochs(
         if average is not None:
             state.average_steps = average.steps
         if state_dir is not None and is_writer:
-            _save_state(state_dir, state, model, contrastive, optimizer, best, fingerprint, average)
+            save_loop_state(
+                state_dir, state, model, contrastive, optimizer, best, fingerprint, average
+            )
         distributed.barrier()
         run_epochs += 1
         if stop_after_epochs is not None and run_epochs >= stop_after_epochs and not state.done:
@@ -330,51 +319,3 @@ def _param_groups(step: nn.Module, model, cfg: TrainConfig) -> list[dict]:
         {"params": others},
         {"params": [price], "weight_decay": 0.0, "lr_scale": cfg.price_lr_scale},
     ]
-
-
-def _save_state(
-    folder: Path,
-    state: LoopState,
-    model,
-    contrastive,
-    optimizer,
-    best,
-    fingerprint: str,
-    average: WeightAverage | None,
-) -> None:
-    optim, groups = ckpt.optimizer_tensors(optimizer)
-    averaged = average.tensors() if average is not None else {}
-    tensors = {
-        **{f"model.{k}": v for k, v in model.state_dict().items()},
-        **{f"contrastive.{k}": v for k, v in contrastive.state_dict().items()},
-        **{f"best.{k}": v for k, v in best.items()},
-        **{f"average.{k}": v for k, v in averaged.items()},
-        **optim,
-    }
-    ckpt.save_tensors(folder / "state.safetensors", tensors)
-    ckpt.write_json(
-        folder / "state.json",
-        {"loop": asdict(state), "param_groups": groups, "fingerprint": fingerprint},
-    )
-
-
-def _resume(
-    folder: Path, model, contrastive, optimizer, average: WeightAverage | None
-) -> tuple[LoopState, dict]:
-    tensors = ckpt.load_tensors(folder / "state.safetensors")
-    meta = ckpt.read_json(folder / "state.json")
-
-    def pick(prefix):
-        return {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
-
-    model.load_state_dict(pick("model."))
-    contrastive.load_state_dict(pick("contrastive."))
-    ckpt.restore_optimizer(
-        optimizer,
-        {k: v for k, v in tensors.items() if k.startswith("optim.")},
-        meta["param_groups"],
-    )
-    state = LoopState(**meta["loop"])
-    if average is not None:
-        average.load(pick("average."), state.average_steps)
-    return state, pick("best.")
