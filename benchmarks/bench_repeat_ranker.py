@@ -197,6 +197,7 @@ def main() -> None:
     levels = category_maps(warehouse, inputs.vocab, range(1, split.valid_end + 1))
     usable = inputs.samples.filter(~pl.col("truncated"))
     trip_week = inputs.store.trips["week"].to_numpy()
+    extra = any({"store", "transition"} & set(VARIANTS[v]) for v in args.variants)
     rng = np.random.default_rng(args.seed)
     sets = {}
     for name, frame, first_week, n in (
@@ -217,9 +218,10 @@ def main() -> None:
         data = inputs.training_set(chosen, TensorConfig(max_history_trips=50))
         stats = product_stats(inputs.store.trips, inputs.vocab, first_week)
         rows, tops = basket_rows(model, data, levels, stats)
-        rows = with_store_and_transition(
-            rows, data, chosen["week"].to_numpy(), trip_week, first_week
-        )
+        if extra:  # only the variants that read them pay for them
+            rows = with_store_and_transition(
+                rows, data, chosen["week"].to_numpy(), trip_week, first_week
+            )
         sets[name] = rows, tops
         print(
             f"{name}: {len(data):,} baskets, {sets[name][0].height:,} (basket, history "

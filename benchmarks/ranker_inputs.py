@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from retailsim_core.evaluation.baselines import trip_matrix
 from retailsim_core.graph_edges import HIERARCHY_LEVELS
 from retailsim_core.history_features import TripArrays
 from retailsim_core.tokens import PAD
@@ -105,20 +106,19 @@ def store_recent_features(
 
 
 def transition_counts(
-    arrays: TripArrays,
+    trips: sp.csr_matrix,  # (T, V) 0/1 products of every trip (``baselines.trip_matrix``)
     trip_week: np.ndarray,
     customer: np.ndarray,  # (T,) customer code of every trip (trips in time order per customer)
     before_week: int,
-    vocab_size: int,
 ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
     """Over consecutive trips of one customer whose later trip is of a week < ``before_week``:
     C[q, p] pairs with q in the earlier trip and p in the later, the earlier trips holding each
-    q, and each p's share of later trips. Also (T, V) 0/1 trip-product incidence."""
-    trip, _, _, tok = _flat(arrays, trip_week)
-    incidence = sp.csr_matrix(
-        (np.ones(len(tok), dtype=np.float32), (trip, tok)), shape=(len(arrays.day), vocab_size)
-    )
-    incidence.data[:] = 1.0  # a product once per trip
+    q, and each p's share of later trips; with ``trips`` less its [PAD] (unknown product)
+    column, the incidence ``transition_features`` reads."""
+    known = np.ones(trips.shape[1], dtype=np.float32)  # float32: the lifts D74 reports, bit for bit
+    known[PAD] = 0.0
+    incidence = (trips @ sp.diags(known)).tocsr()
+    incidence.eliminate_zeros()
     earlier = np.nonzero(
         (customer[:-1] == customer[1:]) & (trip_week[1:].astype(np.int64) < before_week)
     )[0]
@@ -177,9 +177,7 @@ def with_store_and_transition(
     row, token = rows["row"].to_numpy(), rows["token"].to_numpy().astype(np.int64)
     ctx = data.basket_context
     columns = store_recent_features(data.trips, trip_week, ctx.store[row], basket_week[row], token)
-    counts = transition_counts(
-        data.trips, trip_week, data.trip_customer, before_week, data.vocab.size
-    )
+    counts = transition_counts(trip_matrix(data), trip_week, data.trip_customer, before_week)
     columns |= transition_features(*counts, ctx.start, ctx.end, row, token)
     return rows.with_columns(pl.Series(name, values) for name, values in columns.items())
 

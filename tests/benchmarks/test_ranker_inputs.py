@@ -1,6 +1,7 @@
 """The repeat-ranker benchmark's extra inputs read only the weeks before the basket's."""
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from benchmarks.ranker_inputs import (
     transition_counts,
     transition_features,
 )
+from retailsim_core.evaluation.baselines import trip_matrix
 from retailsim_core.history_features import TripArrays
 from retailsim_core.tokens import PAD
 
@@ -42,10 +44,15 @@ def test_store_recent_features_read_the_weeks_before_the_basket_only(own_week_to
 
 
 def test_transition_counts_pair_consecutive_trips_of_one_customer_before_the_week():
-    trips = _trips([[1], [2], [1, 2], [2], [1]], store=[0] * 5)
+    trips = _trips([[1, PAD], [2], [1, 2], [2], [1]], store=[0] * 5)  # [PAD]: unknown, ignored
     week = np.array([1, 2, 3, 1, 2])
     customer = np.array([0, 0, 0, 1, 1])
-    incidence, pairs, held, share = transition_counts(trips, week, customer, 3, vocab_size=4)
+    matrix = trip_matrix(
+        SimpleNamespace(
+            trip_offsets=trips.offsets, trip_tokens=trips.tokens, vocab=SimpleNamespace(size=4)
+        )
+    )
+    incidence, pairs, held, share = transition_counts(matrix, week, customer, 3)
     # pairs: 0 -> 1 (1 then 2) and 3 -> 4 (2 then 1); 1 -> 2 ends in week 3, 2 -> 3 crosses
     # customers
     expected = np.zeros((4, 4))
