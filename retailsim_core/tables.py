@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from retailsim_core.brands import PSEUDO_BRANDS_SCHEMA
-from retailsim_core.customer_state import AFFINITY_SCHEMA
+from retailsim_core.customer_features import AFFINITY_SCHEMA
 from retailsim_core.evaluation.report import REPORT_TABLE
 from retailsim_core.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
 from retailsim_core.graph_edges import EDGES_SCHEMA, NODES_SCHEMA

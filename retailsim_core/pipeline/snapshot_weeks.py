@@ -11,14 +11,8 @@ from collections.abc import Callable, Iterable
 
 import polars as pl
 
-from retailsim_core.customer_state import (
-    AFFINITY_SCHEMA,
-    CustomerState,
-    advance,
-    affinity_snapshot,
-    mission_snapshot,
-    visits,
-)
+from retailsim_core.customer_features import AFFINITY_SCHEMA, affinity_snapshot, mission_snapshot
+from retailsim_core.customer_state import CustomerState, advance, visits
 from retailsim_core.lgsr import MISSION_FOCI, MISSION_TYPES, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
 from retailsim_core.warehouse import Warehouse

@@ -4,7 +4,7 @@ their range checks."""
 import dagster as dg
 import polars as pl
 
-from retailsim_core.customer_state import AFFINITY_SCHEMA
+from retailsim_core.customer_features import AFFINITY_SCHEMA
 from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
 from retailsim_core.pipeline.snapshot_weeks import (
     AFFINITY_TABLE,

@@ -7,13 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retailsim_core.customer_state import (
-    VISITS_SCHEMA,
-    CustomerState,
-    advance,
-    affinity_snapshot,
-    mission_snapshot,
-)
+from retailsim_core.customer_features import affinity_snapshot, mission_snapshot
+from retailsim_core.customer_state import VISITS_SCHEMA, CustomerState, advance
 
 C = "CUST0000000001"
 
