@@ -31,7 +31,12 @@ from retailsim_core.tensors import LengthBucketSampler, TrainingSet
 from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
 from retailsim_core.training.corruption import basket_queries, corrupt, shuffle_items
-from retailsim_core.training.loop_state import LoopState, resume_loop_state, save_loop_state
+from retailsim_core.training.loop_state import (
+    LoopState,
+    end_epoch,
+    resume_loop_state,
+    save_loop_state,
+)
 from retailsim_core.training.train_config import Phase, TrainConfig
 from retailsim_core.training.validation import (
     masked_item_metrics_of_weights,
@@ -259,7 +264,7 @@ def _run_epochs(
         with average.applied() if average is not None else contextlib.nullcontext():
             metrics.update(next_basket_metrics_of(model, valid_data, valid_rows))
             state.seconds += time.perf_counter() - start
-            _advance(state, cfg, metrics, model, best, phase)  # the best are averaged weights
+            end_epoch(state, cfg, metrics, model, best, phase)  # the best are averaged weights
         log(
             f"epoch {state.epoch} ({phase.name}): "
             + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
@@ -285,29 +290,6 @@ def _run_epochs(
             model, best, valid_data, valid_rows, popularity, cfg.valid_mask_rate, cfg.seed
         )
         best_row.update(kept)
-
-
-def _advance(
-    state: LoopState, cfg: TrainConfig, metrics: dict, model: WorldModel, best: dict, phase: Phase
-) -> None:
-    state.epoch += 1
-    state.phase_epoch += 1
-    metric = metrics[cfg.early_stopping_metric]
-    state.history.append({"epoch": state.epoch, "phase": phase.name, **metrics})
-    if metric > state.best_metric:
-        state.best_metric, state.best_epoch, state.bad_epochs = metric, state.epoch, 0
-        best.update({k: v.detach().clone() for k, v in model.state_dict().items()})
-    elif state.phase > 0:  # warm-up epochs never count against patience
-        state.bad_epochs += 1
-    over_time = cfg.max_seconds is not None and state.seconds >= cfg.max_seconds
-    if state.phase_epoch >= phase.epochs or state.bad_epochs >= cfg.patience:
-        state.phase, state.phase_epoch, state.bad_epochs = state.phase + 1, 0, 0
-    if over_time and state.phase < len(cfg.phases) - 1:
-        state.phase, state.phase_epoch = len(cfg.phases) - 1, 0  # go straight to fine-tuning
-        state.history[-1]["note"] = "time budget reached: fine-tuning"
-    elif over_time and state.phase_epoch > 0:
-        state.phase = len(cfg.phases)
-    state.done = state.phase >= len(cfg.phases)
 
 
 def _param_groups(step: nn.Module, model, cfg: TrainConfig) -> list[dict]:

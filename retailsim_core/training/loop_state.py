@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import torch.nn as nn
+
 from retailsim_core.training import checkpoint as ckpt
+from retailsim_core.training.train_config import Phase, TrainConfig
 from retailsim_core.training.weight_average import WeightAverage
 
 
@@ -74,3 +77,31 @@ def resume_loop_state(
     if average is not None:
         average.load(pick("average."), state.average_steps)
     return state, pick("best.")
+
+
+def end_epoch(
+    state: LoopState, cfg: TrainConfig, metrics: dict, model: nn.Module, best: dict, phase: Phase
+) -> None:
+    """Records a finished epoch of ``phase`` and moves the schedule on (design §5.6.1): a better
+    early-stopping metric keeps the model's weights in ``best``; a phase ends after its epochs or
+    ``cfg.patience`` epochs without improvement (warm-up epochs never count against patience);
+    past ``cfg.max_seconds`` the run goes straight to fine-tuning, and ends after a fine-tuning
+    epoch."""
+    state.epoch += 1
+    state.phase_epoch += 1
+    metric = metrics[cfg.early_stopping_metric]
+    state.history.append({"epoch": state.epoch, "phase": phase.name, **metrics})
+    if metric > state.best_metric:
+        state.best_metric, state.best_epoch, state.bad_epochs = metric, state.epoch, 0
+        best.update({k: v.detach().clone() for k, v in model.state_dict().items()})
+    elif state.phase > 0:  # warm-up epochs never count against patience
+        state.bad_epochs += 1
+    over_time = cfg.max_seconds is not None and state.seconds >= cfg.max_seconds
+    if state.phase_epoch >= phase.epochs or state.bad_epochs >= cfg.patience:
+        state.phase, state.phase_epoch, state.bad_epochs = state.phase + 1, 0, 0
+    if over_time and state.phase < len(cfg.phases) - 1:
+        state.phase, state.phase_epoch = len(cfg.phases) - 1, 0  # go straight to fine-tuning
+        state.history[-1]["note"] = "time budget reached: fine-tuning"
+    elif over_time and state.phase_epoch > 0:
+        state.phase = len(cfg.phases)
+    state.done = state.phase >= len(cfg.phases)
