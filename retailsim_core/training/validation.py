@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from retailsim_core.evaluation.metrics import ndcg_at, recall_at
 from retailsim_core.models.losses import shown_products
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.tensors import TrainingSet
@@ -100,26 +101,24 @@ def shuffled(batch: dict, vocab, seed: int) -> dict:
 def next_basket_metrics_of(
     model: WorldModel, data: TrainingSet, rows: np.ndarray, k: int = 20
 ) -> dict[str, float]:
-    """Validation next-basket R@20 and NDCG@10 from the single-[MASK] query, no mission given.
-    The truth is the whole basket, products outside the vocabulary included (never hits)."""
+    """Validation next-basket R@20 and NDCG@10 from the single-[MASK] query, no mission given,
+    by the evaluation's own metric functions. The truth is the whole basket, products outside
+    the vocabulary included (never hits)."""
     model.train(False)
     recall, ndcg = [], []
-    discounts = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64))
     for batch_rows, batch in eval_batches(data, rows):
         n = len(batch_rows)
         _, scores = model.next_basket(batch)
-        tokens = batch["tokens"]
         truth = torch.zeros(n, model.vocab_size, dtype=torch.bool)
-        truth.scatter_(1, tokens.long(), True)
+        truth.scatter_(1, batch["tokens"].long(), True)
         truth[:, [PAD, data.vocab.eos]] = False
-        hits = truth.gather(1, scores.topk(k, dim=1).indices).double()  # (n, k)
-        n_true = (truth.sum(1) + torch.from_numpy(data.item_oov[batch_rows])).clamp(min=1)
-        recall.append(hits.sum(1) / n_true)
-        ideal = torch.cumsum(discounts[:10], 0)[(n_true.clamp(max=10) - 1)]
-        ndcg.append((hits[:, :10] * discounts[:10]).sum(1) / ideal)
+        hits = truth.gather(1, scores.topk(k, dim=1).indices).numpy()  # (n, k)
+        n_true = truth.sum(1).numpy() + data.item_oov[batch_rows]
+        recall.append(recall_at(hits, n_true, k))
+        ndcg.append(ndcg_at(hits, np.maximum(n_true, 1), 10))
     return {
-        "valid_next_R@20": float(torch.cat(recall).mean()),
-        "valid_next_NDCG@10": float(torch.cat(ndcg).mean()),
+        "valid_next_R@20": float(np.concatenate(recall).mean()),
+        "valid_next_NDCG@10": float(np.concatenate(ndcg).mean()),
     }
 
 

@@ -22,6 +22,7 @@ from retailsim_core.training.validation import (
     eval_batches,
     masked_item_metrics,
     masked_item_ranks,
+    next_basket_metrics_of,
     popularity_scores,
 )
 
@@ -69,6 +70,28 @@ def test_masked_item_ranks_without_the_baseline_rank_the_model_alike(sets):
     assert set(alone) == {"row", "model"} and len(both["popularity"]) == len(both["model"]) > 0
     assert (alone["model"] == both["model"]).all() and (alone["row"] == both["row"]).all()
     assert (both["model"] >= 1).all() and (both["model"] <= valid.vocab.size).all()
+
+
+def test_validation_next_basket_figures_match_a_per_basket_reference(sets):
+    inputs, train_data, _, valid = sets
+    model = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    rows = np.arange(len(valid))
+    got = next_basket_metrics_of(model, valid, rows)
+    specials = {0, valid.vocab.eos}
+    recall, ndcg = [], []
+    for batch_rows, batch in eval_batches(valid, rows):
+        _, scores = model.next_basket(batch)
+        for i, row in enumerate(batch_rows):
+            basket = {int(t) for t in batch["tokens"][i]} - specials
+            top = scores[i].topk(20).indices.tolist()
+            n_true = len(basket) + int(valid.item_oov[row])
+            recall.append(len(basket & set(top)) / max(n_true, 1))
+            dcg = sum(1 / np.log2(j + 2) for j, t in enumerate(top[:10]) if t in basket)
+            ideal = sum(1 / np.log2(j + 2) for j in range(min(max(n_true, 1), 10)))
+            ndcg.append(dcg / ideal)
+    assert got["valid_next_R@20"] == pytest.approx(np.mean(recall), abs=1e-12)
+    assert got["valid_next_NDCG@10"] == pytest.approx(np.mean(ndcg), abs=1e-12)
+    assert 0 < got["valid_next_R@20"] < 1
 
 
 def test_interrupted_training_resumes_to_the_same_result(sets, tmp_path):
