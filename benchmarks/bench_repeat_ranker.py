@@ -17,7 +17,11 @@ only the ordering of the history is compared. Variants add what the model does n
   product's recent trend (``ranker_inputs.store_recent_features``);
 - ``+transition``: how often the product followed the products of the customer's last trips
   in other customers' consecutive trips (``ranker_inputs.transition_features``);
-- ``+all``: hierarchy, product, store and transition together;
+- ``+neighbours``: the product's TIFU-KNN and UP-CF@r scores for the customer, with the
+  settings the ``tuned_baselines`` asset chose on validation weeks
+  (``ranker_inputs.neighbour_features``);
+- ``+all``: hierarchy, product, store and transition together; ``+all+neighbours`` with the
+  neighbour scores too;
 - ``+model``: hierarchy and product plus the model's own score (a stack; the model trained on
   the training rows, so this variant's training rows see in-sample scores).
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import time
 from pathlib import Path
 
@@ -40,15 +45,18 @@ import torch
 
 from benchmarks.ranker_inputs import (
     LEVEL_FEATURES,
+    NEIGHBOUR_FEATURES,
     PRODUCT_FEATURES,
     STORE_FEATURES,
     TRANSITION_FEATURES,
     category_maps,
     level_arrays,
+    neighbour_features,
     product_stats,
     with_store_and_transition,
 )
 from retailsim_core.evaluation.metrics import ndcg_at, recall_at
+from retailsim_core.evaluation.neighbour_baselines import TifuConfig, UpcfConfig
 from retailsim_core.history_features import HISTORY_FEATURES, history_features
 from retailsim_core.pipeline.world_model_training import load_model, load_model_inputs
 from retailsim_core.settings import load_settings
@@ -63,7 +71,9 @@ VARIANTS = {
     "+product": ("product",),
     "+store": ("store",),
     "+transition": ("transition",),
+    "+neighbours": ("neighbours",),
     "+all": ("hierarchy", "product", "store", "transition"),
+    "+all+neighbours": ("hierarchy", "product", "store", "transition", "neighbours"),
     "+model": ("hierarchy", "product", "model"),
 }
 
@@ -125,6 +135,8 @@ def columns_of(variant: tuple[str, ...], frame: pl.DataFrame) -> list[str]:
         cols += list(STORE_FEATURES)
     if "transition" in variant:
         cols += list(TRANSITION_FEATURES)
+    if "neighbours" in variant:
+        cols += list(NEIGHBOUR_FEATURES)
     return cols + (["model"] if "model" in variant else [])
 
 
@@ -198,6 +210,9 @@ def main() -> None:
     usable = inputs.samples.filter(~pl.col("truncated"))
     trip_week = inputs.store.trips["week"].to_numpy()
     extra = any({"store", "transition"} & set(VARIANTS[v]) for v in args.variants)
+    neighbours = any("neighbours" in VARIANTS[v] for v in args.variants)
+    if neighbours:  # the settings the tuned_baselines asset chose on validation weeks
+        tuned = json.loads((warehouse.table_dir("tuned_baselines") / "tuning.json").read_text())
     rng = np.random.default_rng(args.seed)
     sets = {}
     for name, frame, first_week, n in (
@@ -221,6 +236,15 @@ def main() -> None:
         if extra:  # only the variants that read them pay for them
             rows = with_store_and_transition(
                 rows, data, chosen["week"].to_numpy(), trip_week, first_week
+            )
+        if neighbours:
+            first_day = inputs.store.trips.filter(pl.col("week") >= first_week)["shop_date"]
+            rows = neighbour_features(
+                rows,
+                data,
+                int(first_day.cast(pl.Int32).min()),
+                TifuConfig(**tuned["tifu"]),
+                UpcfConfig(**tuned["upcf"]),
             )
         sets[name] = rows, tops
         print(

@@ -1,20 +1,24 @@
 """Inputs the world model does not read, for the repeat-ranker benchmark (D74): the customer's
 purchases at category level, every customer's purchases of the product, what the basket's store
-sold in the weeks before and what tends to follow the customer's last trip.
+sold in the weeks before, what tends to follow the customer's last trip and what the customers
+most like the customer bought.
 
-For a basket of week W every function reads trips of weeks < W only (product statistics and
-transition counts: trips of weeks before the basket set's first week).
+For a basket of week W every function reads trips of weeks < W only (product statistics,
+transition counts and neighbour pools: trips before the basket set's first week).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from retailsim_core.evaluation import neighbour_baselines as nb
 from retailsim_core.evaluation.baselines import trip_matrix
+from retailsim_core.evaluation.tuning import tifu_scores, upcf_scores
 from retailsim_core.graph_edges import HIERARCHY_LEVELS
 from retailsim_core.history_features import TripArrays
 from retailsim_core.tokens import PAD
@@ -35,6 +39,7 @@ LEVEL_FEATURES = (
 PRODUCT_FEATURES = ("p_log_trips", "p_log_buyers", "p_repeat_share", "p_log_recent")
 STORE_FEATURES = ("s_log_recent", "s_share_recent", "s_log_last_week", "s_sold_recent", "g_trend")
 TRANSITION_FEATURES = ("t_lift_last", "t_lift_last_other", "t_lift_last3_other", "t_prob_other")
+NEIGHBOUR_FEATURES = ("n_tifu", "n_upcf")
 RECENT_WEEKS = 4  # the store's recent weeks
 TREND_WEEKS = 8  # the weeks before those, the product's level the trend is taken against
 _CHUNK = 2_000  # baskets per dense (B, V) block of transition scores
@@ -180,6 +185,38 @@ def with_store_and_transition(
     counts = transition_counts(trip_matrix(data), trip_week, data.trip_customer, before_week)
     columns |= transition_features(*counts, ctx.start, ctx.end, row, token)
     return rows.with_columns(pl.Series(name, values) for name, values in columns.items())
+
+
+def neighbour_features(
+    rows: pl.DataFrame,  # row (basket), token, ...: sorted by row
+    data,  # the baskets' TrainingSet
+    before_day: int,  # first day of the basket set's first week
+    tifu: nb.TifuConfig,
+    upcf: nb.UpcfConfig,
+    chunk: int = 4_096,
+) -> pl.DataFrame:
+    """``rows`` with the ``NEIGHBOUR_FEATURES`` columns: each (basket, history product)'s TIFU-KNN
+    and UP-CF@r scores, the evaluation's own scorers (own history before the basket's week,
+    neighbour pools of every customer's trips before ``before_day``)."""
+    trips = trip_matrix(data)
+    tasks = SimpleNamespace(data=data, trips=trips)  # all the two scorers read of EvalTasks
+    tifu_pool, upcf_pool = (
+        nb.tifu_pool(data, trips, before_day),
+        nb.upcf_pool(data, trips, before_day),
+    )
+    no_popularity = np.zeros(data.vocab.size)  # it only breaks ties among unbought products
+    row, token = rows["row"].to_numpy(), rows["token"].to_numpy().astype(np.int64)
+    out = {name: np.zeros(len(row)) for name in NEIGHBOUR_FEATURES}
+    for lo in range(0, len(data), chunk):
+        hi = min(lo + chunk, len(data))
+        at = slice(*np.searchsorted(row, [lo, hi]))
+        baskets = np.arange(lo, hi)
+        for name, scores in (
+            ("n_tifu", tifu_scores(tasks, tifu_pool, tifu, baskets)),
+            ("n_upcf", upcf_scores(tasks, upcf_pool, no_popularity, upcf, baskets)),
+        ):
+            out[name][at] = scores.numpy()[row[at] - lo, token[at]]
+    return rows.with_columns(pl.Series(name, values) for name, values in out.items())
 
 
 def level_arrays(arrays: TripArrays, category: np.ndarray) -> TripArrays:
