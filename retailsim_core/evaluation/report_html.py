@@ -36,6 +36,9 @@ CONDITIONAL = (
     "oracle",
 )  # told the basket's mission
 CEILINGS = ("oracle", "oracle (no mission)")
+# The bar set for real LGSR data (issue #17): the honest world model on the headline test-week
+# slice (weeks 96-104). Judged where no planted truth is known, i.e. on real data.
+REAL_DATA_TARGETS = {"R@20": 0.43, "NDCG@10": 0.35}
 HEADLINE = (
     "R@20",
     "NDCG@10",
@@ -82,7 +85,8 @@ def headline_slice(metrics: dict) -> str:
 def verdict(metrics: dict, bounds: dict | None = None, slice_name: str = "all") -> list[str]:
     """The acceptance questions answered from the numbers, whatever they are: the honest world
     model against every honest baseline (with the 95% interval of the difference when known),
-    the conditional row against its own baseline, and the share of the honest ceiling."""
+    the conditional row against its own baseline, the share of the honest ceiling, and on real
+    data (no planted truth) the ``REAL_DATA_TARGETS`` on the headline slice, met or not."""
     nb = metrics["next_basket"].get(slice_name, {})
     diffs = (bounds or {}).get("next_basket", {}).get(slice_name, {})
     lines = []
@@ -117,6 +121,15 @@ def verdict(metrics: dict, bounds: dict | None = None, slice_name: str = "all") 
             f"[{slice_name}] world model reaches {share:.1%} of the honest ceiling's R@20 "
             f"(oracle without the mission: {nb['oracle (no mission)']['R@20']:.4f})."
         )
+    real_data = "world_model" in nb and not any(m in nb for m in CEILINGS)
+    if real_data and slice_name == headline_slice(metrics):
+        for k, bar in REAL_DATA_TARGETS.items():
+            value = nb["world_model"][k]
+            met = "met" if value >= bar else f"NOT MET, short by {bar - value:.4f}"
+            lines.append(
+                f"[{slice_name}] real-data target {k} >= {bar:.2f}: world_model {value:.4f} "
+                f"({met})."
+            )
     return lines
 
 
