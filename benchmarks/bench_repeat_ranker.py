@@ -57,6 +57,7 @@ from benchmarks.ranker_inputs import (
 )
 from retailsim_core.evaluation.metrics import ndcg_at, recall_at
 from retailsim_core.evaluation.neighbour_baselines import TifuConfig, UpcfConfig
+from retailsim_core.evaluation.tasks import first_day_of_week
 from retailsim_core.history_features import HISTORY_FEATURES, history_features
 from retailsim_core.pipeline.world_model_training import load_model, load_model_inputs
 from retailsim_core.settings import load_settings
@@ -238,11 +239,10 @@ def main() -> None:
                 rows, data, chosen["week"].to_numpy(), trip_week, first_week
             )
         if neighbours:
-            first_day = inputs.store.trips.filter(pl.col("week") >= first_week)["shop_date"]
             rows = neighbour_features(
                 rows,
                 data,
-                int(first_day.cast(pl.Int32).min()),
+                first_day_of_week(inputs.store.trips, first_week),
                 TifuConfig(**tuned["tifu"]),
                 UpcfConfig(**tuned["upcf"]),
             )

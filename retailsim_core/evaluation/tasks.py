@@ -106,8 +106,8 @@ def load_tasks(
     cold = np.flatnonzero((split_col == "test") & samples["is_cold_start"].to_numpy())
     cold_start_rows = np.setdiff1d(cold, test_rows) if cfg.every_cold_start else cold[:0]
     trips = bl.trip_matrix(data)
-    valid_day = _first_day(inputs.store.trips, split.train_end + 1)
-    test_day = _first_day(inputs.store.trips, split.valid_end + 1)
+    valid_day = first_day_of_week(inputs.store.trips, split.train_end + 1)
+    test_day = first_day_of_week(inputs.store.trips, split.valid_end + 1)
     categories = product_categories(warehouse, vocab)
     return EvalTasks(
         model=model,
@@ -171,7 +171,9 @@ def _popularity(data: TrainingSet, trips, before_day: int) -> np.ndarray:
     return np.asarray(trips[data.trip_day < before_day].sum(0)).ravel()
 
 
-def _first_day(trips: pl.DataFrame, week: int) -> int:
+def first_day_of_week(trips: pl.DataFrame, week: int) -> int:
+    """The day of the first trip of week ``week`` or later (days since 1970-01-01; a large
+    sentinel when there is none): where a pool of trips "before the week" ends."""
     later = trips.filter(pl.col("week") >= week)
     return int(later["shop_date"].cast(pl.Int32).min()) if later.height else 10**9
 
