@@ -72,7 +72,7 @@ def main() -> None:
     ap.add_argument("--model", action="store_true", help="also the model group")
     args = ap.parse_args()
     from retailsim_core.calendar import week_key_of
-    from retailsim_core.raw_files import list_week_files
+    from retailsim_core.ingest.raw_files import list_week_files
 
     weeks = [f.week for f in list_week_files(Path(args.raw))]
     weeks_range = f"{week_key_of(min(weeks))}...{week_key_of(max(weeks))}"

@@ -58,9 +58,9 @@ def run(case: str, warehouse: Path, epochs: int) -> dict:
     if case == "default":
         import polars as pl
 
+        from retailsim_core.graph.product_embeddings import graph_inputs
         from retailsim_core.pipeline.graph_tables import load_graph
-        from retailsim_core.product_embeddings import graph_inputs
-        from retailsim_core.warehouse import Warehouse
+        from retailsim_core.storage.warehouse import Warehouse
 
         wh = Warehouse(warehouse)
         graph = load_graph(wh)

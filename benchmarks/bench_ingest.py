@@ -17,9 +17,9 @@ from pathlib import Path
 
 from retailsim_core.calendar import N_WEEKS
 from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.synth import preset
 from retailsim_core.synth.writer import generate
-from retailsim_core.warehouse import Warehouse
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ def run_stage(stage: str, root: Path) -> dict:
     from retailsim_core.pipeline.price_weeks import derive_price_weeks
     from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
     from retailsim_core.split import TemporalSplit
-    from retailsim_core.warehouse import Warehouse
+    from retailsim_core.storage.warehouse import Warehouse
 
     wh = Warehouse(root)
     weeks = range(1, 118)

@@ -55,16 +55,17 @@ from benchmarks.ranker_inputs import (
     product_stats,
     with_store_and_transition,
 )
-from retailsim_core.evaluation.metrics import ndcg_at, recall_at
-from retailsim_core.evaluation.neighbour_baselines import TifuConfig, UpcfConfig
+from retailsim_core.baselines.neighbour_baselines import TifuConfig, UpcfConfig
 from retailsim_core.evaluation.tasks import first_day_of_week
-from retailsim_core.history_features import HISTORY_FEATURES, history_features
-from retailsim_core.pipeline.world_model_training import load_model, load_model_inputs
+from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.settings import load_settings
-from retailsim_core.tensors import TensorConfig
-from retailsim_core.tokens import PAD
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.training.checkpoint import load_model
+from retailsim_core.training.metrics import ndcg_at, recall_at
 from retailsim_core.training.validation import eval_batches
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.training_data.history_features import HISTORY_FEATURES, history_features
+from retailsim_core.training_data.tensors import TensorConfig
+from retailsim_core.training_data.tokens import PAD
 
 VARIANTS = {
     "features": (),
@@ -101,7 +102,7 @@ def basket_rows(model, data, levels, stats) -> tuple[pl.DataFrame, pl.DataFrame]
             "label": np.take_along_axis(truth, products, 1)[keep],
             "model": np.take_along_axis(scores, products, 1)[keep],
         }
-        cols |= dict(zip(HISTORY_FEATURES, values[keep].T))
+        cols |= dict(zip(HISTORY_FEATURES, values[keep].T, strict=True))
         ctx = data.basket_context
         sub = dataclasses.replace(
             ctx, **{f.name: getattr(ctx, f.name)[rows] for f in dataclasses.fields(ctx)}
@@ -115,7 +116,7 @@ def basket_rows(model, data, levels, stats) -> tuple[pl.DataFrame, pl.DataFrame]
             keys_p = row_of * span + levels[level][cols["token"]]
             found = cat_values[have][order][np.searchsorted(keys_c[order], keys_p)][:, level_idx]
             cols |= {f"{level}:{f}": found[:, i] for i, f in enumerate(LEVEL_FEATURES)}
-        cols |= dict(zip(PRODUCT_FEATURES, stats[cols["token"]].T))
+        cols |= dict(zip(PRODUCT_FEATURES, stats[cols["token"]].T, strict=True))
         parts.append(pl.DataFrame(cols))
         top = np.argsort(-scores, axis=1, kind="stable")[:, :20]
         n_true = data.item_counts[rows] + data.item_oov[rows]
@@ -265,7 +266,9 @@ def main() -> None:
             pl.Series("ranker", ranker.predict(rows.select(columns).to_numpy()))
         )
         recall, ndcg = swapped_metrics(scored, tops, "ranker")
-        gain = sorted(zip(ranker.feature_importance("gain"), columns), reverse=True)[:5]
+        gain = sorted(zip(ranker.feature_importance("gain"), columns, strict=True), reverse=True)[
+            :5
+        ]
         print(
             f"LambdaRank {variant} ({len(columns)} features): R@20 {recall:.4f}, NDCG@10 "
             f"{ndcg:.4f}; top gain: {', '.join(c for _, c in gain)} "

@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.protocol import evaluate
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.baseline_fitting import fit_baselines
+from retailsim_core.pipeline.evaluation_run import evaluate
 from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.settings import load_settings
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.training.train_config import TrainConfig
-from retailsim_core.warehouse import Warehouse
 
 METRICS = (("next_basket", "R@20"), ("next_basket", "NDCG@10"), ("masked_item", "Hit@10"))
 

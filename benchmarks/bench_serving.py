@@ -24,10 +24,10 @@ import numpy as np
 
 from retailsim_core.calendar import monday_of
 from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
-from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE
-from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, scoring_graph_for
+from retailsim_core.serving.onnx_scoring import scoring_graph_for
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import ONNX_TABLE, SAMPLES_TABLE
 from retailsim_core.training.checkpoint import verified_id
-from retailsim_core.warehouse import Warehouse
 
 
 def contexts(warehouse: Warehouse, first_date: str, n: int, seed: int) -> list[dict]:
@@ -49,7 +49,7 @@ def contexts(warehouse: Warehouse, first_date: str, n: int, seed: int) -> list[d
             "date": (monday_of(w) + dt.timedelta(days=int(d))).isoformat(),
             "hour": int(h),
         }
-        for (c, s, w), d, h in zip(trips.iter_rows(), days, hours)
+        for (c, s, w), d, h in zip(trips.iter_rows(), days, hours, strict=True)
     ]
 
 
@@ -132,7 +132,7 @@ def main() -> None:
     checkpoint_id = verified_id(warehouse.table_dir("trained_checkpoint"))
     if (
         "onnx" in args.modes
-        and scoring_graph_for(warehouse.table_dir(GRAPH_TABLE), checkpoint_id) is None
+        and scoring_graph_for(warehouse.table_dir(ONNX_TABLE), checkpoint_id) is None
     ):
         print("exporting the ONNX scoring graph ...", flush=True)
         export_checkpoint_graph(warehouse)

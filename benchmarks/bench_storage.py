@@ -14,9 +14,9 @@ import argparse
 import zlib
 from pathlib import Path
 
-from retailsim_core.raw_files import list_week_files
+from retailsim_core.ingest.raw_files import list_week_files
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import TABLES
-from retailsim_core.warehouse import Warehouse
 
 TARGET_RATIO = 10.0
 

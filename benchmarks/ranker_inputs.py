@@ -16,13 +16,13 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from retailsim_core.evaluation import neighbour_baselines as nb
-from retailsim_core.evaluation.baselines import trip_matrix
+from retailsim_core.baselines import neighbour_baselines as nb
+from retailsim_core.baselines.counting import trip_matrix
 from retailsim_core.evaluation.tuning import tifu_scores, upcf_scores
-from retailsim_core.graph_edges import HIERARCHY_LEVELS
-from retailsim_core.history_features import TripArrays
-from retailsim_core.tokens import PAD
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.graph.graph_edges import HIERARCHY_LEVELS
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.training_data.history_features import TripArrays
+from retailsim_core.training_data.tokens import PAD
 
 LEVELS = ("prod_code_40", "prod_code_30")  # sub-commodity, commodity
 LEVEL_FEATURES = (
@@ -59,7 +59,7 @@ def _counter(*codes: np.ndarray):
 
     def key(*cols):
         out = np.zeros(len(cols[0]), dtype=np.int64)
-        for col, span in zip(cols, spans):
+        for col, span in zip(cols, spans, strict=True):
             # out of range (a week before the first) never matches a real key
             out = out * span + np.where((col >= 0) & (col < span - 1), col, span - 1)
         return out

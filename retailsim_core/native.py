@@ -82,6 +82,7 @@ def load(
     except (OSError, subprocess.CalledProcessError) as err:
         detail = getattr(err, "stderr", b"") or b""
         warnings.warn(
-            f"{source.name} unavailable, using the reference path: {err} {detail.decode()[:500]}"
+            f"{source.name} unavailable, using the reference path: {err} {detail.decode()[:500]}",
+            stacklevel=2,
         )
         return None

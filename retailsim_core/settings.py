@@ -127,7 +127,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _split_is_ordered(self) -> Settings:
-        self.split  # raises on train_end >= valid_end
+        _ = self.split  # raises on train_end >= valid_end
         return self
 
     @property

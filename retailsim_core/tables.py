@@ -1,8 +1,10 @@
-"""The table registry: every warehouse table with its schema, partitioning and the asset that
-writes it — one place to look a table up (``docs/architecture.md`` points here). Tables the
-world model writes as files (checkpoint, report, ONNX graph) have no Parquet schema.
+"""The table registry: every warehouse table's name, schema, partitioning and the asset that
+writes it — the one place a table name is defined (``docs/architecture.md`` points here). Tables
+the world model writes as files (checkpoint, report, ONNX graph) have no Parquet schema.
 
-A test materializes the tiny world and checks each Parquet table against its entry here.
+It imports schemas only, from the domain modules that own them, so any pipeline step, asset or
+service can import a name from here without pulling the pipeline in. A test materializes the tiny
+world and checks each Parquet table against its entry here.
 """
 
 from __future__ import annotations
@@ -11,30 +13,37 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from retailsim_core.brands import PSEUDO_BRANDS_SCHEMA
-from retailsim_core.customer_features import AFFINITY_SCHEMA
-from retailsim_core.evaluation.report import REPORT_TABLE
-from retailsim_core.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
-from retailsim_core.graph_edges import EDGES_SCHEMA, NODES_SCHEMA
-from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.baseline_fitting import BASELINES_TABLE
-from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE
-from retailsim_core.pipeline.feature_weeks import (
-    BRANDS_TABLE,
-    PRICE_FEATURES_TABLE,
-    STORE_FEATURES_TABLE,
-)
-from retailsim_core.pipeline.graph_tables import GRAPH_EDGES_TABLE, GRAPH_NODES_TABLE, GRAPH_TABLE
-from retailsim_core.pipeline.ingest_weeks import QUARANTINE_TABLE, RAW_TABLE
-from retailsim_core.pipeline.price_weeks import PRICES_TABLE
-from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSION_SCHEMA, MISSIONS_TABLE
-from retailsim_core.pipeline.training_data_weeks import METADATA_TABLE, SAMPLES_TABLE, TRIPS_TABLE
-from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE
+from retailsim_core.customers.customer_features import AFFINITY_SCHEMA, MISSION_SCHEMA
+from retailsim_core.features.brands import PSEUDO_BRANDS_SCHEMA
+from retailsim_core.features.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
+from retailsim_core.graph.graph_edges import EDGES_SCHEMA, NODES_SCHEMA
+from retailsim_core.graph.product_embeddings import ID_MAP_SCHEMA
+from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
-from retailsim_core.product_embeddings import ID_MAP_SCHEMA
-from retailsim_core.sample_buckets import METADATA_SCHEMA, SAMPLES_SCHEMA
-from retailsim_core.serving.onnx_scoring import GRAPH_TABLE as ONNX_TABLE
-from retailsim_core.trips import TRIPS_SCHEMA
+from retailsim_core.training_data.sample_buckets import METADATA_SCHEMA, SAMPLES_SCHEMA
+from retailsim_core.training_data.trips import TRIPS_SCHEMA
+
+# Folder names under the warehouse root; each is also the name of the asset that writes it,
+# except the product graph's two tables, written by the asset ``product_graph``.
+RAW_TABLE = "raw_transactions"
+QUARANTINE_TABLE = "raw_transactions_quarantine"
+PRICES_TABLE = "derived_prices"
+PRODUCT_GRAPH_TABLE = "product_graph"  # the asset; its two tables below
+GRAPH_NODES_TABLE = f"{PRODUCT_GRAPH_TABLE}/nodes"
+GRAPH_EDGES_TABLE = f"{PRODUCT_GRAPH_TABLE}/edges"
+AFFINITY_TABLE = "customer_store_affinity"
+MISSIONS_TABLE = "mission_patterns"
+BRANDS_TABLE = "pseudo_brands"
+PRICE_FEATURES_TABLE = "price_features"
+STORE_FEATURES_TABLE = "store_features"
+EMBEDDINGS_TABLE = "graphsage_embeddings"
+METADATA_TABLE = "temporal_metadata"
+TRIPS_TABLE = "customer_trips"
+SAMPLES_TABLE = "bucketed_samples"
+CHECKPOINT_TABLE = "trained_checkpoint"
+BASELINES_TABLE = "tuned_baselines"
+REPORT_TABLE = "evaluation_report"
+ONNX_TABLE = "onnx_scoring_graph"
 
 
 @dataclass(frozen=True)
@@ -54,8 +63,8 @@ TABLES = _tables(
     Table(RAW_TABLE, RAW_TABLE, True, RAW_TRANSACTIONS_SCHEMA, "a validated LGSR line"),
     Table(QUARANTINE_TABLE, QUARANTINE_TABLE, True, QUARANTINE_SCHEMA, "a rejected line and why"),
     Table(PRICES_TABLE, PRICES_TABLE, True, DERIVED_PRICES_SCHEMA, "a product x store x week"),
-    Table(GRAPH_NODES_TABLE, GRAPH_TABLE, False, NODES_SCHEMA, "a product or category node"),
-    Table(GRAPH_EDGES_TABLE, GRAPH_TABLE, False, EDGES_SCHEMA, "a graph edge"),
+    Table(GRAPH_NODES_TABLE, PRODUCT_GRAPH_TABLE, False, NODES_SCHEMA, "a product or category"),
+    Table(GRAPH_EDGES_TABLE, PRODUCT_GRAPH_TABLE, False, EDGES_SCHEMA, "a graph edge"),
     Table(AFFINITY_TABLE, AFFINITY_TABLE, True, AFFINITY_SCHEMA, "a customer as of week W"),
     Table(MISSIONS_TABLE, MISSIONS_TABLE, True, MISSION_SCHEMA, "a customer as of week W"),
     Table(BRANDS_TABLE, BRANDS_TABLE, False, PSEUDO_BRANDS_SCHEMA, "a product's pseudo-brand"),

@@ -5,12 +5,19 @@ import json
 import dagster as dg
 
 from retailsim_core.calendar import week_key_of
-from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
-from retailsim_core.pipeline.ingest_weeks import QUARANTINE_TABLE, RAW_TABLE
-from retailsim_core.pipeline.price_weeks import PRICES_TABLE
-from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE
-from retailsim_core.pipeline.training_data_weeks import METADATA_TABLE, SAMPLES_TABLE, TRIPS_TABLE
-from retailsim_core.raw_files import list_week_files, unseen
+from retailsim_core.ingest.raw_files import list_week_files, unseen
+from retailsim_core.tables import (
+    AFFINITY_TABLE,
+    METADATA_TABLE,
+    MISSIONS_TABLE,
+    PRICE_FEATURES_TABLE,
+    PRICES_TABLE,
+    QUARANTINE_TABLE,
+    RAW_TABLE,
+    SAMPLES_TABLE,
+    STORE_FEATURES_TABLE,
+    TRIPS_TABLE,
+)
 from retailsim_dagster.resources import RawSourceResource
 
 # Every weekly asset, from ingestion to features: what a new week of data refreshes.

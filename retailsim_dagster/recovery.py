@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from retailsim_core.io import process_alive
+from retailsim_core.storage.io import process_alive
 
 LIVE_STATUSES = (
     dg.DagsterRunStatus.STARTED,

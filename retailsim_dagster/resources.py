@@ -12,12 +12,12 @@ from pathlib import Path
 import dagster as dg
 
 from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.graph_edges import GraphConfig
+from retailsim_core.graph.graph_edges import GraphConfig
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.settings import Settings, SettingsError, check_environment, load_settings
 from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.training.train_config import TrainConfig
-from retailsim_core.warehouse import Warehouse
 
 
 class RawSourceResource(dg.ConfigurableResource):

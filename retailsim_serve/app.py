@@ -174,10 +174,10 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """The app over the warehouse of ``RETAILSIM_WAREHOUSE_DIR`` (uvicorn's factory)."""
-    from retailsim_core.evaluation.report import REPORT_TABLE
-    from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE
+    from retailsim_core.pipeline.serving_inputs import load_service
     from retailsim_core.settings import check_environment
-    from retailsim_core.warehouse import Warehouse
+    from retailsim_core.storage.warehouse import Warehouse
+    from retailsim_core.tables import CHECKPOINT_TABLE, REPORT_TABLE
 
     environment = check_environment()
     settings = ServeSettings.from_settings(environment)
@@ -185,7 +185,7 @@ def app_from_environment() -> FastAPI:
     checkpoint = warehouse.table_dir(CHECKPOINT_TABLE)
 
     def load() -> WorldModelService:
-        return WorldModelService.load(
+        return load_service(
             warehouse, checkpoint, warehouse.table_dir(REPORT_TABLE), onnx=settings.onnx
         )
 

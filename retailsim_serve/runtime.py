@@ -133,7 +133,7 @@ class MicroBatcher:
                 for _, _, future in items:
                     future.set_exception(err)
                 continue
-            for (_, k, future), result in zip(items, results):
+            for (_, k, future), result in zip(items, results, strict=True):
                 future.set_result(
                     {
                         "products": result["products"][:k],

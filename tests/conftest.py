@@ -14,9 +14,9 @@ from retailsim_core.pipeline.ingest_weeks import ingest_weeks
 from retailsim_core.pipeline.price_weeks import derive_price_weeks
 from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
 from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.synth import preset
 from retailsim_core.synth.writer import generate
-from retailsim_core.warehouse import Warehouse
 
 TINY_WEEKS = range(1, 15)
 
@@ -42,11 +42,11 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
     import polars as pl
     import torch
 
+    from retailsim_core.graph.product_embeddings import Embeddings
     from retailsim_core.models.graphsage import GraphSAGEConfig
     from retailsim_core.pipeline.embeddings import all_products, write_embeddings
     from retailsim_core.pipeline.feature_weeks import price_feature_weeks, store_feature_weeks
     from retailsim_core.pipeline.training_data_weeks import training_data_weeks
-    from retailsim_core.product_embeddings import Embeddings
 
     wh = Warehouse(tmp_path_factory.mktemp("tiny_wh") / "wh")
     weeks = range(1, 15)
@@ -74,7 +74,8 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
 def tiny_checkpoint(tiny_warehouse):
     """A tiny-preset world model trained on the tiny warehouse (seconds)."""
     from retailsim_core.models.world_model import WorldModelConfig
-    from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
+    from retailsim_core.pipeline.world_model_training import train_world_model
+    from retailsim_core.tables import CHECKPOINT_TABLE
     from retailsim_core.training.train_config import TrainConfig
 
     wh = tiny_warehouse["warehouse"]

@@ -7,7 +7,7 @@ import polars as pl
 import torch
 
 from retailsim_core.models.world_model import AUX_HEADS, WorldModel
-from retailsim_core.tensors import TrainingSet
+from retailsim_core.training_data.tensors import TrainingSet
 
 
 def aux_calibration(
@@ -21,7 +21,7 @@ def aux_calibration(
         for i in range(0, len(rows), chunk):
             batch = data[rows[i : i + chunk]]
             out, _ = model.next_basket(batch)
-            for name, (col, n) in AUX_HEADS.items():
+            for name, (col, _) in AUX_HEADS.items():
                 probs[name].append(out.aux_logits[name].softmax(-1))
                 labels[name].append(batch["t6"][:, col] - 1)
     rows_out = []

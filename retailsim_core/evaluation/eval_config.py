@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from retailsim_core.evaluation.neighbour_baselines import TifuConfig, UpcfConfig
-from retailsim_core.evaluation.sequential import SequentialConfig
+from retailsim_core.baselines.neighbour_baselines import TifuConfig, UpcfConfig
+from retailsim_core.baselines.sequential import SequentialConfig
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
-from retailsim_core.simulation import jacobian_rows
-from retailsim_core.substitution import log_rate_ratio, pair_effects, weighted_mean
+from retailsim_core.graph.substitution import log_rate_ratio, pair_effects, weighted_mean
+from retailsim_core.simulation.simulate import jacobian_rows
 
 MIN_PROMO_STORE_WEEKS = 5
 

@@ -18,12 +18,12 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.lgsr import MISSION_FOCI
+from retailsim_core.ingest.lgsr import MISSION_FOCI
 from retailsim_core.synth.baskets import HOUR_PROBS, HOURS
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
 from retailsim_core.synth.oracle import WeekDemand, purchase_probabilities, week_demand
 from retailsim_core.synth.world import load_world
-from retailsim_core.tokens import PAD, ProductVocab
+from retailsim_core.training_data.tokens import PAD, ProductVocab
 
 
 def _planted_context(truth_dir: Path, samples: pl.DataFrame) -> pl.DataFrame:
@@ -57,7 +57,7 @@ def _planted_context(truth_dir: Path, samples: pl.DataFrame) -> pl.DataFrame:
 
 
 def _tokens_of(world, vocab: ProductVocab) -> np.ndarray:
-    lookup = dict(zip(vocab.products, range(1, vocab.n_products + 1)))
+    lookup = dict(zip(vocab.products, range(1, vocab.n_products + 1), strict=True))
     return np.array(
         [lookup.get(code, PAD) for code in world.catalogue.product_code]
     )  # catalogue -> token

@@ -16,9 +16,9 @@ import polars as pl
 import torch
 from scipy.stats import spearmanr
 
-from retailsim_core.lgsr import PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES
+from retailsim_core.ingest.lgsr import PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES
 from retailsim_core.models.world_model import WorldModel
-from retailsim_core.simulation import (
+from retailsim_core.simulation.simulate import (
     elasticities,
     expected_basket_size,
     expected_units,
@@ -27,7 +27,7 @@ from retailsim_core.simulation import (
     price_book,
 )
 from retailsim_core.synth.world import load_world
-from retailsim_core.tensors import TrainingSet
+from retailsim_core.training_data.tensors import TrainingSet
 
 MIN_CONTEXTS = 20
 

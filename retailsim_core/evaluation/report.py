@@ -12,9 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from retailsim_core.evaluation.report_html import render_report
-from retailsim_core.io import atomic_write_parquet, atomic_write_text
-
-REPORT_TABLE = "evaluation_report"
+from retailsim_core.storage.io import atomic_write_parquet, atomic_write_text
 
 LONG_METRICS_SCHEMA = pl.Schema(
     {

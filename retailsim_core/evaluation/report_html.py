@@ -175,7 +175,7 @@ def _reliability(calibration: pl.DataFrame) -> str:
     ):
         pts = " ".join(
             f"{20 + 160 * c:.1f},{180 - 160 * a:.1f}"
-            for c, a in zip(part["confidence"], part["accuracy"])
+            for c, a in zip(part["confidence"], part["accuracy"], strict=True)
         )
         svgs.append(
             f"<svg xmlns='http://www.w3.org/2000/svg' width='200' height='210'>"

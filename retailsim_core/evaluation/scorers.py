@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from retailsim_core.evaluation import baselines as bl
+from retailsim_core.baselines import counting as bl
 from retailsim_core.evaluation.oracle_scorers import honest_oracle_scorer, oracle_scorer
 from retailsim_core.evaluation.tasks import EvalTasks
 from retailsim_core.models.losses import shown_products
 from retailsim_core.models.world_model import WorldModel
-from retailsim_core.tokens import PAD
+from retailsim_core.training_data.tokens import PAD
 
 Scorer = Callable[[np.ndarray, dict], torch.Tensor]  # (rows, batch) -> (S, V)
 MaskedScorer = Callable[[np.ndarray, dict, np.ndarray, np.ndarray], torch.Tensor]  # -> (M, V)

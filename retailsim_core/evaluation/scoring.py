@@ -14,13 +14,13 @@ import numpy as np
 import torch
 
 from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.metrics import next_basket_metrics, truth_matrix
 from retailsim_core.evaluation.scorers import CONDITIONAL, MaskedScorer, Scorer
 from retailsim_core.models.losses import shown_products
-from retailsim_core.tensors import TrainingSet
-from retailsim_core.tokens import PAD
 from retailsim_core.training.corruption import evaluation_mask
+from retailsim_core.training.metrics import next_basket_metrics, truth_matrix
 from retailsim_core.training.validation import shuffled
+from retailsim_core.training_data.tensors import TrainingSet
+from retailsim_core.training_data.tokens import PAD
 
 
 def masked_ranks(

@@ -7,10 +7,10 @@ import polars as pl
 
 from retailsim_core.evaluation.bootstrap import interval, resample_weights
 from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.metrics import masked_item_summary, summarise
 from retailsim_core.evaluation.scoring import MethodResults
-from retailsim_core.lgsr import STORE_FORMAT_CODES
-from retailsim_core.tensors import TrainingSet
+from retailsim_core.ingest.lgsr import STORE_FORMAT_CODES
+from retailsim_core.training.metrics import masked_item_summary, summarise
+from retailsim_core.training_data.tensors import TrainingSet
 
 
 def slices(

@@ -50,7 +50,8 @@ def scatter(xs, ys, xlabel: str, ylabel: str, size: int = 260) -> str:
         return size - 30 - (size - 40) * (v - lo_y) / ((hi_y - lo_y) or 1)
 
     dots = "".join(
-        f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3' fill='#4f43dd'/>" for x, y in zip(xs, ys)
+        f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3' fill='#4f43dd'/>"
+        for x, y in zip(xs, ys, strict=True)
     )
     return (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{size}' height='{size}'>{dots}"
@@ -75,7 +76,7 @@ def size_bars(real: list[int], simulated: list[int], width: int = 560) -> str:
         f"height='{120 * a / top:.1f}' fill='#4f43dd'/><rect x='{30 + i * step + step / 2:.1f}' "
         f"y='{150 - 120 * b / top:.1f}' width='{step / 2 - 1:.1f}' height='{120 * b / top:.1f}' "
         "fill='#b8b2f2'/>"
-        for i, (a, b) in enumerate(zip(r, q))
+        for i, (a, b) in enumerate(zip(r, q, strict=True))
     )
     return (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='175' role='img'>"

@@ -9,28 +9,19 @@ scored once. Subsamples are seeded.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 import torch
 
-from retailsim_core.evaluation import baselines as bl
+from retailsim_core.baselines import counting as bl
 from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.metrics import next_basket_metrics, truth_matrix
 from retailsim_core.models.world_model import WorldModel
-from retailsim_core.pipeline.embeddings import product_categories
-from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE
-from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE
-from retailsim_core.pipeline.world_model_training import (
-    CHECKPOINT_TABLE,
-    load_model,
-    load_model_inputs,
-)
 from retailsim_core.split import TemporalSplit
-from retailsim_core.tensors import TensorConfig, TrainingSet
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.training.metrics import next_basket_metrics, truth_matrix
+from retailsim_core.training_data.model_inputs import ModelInputs
+from retailsim_core.training_data.tensors import TensorConfig, TrainingSet
 
 
 @dataclass(frozen=True)
@@ -73,29 +64,19 @@ class EvalTasks:
         return float(m["R@20"].mean())
 
 
-def load_tasks(
-    warehouse: Warehouse,
+def build_tasks(
+    inputs: ModelInputs,
     split: TemporalSplit,
     cfg: EvalConfig,
-    checkpoint: Path | None = None,
-    *,
-    with_model: bool = True,
+    mean_prices: np.ndarray,
+    model: WorldModel | None = None,
+    config: dict | None = None,
 ) -> EvalTasks:
-    """``with_model=False``: the baselines' view (no checkpoint read; the tensors' defaults, which
-    no baseline depends on: they read whole histories and whole baskets)."""
-    model, config = None, {}
-    if with_model:
-        model, vocab, config = load_model(checkpoint or warehouse.table_dir(CHECKPOINT_TABLE))
-    # Validation and test weeks only: their rows are all it scores, and the price and shelf
-    # tables of the training weeks were most of its memory on real data (20 GB at 3M rows).
-    inputs = load_model_inputs(
-        warehouse, [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.train_end]
-    )
-    if with_model and inputs.vocab != vocab:
-        raise ValueError(
-            "the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain"
-        )
-    vocab = inputs.vocab
+    """The tasks of the validation and test weeks' ``inputs`` (loaded by the pipeline);
+    ``mean_prices``: (V,) mean week price of each token (the revenue of a predicted basket).
+    Without ``model``: the baselines' view (the tensors' defaults, which no baseline depends on:
+    they read whole histories and whole baskets)."""
+    config = config or {}
     samples = inputs.samples.filter(pl.col("split") != "train")
     data = inputs.training_set(samples, TensorConfig(**config.get("tensors", {})))
     split_col = samples["split"].to_numpy()
@@ -108,7 +89,7 @@ def load_tasks(
     trips = bl.trip_matrix(data)
     valid_day = first_day_of_week(inputs.store.trips, split.train_end + 1)
     test_day = first_day_of_week(inputs.store.trips, split.valid_end + 1)
-    categories = product_categories(warehouse, vocab)
+    categories = inputs.categories
     return EvalTasks(
         model=model,
         config=config,
@@ -125,9 +106,7 @@ def load_tasks(
             "test": _popularity(data, trips, test_day),
         },
         categories=categories,
-        context=basket_context(
-            data, samples, inputs.store, trips, categories, _mean_prices(warehouse, vocab)
-        ),
+        context=basket_context(data, samples, inputs.store, trips, categories, mean_prices),
     )
 
 
@@ -176,18 +155,3 @@ def first_day_of_week(trips: pl.DataFrame, week: int) -> int:
     sentinel when there is none): where a pool of trips "before the week" ends."""
     later = trips.filter(pl.col("week") >= week)
     return int(later["shop_date"].cast(pl.Int32).min()) if later.height else 10**9
-
-
-def _mean_prices(warehouse: Warehouse, vocab) -> np.ndarray:
-    """Mean week price of each token over every price-features row (for the revenue of a
-    predicted basket)."""
-    prices = (
-        warehouse.scan(PRICE_FEATURES_TABLE)
-        .group_by("product_id")
-        .agg(pl.col("actual_price").mean())
-        .collect()
-    )
-    tokens = vocab.frame().join(prices, on="product_id", how="left")
-    out = np.zeros(vocab.size)
-    out[tokens["token"].to_numpy()] = tokens["actual_price"].fill_null(0.0).to_numpy()
-    return out

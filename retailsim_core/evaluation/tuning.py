@@ -13,21 +13,21 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from retailsim_core.evaluation import baselines as bl
-from retailsim_core.evaluation import neighbour_baselines as nb
-from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.metrics import masked_item_summary
-from retailsim_core.evaluation.scoring import masked_ranks
-from retailsim_core.evaluation.sequential import (
+from retailsim_core.baselines import counting as bl
+from retailsim_core.baselines import neighbour_baselines as nb
+from retailsim_core.baselines.sequential import (
     SequentialRecommender,
     fit_sequential,
     sequential_scores,
 )
+from retailsim_core.evaluation.eval_config import EvalConfig
+from retailsim_core.evaluation.scoring import masked_ranks
 from retailsim_core.evaluation.tasks import EvalTasks
-from retailsim_core.tensors import TrainingSet
-from retailsim_core.tokens import PAD
 from retailsim_core.training.corruption import evaluation_mask
+from retailsim_core.training.metrics import masked_item_summary
 from retailsim_core.training.validation import shuffled
+from retailsim_core.training_data.tensors import TrainingSet
+from retailsim_core.training_data.tokens import PAD
 
 
 @dataclass(frozen=True)

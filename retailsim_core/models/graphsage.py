@@ -31,7 +31,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from retailsim_core.determinism import deterministic_kernels
+from retailsim_core.models.determinism import deterministic_kernels
 
 RELATIONS = ("copurchase", "substitution", "hierarchy")
 

@@ -23,10 +23,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from retailsim_core.history_features import FOCUS_COLUMNS, HISTORY_FEATURES, TYPE_COLUMNS
 from retailsim_core.models.weight_cache import WeightCache
-from retailsim_core.shelf import SHELF_FEATURES
-from retailsim_core.tokens import PAD
+from retailsim_core.training_data.history_features import (
+    FOCUS_COLUMNS,
+    HISTORY_FEATURES,
+    TYPE_COLUMNS,
+)
+from retailsim_core.training_data.shelf import SHELF_FEATURES
+from retailsim_core.training_data.tokens import PAD
 
 RESPONSE_SHELF_FEATURES = ("log_relative_price", "discount_depth", "available")
 _RESPONSE_COLUMNS = [SHELF_FEATURES.index(name) for name in RESPONSE_SHELF_FEATURES]

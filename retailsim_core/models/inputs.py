@@ -14,7 +14,7 @@ import polars as pl
 import torch
 import torch.nn as nn
 
-from retailsim_core.tokens import PAD, ProductVocab
+from retailsim_core.training_data.tokens import PAD, ProductVocab
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ class ContextFusion(nn.Module):
 
 def vocab_rows_of(vocab: ProductVocab, products: list[str]) -> np.ndarray:
     """Tokens of the given product ids (for end-to-end vocabulary checks)."""
-    lookup = dict(zip(vocab.products, range(1, vocab.n_products + 1)))
+    lookup = dict(zip(vocab.products, range(1, vocab.n_products + 1), strict=True))
     return np.array([lookup[p] for p in products])
 
 

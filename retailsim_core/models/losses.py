@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from retailsim_core.models.world_model import AUX_HEADS, ModelOutput, WorldModel
-from retailsim_core.tokens import PAD, mask_token
+from retailsim_core.training_data.tokens import PAD, mask_token
 
 
 @dataclass(frozen=True)

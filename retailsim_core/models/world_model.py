@@ -37,8 +37,13 @@ from retailsim_core.models.heads import (
 from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
 from retailsim_core.models.weight_cache import WeightCache
-from retailsim_core.tensors import BASKET_TYPES, MISSIONS, PRICE_SENSITIVITY_CODES, SIZES
-from retailsim_core.tokens import MAX_ITEMS, PAD, eos_token, mask_token
+from retailsim_core.training_data.tensors import (
+    BASKET_TYPES,
+    MISSIONS,
+    PRICE_SENSITIVITY_CODES,
+    SIZES,
+)
+from retailsim_core.training_data.tokens import MAX_ITEMS, PAD, eos_token, mask_token
 
 # Auxiliary heads: name -> (column of the T6 codes, number of classes). Codes are 1-based, 0
 # missing; LGSR's "XX" (unknown, always the last code) is no class: those rows carry no loss.

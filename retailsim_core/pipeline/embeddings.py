@@ -15,22 +15,18 @@ import hashlib
 import json
 from dataclasses import asdict
 
-import numpy as np
 import polars as pl
 import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from retailsim_core.evaluation.svg_charts import loss_curve_svg
-from retailsim_core.io import atomic_write_bytes, atomic_write_text
-from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.graph.product_embeddings import Embeddings
+from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.models.graphsage import GraphSAGEConfig
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
-from retailsim_core.product_embeddings import Embeddings
-from retailsim_core.tokens import ProductVocab
-from retailsim_core.warehouse import CorruptPartitionError, Warehouse
-
-EMBEDDINGS_TABLE = "graphsage_embeddings"
+from retailsim_core.storage.io import atomic_write_bytes, atomic_write_text
+from retailsim_core.storage.warehouse import CorruptPartitionError, Warehouse
+from retailsim_core.tables import EMBEDDINGS_TABLE, RAW_TABLE
 
 
 def all_products(warehouse: Warehouse, max_week: int | None = None) -> pl.DataFrame:
@@ -78,16 +74,3 @@ def load_embeddings(warehouse: Warehouse) -> tuple[torch.Tensor, pl.DataFrame]:
             f"its manifest (the file is damaged); re-materialize {EMBEDDINGS_TABLE}"
         )
     return st_load(data)["embeddings"], id_map
-
-
-def product_categories(warehouse: Warehouse, vocab: ProductVocab) -> np.ndarray:
-    """(V,) category code (1-based, from PROD_CODE_10) of every token; 0 for special tokens."""
-    _, id_map = load_embeddings(warehouse)
-    codes = vocab.frame().join(
-        id_map.select("product_id", "prod_code_10"), on="product_id", how="left"
-    )
-    out = np.zeros(vocab.size, dtype=np.int64)
-    out[codes["token"].to_numpy()] = (
-        codes["prod_code_10"].cast(pl.Categorical).to_physical().to_numpy() + 1
-    )
-    return out

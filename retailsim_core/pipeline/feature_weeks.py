@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable
 
 import polars as pl
 
-from retailsim_core.brands import BrandConfig, product_price_stats, pseudo_brands
-from retailsim_core.feature_tables import (
+from retailsim_core.features.brands import BrandConfig, product_price_stats, pseudo_brands
+from retailsim_core.features.feature_tables import (
     PRICE_FEATURES_SCHEMA,
     PRICE_STATE_SCHEMA,
     STORE_FEATURES_SCHEMA,
@@ -17,16 +17,17 @@ from retailsim_core.feature_tables import (
     price_features,
     store_features,
 )
-from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.graph_tables import load_graph
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
-from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA, PRICES_TABLE
+from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA
 from retailsim_core.split import TemporalSplit
-from retailsim_core.warehouse import Warehouse
-
-BRANDS_TABLE = "pseudo_brands"
-PRICE_FEATURES_TABLE = "price_features"
-STORE_FEATURES_TABLE = "store_features"
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import (
+    PRICE_FEATURES_TABLE,
+    PRICES_TABLE,
+    RAW_TABLE,
+    STORE_FEATURES_TABLE,
+)
 
 
 def build_pseudo_brands(

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from retailsim_core.graph_edges import (
+from retailsim_core.graph.graph_edges import (
     EDGES_SCHEMA,
     HIERARCHY_LEVELS,
     NODES_SCHEMA,
@@ -19,17 +19,13 @@ from retailsim_core.graph_edges import (
     node_table,
     substitution_edges,
 )
-from retailsim_core.graph_frames import ProductGraph
-from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
-from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA, PRICES_TABLE, promotion_cells
+from retailsim_core.graph.graph_frames import ProductGraph
+from retailsim_core.graph.substitution import promotion_holdout, switching_edges
+from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA, promotion_cells
 from retailsim_core.split import TemporalSplit
-from retailsim_core.substitution import promotion_holdout, switching_edges
-from retailsim_core.warehouse import Warehouse
-
-GRAPH_TABLE = "product_graph"  # the asset; its two tables below
-GRAPH_NODES_TABLE = f"{GRAPH_TABLE}/nodes"
-GRAPH_EDGES_TABLE = f"{GRAPH_TABLE}/edges"
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import GRAPH_EDGES_TABLE, GRAPH_NODES_TABLE, PRICES_TABLE, RAW_TABLE
 
 
 def build_product_graph(

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import polars as pl
 
-from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.warehouse import Warehouse
-from retailsim_core.week_file import (
+from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.ingest.week_file import (
     IngestResult,
     LGSRFileError,
     check_raw_folder,
@@ -19,9 +18,9 @@ from retailsim_core.week_file import (
     find_week_file,
     ingest_week,
 )
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import QUARANTINE_TABLE, RAW_TABLE
 
-RAW_TABLE = "raw_transactions"
-QUARANTINE_TABLE = "raw_transactions_quarantine"
 WEEKS_IN_FLIGHT = 2
 
 INGEST_REPORT_SCHEMA = pl.Schema(

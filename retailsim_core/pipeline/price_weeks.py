@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
+from retailsim_core.graph.substitution import PROMOTION_CELLS_SCHEMA
+from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.prices import (
     DERIVED_PRICES_SCHEMA,
     VALIDATION_FLAGS,
@@ -27,10 +27,9 @@ from retailsim_core.prices import (
 )
 from retailsim_core.prices.cells import advance, restore
 from retailsim_core.prices.state import CellState
-from retailsim_core.substitution import PROMOTION_CELLS_SCHEMA
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
 
-PRICES_TABLE = "derived_prices"
 # D67: zstd at level 1 writes as fast as LZ4 and a third smaller (D49 had measured zstd at its
 # default level 3, ~45% slower).
 PRICES_COMPRESSION, PRICES_COMPRESSION_LEVEL = "zstd", 1

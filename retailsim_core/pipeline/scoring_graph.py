@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, load_model
-from retailsim_core.serving.context import ServingData, served_weeks
-from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, write_scoring_graph
-from retailsim_core.tensors import TensorConfig
-from retailsim_core.training.checkpoint import published_id
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.pipeline.serving_inputs import checkpoint_weeks, load_serving_data
+from retailsim_core.serving.onnx_scoring import write_scoring_graph
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import CHECKPOINT_TABLE, ONNX_TABLE
+from retailsim_core.training.checkpoint import load_model, published_id
+from retailsim_core.training_data.tensors import TensorConfig
 
 EXAMPLE_CONTEXTS = 16
 
@@ -21,7 +21,7 @@ def export_checkpoint_graph(warehouse: Warehouse, checkpoint: Path | None = None
     checkpoint_id = published_id(checkpoint, CHECKPOINT_TABLE)
     model, _, config = load_model(checkpoint)
     tensor_cfg = TensorConfig(**config["tensors"])
-    data = ServingData.load(warehouse, served_weeks(warehouse, config)[:1], tensor_cfg)
+    data, _ = load_serving_data(warehouse, checkpoint_weeks(warehouse, config)[:1], tensor_cfg)
     contexts = data.sample_contexts(EXAMPLE_CONTEXTS, seed=0)
     batch = data.batch(contexts, history_width=tensor_cfg.max_history_trips)
-    return write_scoring_graph(warehouse.table_dir(GRAPH_TABLE), model, batch, checkpoint_id)
+    return write_scoring_graph(warehouse.table_dir(ONNX_TABLE), model, batch, checkpoint_id)

@@ -11,14 +11,16 @@ from collections.abc import Callable, Iterable
 
 import polars as pl
 
-from retailsim_core.customer_features import AFFINITY_SCHEMA, affinity_snapshot, mission_snapshot
-from retailsim_core.customer_state import CustomerState, advance, visits
-from retailsim_core.lgsr import MISSION_FOCI, MISSION_TYPES, RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
-from retailsim_core.warehouse import Warehouse
-
-AFFINITY_TABLE = "customer_store_affinity"
-MISSIONS_TABLE = "mission_patterns"
+from retailsim_core.customers.customer_features import (
+    AFFINITY_SCHEMA,
+    MISSION_SCHEMA,
+    affinity_snapshot,
+    mission_snapshot,
+)
+from retailsim_core.customers.customer_state import CustomerState, advance, visits
+from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import AFFINITY_TABLE, MISSIONS_TABLE, RAW_TABLE
 
 
 def _week_visits(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:
@@ -69,23 +71,3 @@ def snapshot_weeks(
             "mean_consistency": pl.Float64,
         },
     )
-
-
-MISSION_SCHEMA = pl.Schema(
-    {
-        "customer_id": pl.String,
-        "week": pl.Int16,
-        "mission_type_dist": pl.Struct({t: pl.Float64 for t in MISSION_TYPES}),
-        "dominant_mission_type": pl.String,
-        "mission_type_entropy": pl.Float64,
-        "mission_focus_dist": pl.Struct({f: pl.Float64 for f in MISSION_FOCI}),
-        "dominant_focus": pl.String,
-        "focus_entropy": pl.Float64,
-        "mean_price_sensitivity": pl.Float64,
-        "sensitivity_volatility": pl.Float64,
-        "mean_basket_size": pl.Float64,
-        "basket_size_variance": pl.Float64,
-        "mission_consistency": pl.Float64,
-        "n_trips": pl.Int32,
-    }
-)

@@ -11,9 +11,11 @@ from collections.abc import Callable, Iterable
 
 import polars as pl
 
-from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
-from retailsim_core.sample_buckets import (
+from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import METADATA_TABLE, RAW_TABLE, SAMPLES_TABLE, TRIPS_TABLE
+from retailsim_core.training_data.sample_buckets import (
     METADATA_SCHEMA,
     SAMPLES_SCHEMA,
     HistoryState,
@@ -21,13 +23,7 @@ from retailsim_core.sample_buckets import (
     samples_from_metadata,
     week_metadata,
 )
-from retailsim_core.split import TemporalSplit
-from retailsim_core.trips import RAW_TRIP_COLUMNS, TRIPS_SCHEMA, TripStore, trips_of
-from retailsim_core.warehouse import Warehouse
-
-METADATA_TABLE = "temporal_metadata"
-TRIPS_TABLE = "customer_trips"
-SAMPLES_TABLE = "bucketed_samples"
+from retailsim_core.training_data.trips import RAW_TRIP_COLUMNS, TRIPS_SCHEMA, TripStore, trips_of
 
 
 def _raw(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:

@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.synth.writer import FINGERPRINT_FILE
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.tables import RAW_TABLE
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,12 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.io import atomic_write_parquet
 from retailsim_core.models.inputs import (
     copurchase_token_pairs,
     graphsage_rows,
@@ -29,56 +27,32 @@ from retailsim_core.models.inputs import (
 )
 from retailsim_core.models.world_model import WorldModel, WorldModelConfig, parameter_count
 from retailsim_core.pipeline.embeddings import load_embeddings
-from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
 from retailsim_core.pipeline.graph_tables import load_graph
-from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA, PRICES_TABLE
-from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE
-from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE, build_trip_store
-from retailsim_core.sample_buckets import SAMPLES_SCHEMA
-from retailsim_core.shelf import ShelfPrices
+from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA
+from retailsim_core.pipeline.training_data_weeks import build_trip_store
 from retailsim_core.split import TemporalSplit
-from retailsim_core.tensors import PRICE_COLUMNS, TensorConfig, TrainingSet
-from retailsim_core.tokens import ProductVocab
+from retailsim_core.storage.io import atomic_write_parquet
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import (
+    AFFINITY_TABLE,
+    CHECKPOINT_TABLE,
+    MISSIONS_TABLE,
+    PRICE_FEATURES_TABLE,
+    PRICES_TABLE,
+    SAMPLES_TABLE,
+    STORE_FEATURES_TABLE,
+)
 from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
 from retailsim_core.training.loop import train
 from retailsim_core.training.model_setup import build_model, fit_feature_scaling
 from retailsim_core.training.train_config import TrainConfig, phase_schedule
 from retailsim_core.training.validation import popularity_scores
-from retailsim_core.trips import TripStore
-from retailsim_core.warehouse import Warehouse
-
-CHECKPOINT_TABLE = "trained_checkpoint"
-
-
-@dataclass
-class ModelInputs:
-    """Everything a TrainingSet needs, loaded once from the warehouse."""
-
-    vocab: ProductVocab
-    product_table: torch.Tensor  # (V, G) GraphSAGE rows in token order
-    store: TripStore
-    samples: pl.DataFrame
-    tables: dict[str, pl.DataFrame]
-    shelf: ShelfPrices
-    substitutes: torch.Tensor  # (2, E) substitution edges of the product graph, as tokens
-    copurchase: tuple[torch.Tensor, torch.Tensor]  # (2, E) co-purchase edges as tokens, (E,) lifts
-
-    def training_set(
-        self, samples: pl.DataFrame, cfg: TensorConfig = TensorConfig()
-    ) -> TrainingSet:
-        t = self.tables
-        return TrainingSet(
-            samples,
-            self.store,
-            self.vocab,
-            t[AFFINITY_TABLE],
-            t[MISSIONS_TABLE],
-            t[PRICE_FEATURES_TABLE],
-            t[STORE_FEATURES_TABLE],
-            cfg,
-            self.shelf,
-        )
+from retailsim_core.training_data.model_inputs import ModelInputs
+from retailsim_core.training_data.sample_buckets import SAMPLES_SCHEMA
+from retailsim_core.training_data.shelf import ShelfPrices
+from retailsim_core.training_data.tensors import PRICE_COLUMNS, TensorConfig
+from retailsim_core.training_data.tokens import ProductVocab
 
 
 def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) -> ModelInputs:
@@ -99,22 +73,21 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
     )
     prices, shelf = _prices_and_shelf(warehouse, weeks, cells, vocab)
     key_weeks = pl.col("week").is_in(weeks)
-    tables = {
-        AFFINITY_TABLE: warehouse.scan(AFFINITY_TABLE, weeks).filter(key_weeks).collect(),
-        MISSIONS_TABLE: warehouse.scan(MISSIONS_TABLE, weeks).filter(key_weeks).collect(),
-        PRICE_FEATURES_TABLE: prices,
-        STORE_FEATURES_TABLE: warehouse.scan(STORE_FEATURES_TABLE, weeks).collect(),
-    }
     edges = load_graph(warehouse).edges
     return ModelInputs(
-        vocab,
-        graphsage_rows(vocab, vectors, id_map),
-        store,
-        samples,
-        tables,
-        shelf,
-        substitute_token_pairs(edges, vocab),
-        copurchase_token_pairs(edges, vocab),
+        vocab=vocab,
+        id_map=id_map,
+        product_table=graphsage_rows(vocab, vectors, id_map),
+        store=store,
+        samples=samples,
+        affinity=warehouse.scan(AFFINITY_TABLE, weeks).filter(key_weeks).collect(),
+        missions=warehouse.scan(MISSIONS_TABLE, weeks).filter(key_weeks).collect(),
+        price_features=prices,
+        store_features=warehouse.scan(STORE_FEATURES_TABLE, weeks).collect(),
+        shelf=shelf,
+        edges=edges,
+        substitutes=substitute_token_pairs(edges, vocab),
+        copurchase=copurchase_token_pairs(edges, vocab),
     )
 
 
@@ -273,26 +246,3 @@ def write_checkpoint(
     )
     atomic_write_parquet(vocab.frame(), folder / "vocabulary.parquet")
     ckpt.write_manifest(folder)
-
-
-def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
-    """Rebuild a trained model from safetensors + JSON only (never unpickling)."""
-    config = ckpt.read_json(folder / "config.json")
-    weights = ckpt.load_tensors(folder / "model.safetensors")
-    cfg = WorldModelConfig(**config["model"])
-    model = WorldModel(
-        cfg,
-        torch.zeros_like(weights["products.products.weight"]),
-        config["n_t1_numeric"],
-        torch.zeros_like(weights["price_response.substitute_edges"]),
-        (
-            torch.zeros_like(weights["copurchase.edges"]),
-            torch.zeros_like(weights["copurchase.log_lift"]),
-        ),
-    )
-    model.load_state_dict(weights)
-    model.train(False)
-    vocab = ProductVocab(
-        tuple(pl.read_parquet(folder / "vocabulary.parquet").sort("token")["product_id"].to_list())
-    )
-    return model, vocab, config

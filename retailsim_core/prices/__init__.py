@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
+from retailsim_core.ingest.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
 
 BASE_WINDOW = 4  # design §2.2.2 step 2: base price = max over weeks w-3..w
 IMPUTATION_METHODS = (

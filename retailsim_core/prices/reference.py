@@ -102,7 +102,7 @@ def waterfall(cells: pl.LazyFrame, observed: pl.LazyFrame, own: pl.LazyFrame) ->
     )
     levels = [pl.col("observed_price"), pl.col("l2"), pl.col("l3"), pl.col("l4")]
     method = pl.when(levels[0].is_not_null()).then(pl.lit(IMPUTATION_METHODS[0]))
-    for level, name in zip(levels[1:], IMPUTATION_METHODS[1:]):
+    for level, name in zip(levels[1:], IMPUTATION_METHODS[1:], strict=True):
         method = method.when(level.is_not_null()).then(pl.lit(name))
     return (
         cells.join(
@@ -157,7 +157,10 @@ def validation(priced: pl.LazyFrame, week: int, cfg: PriceConfig) -> pl.LazyFram
     }
     broken = [cond.fill_null(False) for cond in rules.values()]
     flags = pl.sum_horizontal(
-        [b.cast(pl.UInt8) * VALIDATION_FLAG_BITS[name] for name, b in zip(rules, broken)]
+        [
+            b.cast(pl.UInt8) * VALIDATION_FLAG_BITS[name]
+            for name, b in zip(rules, broken, strict=True)
+        ]
     )
     base_quality = (
         pl.when(pl.col("imputation_method") == "observed")

@@ -19,7 +19,7 @@ from retailsim_core.prices import (
     cell_codes,
     zone_of,
 )
-from retailsim_core.slots import Growable, KeyIndex
+from retailsim_core.prices.slots import Growable, KeyIndex
 
 IDENTITY = pl.Schema(
     {"product_id": pl.String, "store_id": pl.String, "store_region": REGION, "store_format": FORMAT}

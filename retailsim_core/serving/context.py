@@ -1,5 +1,6 @@
 """Model inputs for trips that have not happened: a customer (or a new one) walking into a store
-on a date at an hour. Everything is loaded once (``ServingData.load``); ``ServingData.batch``
+on a date at an hour. Everything is built once from what the pipeline loaded
+(``ServingData.build``; ``pipeline/serving_inputs.py`` reads the warehouse); ``ServingData.batch``
 then builds a batch for any number of contexts with vectorised lookups only.
 
 The inputs are the honest protocol of the evaluation (decision D52): the customer's trips
@@ -21,7 +22,13 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.batch_inputs import (
+from retailsim_core.calendar import FIRST_MONDAY
+from retailsim_core.ingest.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
+from retailsim_core.settings import load_settings
+from retailsim_core.tables import (
+    SAMPLES_TABLE,
+)
+from retailsim_core.training_data.batch_inputs import (
     TripIndex,
     calendar_inputs,
     codes,
@@ -31,18 +38,11 @@ from retailsim_core.batch_inputs import (
     history_inputs,
     store_inputs,
 )
-from retailsim_core.calendar import FIRST_MONDAY
-from retailsim_core.history_features import BasketContext
-from retailsim_core.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
-from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
-from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE
-from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE
-from retailsim_core.pipeline.world_model_training import load_model_inputs
-from retailsim_core.settings import load_settings
-from retailsim_core.shelf import ShelfPrices
-from retailsim_core.tensors import PRICE_COLUMNS, TensorConfig
-from retailsim_core.tokens import ProductVocab
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.training_data.history_features import BasketContext
+from retailsim_core.training_data.model_inputs import ModelInputs
+from retailsim_core.training_data.shelf import ShelfPrices
+from retailsim_core.training_data.tensors import PRICE_COLUMNS, TensorConfig
+from retailsim_core.training_data.tokens import ProductVocab
 
 CONTEXT_SCHEMA = pl.Schema(
     {
@@ -55,11 +55,11 @@ CONTEXT_SCHEMA = pl.Schema(
 WEEK_KEY = 1024  # customer rank * WEEK_KEY + week orders trips by (customer, week)
 
 
-def served_weeks(warehouse: Warehouse, checkpoint_config: dict) -> list[int]:
-    """The weeks a checkpoint serves: the warehouse's sample weeks after its validation weeks
-    (weeks it neither trained nor stopped on)."""
+def served_weeks(sample_weeks: list[int], checkpoint_config: dict) -> list[int]:
+    """The weeks a checkpoint serves: the warehouse's sample weeks (``sample_weeks``) after its
+    validation weeks (weeks it neither trained nor stopped on)."""
     split = checkpoint_config.get("split") or load_settings().split.__dict__
-    weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split["valid_end"]]
+    weeks = [w for w in sample_weeks if w > split["valid_end"]]
     if not weeks:
         raise FileNotFoundError(
             f"no {SAMPLES_TABLE} week after week {split['valid_end']} (the checkpoint's last "
@@ -93,8 +93,15 @@ class ServingData:
     price_features: pl.DataFrame  # product_id, store_id, week, PRICE_COLUMNS of served weeks
 
     @classmethod
-    def load(cls, warehouse: Warehouse, weeks: list[int], tensor_cfg: TensorConfig) -> ServingData:
-        inputs = load_model_inputs(warehouse, weeks)
+    def build(
+        cls,
+        inputs: ModelInputs,
+        prices: pl.DataFrame,
+        weeks: list[int],
+        tensor_cfg: TensorConfig,
+    ) -> ServingData:
+        """From the served weeks' model inputs and price features (product_id, store_id, week,
+        PRICE_COLUMNS of every cell of those weeks)."""
         trips = inputs.store.trips
         index = TripIndex.build(trips, inputs.vocab)
         customers = inputs.store.customers.with_row_index("rank").select(
@@ -109,29 +116,21 @@ class ServingData:
             .unique("store_id", keep="last")
             .sort("store_id")
         )
-        tables = inputs.tables
         keys = (
-            pl.concat(
-                [tables[t].select("customer_id", "week") for t in (AFFINITY_TABLE, MISSIONS_TABLE)]
-            )
+            pl.concat([t.select("customer_id", "week") for t in (inputs.affinity, inputs.missions)])
             .unique()
             .sort("customer_id", "week")
         )
-        values, _, _ = customer_inputs(keys, tables[AFFINITY_TABLE], tables[MISSIONS_TABLE])
+        values, _, _ = customer_inputs(keys, inputs.affinity, inputs.missions)
         store_weeks = stores.join(
             pl.DataFrame({"week": sorted(weeks)}, schema={"week": pl.Int16}), how="cross"
         ).with_row_index("store_row")
-        t5 = store_inputs(store_weeks, tables[STORE_FEATURES_TABLE])
+        t5 = store_inputs(store_weeks, inputs.store_features)
         store_weeks = store_weeks.select(
             "store_id",
             pl.col("week").cast(pl.Int64),
             pl.col("store_row").cast(pl.Int64),
             shelf_row=inputs.shelf.rows_of(store_weeks["store_id"], store_weeks["week"]),
-        )
-        prices = (
-            warehouse.scan(PRICE_FEATURES_TABLE, weeks)
-            .select("product_id", "store_id", "week", *PRICE_COLUMNS)
-            .collect()
         )
         return cls(
             vocab=inputs.vocab,
@@ -169,12 +168,22 @@ class ServingData:
         microseconds where a join of a few rows costs milliseconds of fixed overhead."""
         c, sw, sk = self.customers, self.store_weeks, self.snapshot_keys
         return {
-            "customer": dict(zip(c["customer_id"], zip(c["rank"], c["start"]))),
-            "store": dict(zip(self.stores["store_id"], self.stores["code"])),
-            "store_week": dict(
-                zip(zip(sw["store_id"], sw["week"]), zip(sw["store_row"], sw["shelf_row"]))
+            "customer": dict(
+                zip(c["customer_id"], zip(c["rank"], c["start"], strict=True), strict=True)
             ),
-            "snapshot": dict(zip(zip(sk["customer_id"], sk["week"]), sk["snapshot_row"])),
+            "store": dict(zip(self.stores["store_id"], self.stores["code"], strict=True)),
+            "store_week": dict(
+                zip(
+                    zip(sw["store_id"], sw["week"], strict=True),
+                    zip(sw["store_row"], sw["shelf_row"], strict=True),
+                    strict=True,
+                )
+            ),
+            "snapshot": dict(
+                zip(
+                    zip(sk["customer_id"], sk["week"], strict=True), sk["snapshot_row"], strict=True
+                )
+            ),
         }
 
     def resolve(self, contexts: pl.DataFrame) -> pl.DataFrame:
@@ -185,8 +194,8 @@ class ServingData:
         look = self.lookups
         none = (None, None)
         customers = [look["customer"].get(k, none) for k in c["customer_id"]]
-        keys = list(zip(c["customer_id"], c["week"]))
-        stores = list(zip(c["store_id"], c["week"]))
+        keys = list(zip(c["customer_id"], c["week"], strict=True))
+        stores = list(zip(c["store_id"], c["week"], strict=True))
         store_weeks = [look["store_week"].get(k, none) for k in stores]
         return c.with_columns(
             pl.Series("rank", [r for r, _ in customers], pl.Int64),
@@ -283,7 +292,7 @@ class ServingData:
 
     def price_book(self, store_ids: list[str], weeks: list[int]) -> torch.Tensor:
         """(B, V, P) T4 inputs of every product at each context's store and week."""
-        from retailsim_core.simulation import price_book
+        from retailsim_core.simulation.simulate import price_book
 
         return price_book(self.price_features, store_ids, weeks, self.vocab)
 

@@ -21,11 +21,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from retailsim_core.io import atomic_write
 from retailsim_core.models.world_model import WorldModel
+from retailsim_core.storage.io import atomic_write
 from retailsim_core.training.checkpoint import read_json, write_json
 
-GRAPH_TABLE = "onnx_scoring_graph"
 GRAPH_FILE = "scoring.onnx"
 PARITY_TOLERANCE = 1e-4  # max abs difference of log-probabilities from PyTorch
 
@@ -59,7 +58,7 @@ class _NextBasket(torch.nn.Module):
         self.model = model
 
     def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-        _, log_p = self.model.next_basket(dict(zip(ONNX_INPUTS, inputs)))
+        _, log_p = self.model.next_basket(dict(zip(ONNX_INPUTS, inputs, strict=True)))
         return log_p  # (B, V)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -19,16 +18,11 @@ import torch
 
 from retailsim_core.calendar import FIRST_MONDAY
 from retailsim_core.evaluation.scorers import world_model_scorer
-from retailsim_core.pipeline.embeddings import product_categories
-from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, load_model
-from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData, served_weeks
-from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, OnnxScorer, scoring_graph_for
+from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData
+from retailsim_core.serving.onnx_scoring import OnnxScorer
 from retailsim_core.settings import load_settings
-from retailsim_core.simulation import elasticities as price_elasticities
-from retailsim_core.simulation import expected_basket_size, generate
-from retailsim_core.tensors import TensorConfig
-from retailsim_core.training.checkpoint import published_id, read_json
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.simulation.simulate import elasticities as price_elasticities
+from retailsim_core.simulation.simulate import expected_basket_size, generate
 
 CHUNK = 128  # contexts scored together in a large batch
 
@@ -50,41 +44,30 @@ class Context:
 
 
 class WorldModelService:
-    def __init__(self, model, vocab, config: dict, data: ServingData, checkpoint_id: str):
+    """Built by the pipeline (``pipeline/serving_inputs.load_service``) from what it read: the
+    checkpoint's model, vocabulary and config, the served weeks' inputs, the token categories,
+    the ONNX scorer when asked for and available (``onnx_note`` says why not), and the
+    evaluation's headline metrics."""
+
+    def __init__(
+        self,
+        model,
+        vocab,
+        config: dict,
+        data: ServingData,
+        checkpoint_id: str,
+        categories: np.ndarray,
+        onnx: OnnxScorer | None = None,
+        onnx_note: str = "",
+        evaluation: dict | None = None,
+    ):
         self.model, self.vocab, self.config, self.data = model, vocab, config, data
         self.checkpoint_id = checkpoint_id
-        self.onnx: OnnxScorer | None = None
-        self.onnx_note = ""
+        self.onnx, self.onnx_note = onnx, onnx_note
         self._score = world_model_scorer(model)
         self._products = pl.DataFrame({"product_id": list(vocab.products)})
-        self.categories = np.zeros(vocab.size, dtype=np.int64)  # set by load
-        self.evaluation: dict = {}
-
-    @classmethod
-    def load(
-        cls, warehouse: Warehouse, checkpoint: Path, report: Path | None = None, onnx=False
-    ) -> WorldModelService:
-        """Model, inputs of the weeks after the checkpoint's validation weeks, and its
-        evaluation's headline metrics when ``report`` (the report folder) has them. ``onnx``:
-        score next baskets with the exported graph when it is this checkpoint's (else PyTorch,
-        said in ``info``)."""
-        checkpoint_id = published_id(checkpoint, CHECKPOINT_TABLE)
-        model, vocab, config = load_model(checkpoint)
-        weeks = served_weeks(warehouse, config)
-        data = ServingData.load(warehouse, weeks, TensorConfig(**config["tensors"]))
-        if data.vocab != vocab:
-            raise ValueError("the checkpoint's vocabulary differs from the warehouse's: retrain")
-        service = cls(model, vocab, config, data, checkpoint_id)
-        service.categories = product_categories(warehouse, vocab)
-        if onnx:
-            graph = scoring_graph_for(warehouse.table_dir(GRAPH_TABLE), checkpoint_id)
-            service.onnx = OnnxScorer(graph) if graph is not None else None
-            service.onnx_note = "" if graph else f"no {GRAPH_TABLE} of this checkpoint: PyTorch"
-        metrics = (report / "metrics.json") if report else None
-        if metrics is not None and metrics.exists():
-            nb = read_json(metrics).get("next_basket", {}).get("all", {})
-            service.evaluation = {m: nb[m] for m in ("world_model", "P-TopFreq") if m in nb}
-        return service
+        self.categories = categories  # (V,) category code of every token
+        self.evaluation = evaluation or {}
 
     # ---- checks -------------------------------------------------------------------------
     def check(self, contexts: list[Context], prefix: str = "requests[{i}].") -> None:

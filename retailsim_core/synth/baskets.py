@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retailsim_core.calendar import lgsr_weekday, monday_of
-from retailsim_core.lgsr import MISSION_FOCI, MISSION_TYPES
+from retailsim_core.ingest.lgsr import MISSION_FOCI, MISSION_TYPES
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
 from retailsim_core.synth.demand import (
     explore_distribution,

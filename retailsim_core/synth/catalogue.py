@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
+from retailsim_core.ingest.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
 from retailsim_core.synth.config import DIVISIONS, SynthConfig
 
 DIVISION_PRODUCT_SHARE = (0.35, 0.45, 0.20)

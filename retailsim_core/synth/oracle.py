@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retailsim_core.lgsr import MISSION_FOCI
+from retailsim_core.ingest.lgsr import MISSION_FOCI
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
 from retailsim_core.synth.demand import (
     explore_distribution,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retailsim_core.calendar import N_WEEKS
-from retailsim_core.lgsr import STORE_REGION_CODES
+from retailsim_core.ingest.lgsr import STORE_REGION_CODES
 from retailsim_core.synth.catalogue import FORMAT_PRICE_MULTIPLIER, Catalogue
 from retailsim_core.synth.config import SynthConfig
 

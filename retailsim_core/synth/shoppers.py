@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retailsim_core.lgsr import LIFESTAGE_CODES, MISSION_FOCI, MISSION_TYPES
+from retailsim_core.ingest.lgsr import LIFESTAGE_CODES, MISSION_FOCI, MISSION_TYPES
 from retailsim_core.synth.catalogue import FORMAT_SIZE_WEIGHT, Catalogue
 from retailsim_core.synth.config import PRICE_MODES, SynthConfig
 from retailsim_core.synth.sampling import rowwise_choice

@@ -16,8 +16,8 @@ import numpy as np
 import polars as pl
 
 from retailsim_core.calendar import N_WEEKS
-from retailsim_core.io import atomic_write_parquet, atomic_write_text
-from retailsim_core.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
+from retailsim_core.ingest.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
+from retailsim_core.storage.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.synth.catalogue import FORMAT_PRICE_MULTIPLIER, Catalogue, build_catalogue
 from retailsim_core.synth.config import DIVISIONS, BehaviourParams, SynthConfig
 from retailsim_core.synth.price_plan import N_REGIONS, PricePlan, build_price_plan

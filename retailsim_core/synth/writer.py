@@ -16,14 +16,7 @@ import numpy as np
 import polars as pl
 
 from retailsim_core.calendar import N_WEEKS, shop_week_of, week_file_stem
-from retailsim_core.io import (
-    atomic_write_bytes,
-    atomic_write_parquet,
-    atomic_write_text,
-    gzip_bytes,
-    sha256_of,
-)
-from retailsim_core.lgsr import (
+from retailsim_core.ingest.lgsr import (
     FULL_HEADER,
     LIFESTAGE_TO_SEG_2,
     MISSION_FOCI,
@@ -32,6 +25,13 @@ from retailsim_core.lgsr import (
     SAMPLE_HEADER,
     STORE_FORMAT_CODES,
     STORE_REGION_CODES,
+)
+from retailsim_core.storage.io import (
+    atomic_write_bytes,
+    atomic_write_parquet,
+    atomic_write_text,
+    gzip_bytes,
+    sha256_of,
 )
 from retailsim_core.synth.baskets import WeekBaskets, simulate_week
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES, SynthConfig
@@ -122,7 +122,7 @@ def to_sample_header(lines: pl.DataFrame) -> pl.DataFrame:
     return lines.with_columns(
         pl.col("CUST_PRICE_SENSITIVITY").replace_strict(PRICE_SENSITIVITY_TO_SEG_1, default=""),
         pl.col("CUST_LIFESTAGE").replace_strict(LIFESTAGE_TO_SEG_2, default=""),
-    ).rename(dict(zip(FULL_HEADER, SAMPLE_HEADER)))
+    ).rename(dict(zip(FULL_HEADER, SAMPLE_HEADER, strict=True)))
 
 
 def write_week_csv(lines: pl.DataFrame, path: Path, *, compress: bool) -> Path:

@@ -17,9 +17,9 @@ from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.settings import load_settings
 from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.training import distributed
 from retailsim_core.training.train_config import TrainConfig
-from retailsim_core.warehouse import Warehouse
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,10 +16,13 @@ import hashlib
 import json
 from pathlib import Path
 
+import polars as pl
 import torch
 from safetensors.torch import load_file, save_file
 
-from retailsim_core.io import atomic_write, atomic_write_text, sha256_of
+from retailsim_core.models.world_model import WorldModel, WorldModelConfig
+from retailsim_core.storage.io import atomic_write, atomic_write_text, sha256_of
+from retailsim_core.training_data.tokens import ProductVocab
 
 MANIFEST = "manifest.json"
 DELIVERABLES = ("model.safetensors", "config.json", "vocabulary.parquet")
@@ -97,3 +100,26 @@ def published_id(folder: Path, asset: str) -> str:
             f"materialize {asset}"
         )
     return checkpoint_id
+
+
+def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
+    """Rebuild a trained model from safetensors + JSON only (never unpickling)."""
+    config = read_json(folder / "config.json")
+    weights = load_tensors(folder / "model.safetensors")
+    cfg = WorldModelConfig(**config["model"])
+    model = WorldModel(
+        cfg,
+        torch.zeros_like(weights["products.products.weight"]),
+        config["n_t1_numeric"],
+        torch.zeros_like(weights["price_response.substitute_edges"]),
+        (
+            torch.zeros_like(weights["copurchase.edges"]),
+            torch.zeros_like(weights["copurchase.log_lift"]),
+        ),
+    )
+    model.load_state_dict(weights)
+    model.train(False)
+    vocab = ProductVocab(
+        tuple(pl.read_parquet(folder / "vocabulary.parquet").sort("token")["product_id"].to_list())
+    )
+    return model, vocab, config

@@ -24,10 +24,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from retailsim_core.determinism import deterministic_kernels
+from retailsim_core.models.determinism import deterministic_kernels
 from retailsim_core.models.losses import LossWeights, world_model_loss
 from retailsim_core.models.world_model import WorldModel
-from retailsim_core.tensors import LengthBucketSampler, TrainingSet
 from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
 from retailsim_core.training.corruption import basket_queries, corrupt, shuffle_items
@@ -43,6 +42,7 @@ from retailsim_core.training.validation import (
     next_basket_metrics_of,
 )
 from retailsim_core.training.weight_average import WeightAverage
+from retailsim_core.training_data.tensors import LengthBucketSampler, TrainingSet
 
 
 @dataclass

@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from retailsim_core.evaluation.metrics import ndcg_at, recall_at
 from retailsim_core.models.losses import shown_products
 from retailsim_core.models.world_model import WorldModel
-from retailsim_core.tensors import TrainingSet
-from retailsim_core.tokens import PAD
 from retailsim_core.training.corruption import evaluation_mask, shuffle_items
+from retailsim_core.training.metrics import ndcg_at, recall_at
+from retailsim_core.training_data.tensors import TrainingSet
+from retailsim_core.training_data.tokens import PAD
 
 
 def ranks_of(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -4,14 +4,9 @@ their range checks."""
 import dagster as dg
 import polars as pl
 
-from retailsim_core.customer_features import AFFINITY_SCHEMA
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
-from retailsim_core.pipeline.snapshot_weeks import (
-    AFFINITY_TABLE,
-    MISSION_SCHEMA,
-    MISSIONS_TABLE,
-    snapshot_weeks,
-)
+from retailsim_core.customers.customer_features import AFFINITY_SCHEMA, MISSION_SCHEMA
+from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
+from retailsim_core.tables import AFFINITY_TABLE, MISSIONS_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
 from retailsim_dagster.resources import WarehouseResource

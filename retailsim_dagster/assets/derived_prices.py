@@ -2,14 +2,13 @@
 
 import dagster as dg
 
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
 from retailsim_core.pipeline.price_weeks import (
     DERIVED_PRICES_SCHEMA,
-    PRICES_TABLE,
     derive_price_weeks,
     price_rule_report,
 )
 from retailsim_core.prices import VALIDATION_FLAGS, PriceConfig
+from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
 from retailsim_dagster.resources import WarehouseResource

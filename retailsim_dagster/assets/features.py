@@ -3,22 +3,26 @@
 import dagster as dg
 import polars as pl
 
-from retailsim_core.brands import PSEUDO_BRANDS_SCHEMA
-from retailsim_core.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
+from retailsim_core.features.brands import PSEUDO_BRANDS_SCHEMA
+from retailsim_core.features.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
+from retailsim_core.graph.product_embeddings import nearest_neighbours, train_embeddings
 from retailsim_core.models.graphsage import GraphSAGEConfig
-from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE, all_products, write_embeddings
+from retailsim_core.pipeline.embeddings import all_products, write_embeddings
 from retailsim_core.pipeline.feature_weeks import (
-    BRANDS_TABLE,
-    PRICE_FEATURES_TABLE,
-    STORE_FEATURES_TABLE,
     build_pseudo_brands,
     price_feature_weeks,
     store_feature_weeks,
 )
-from retailsim_core.pipeline.graph_tables import GRAPH_TABLE, load_graph
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
-from retailsim_core.pipeline.price_weeks import PRICES_TABLE
-from retailsim_core.product_embeddings import nearest_neighbours, train_embeddings
+from retailsim_core.pipeline.graph_tables import load_graph
+from retailsim_core.tables import (
+    BRANDS_TABLE,
+    EMBEDDINGS_TABLE,
+    PRICE_FEATURES_TABLE,
+    PRICES_TABLE,
+    PRODUCT_GRAPH_TABLE,
+    RAW_TABLE,
+    STORE_FEATURES_TABLE,
+)
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
@@ -27,7 +31,7 @@ from retailsim_dagster.resources import PipelineConfigResource, WarehouseResourc
 @dg.asset(
     group_name="features",
     kinds={"polars", "parquet"},
-    deps=[RAW_TABLE, PRICES_TABLE, GRAPH_TABLE],
+    deps=[RAW_TABLE, PRICES_TABLE, PRODUCT_GRAPH_TABLE],
     backfill_policy=dg.BackfillPolicy.single_run(),
     metadata={"dagster/column_schema": table_schema(PSEUDO_BRANDS_SCHEMA)},
     description="Pseudo-brand per product: sub-commodity x price tier x substitution cluster "
@@ -156,7 +160,7 @@ def store_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     group_name="features",
     kinds={"pytorch", "dgl", "safetensors"},
     pool=CPU_POOL,
-    deps=[GRAPH_TABLE, BRANDS_TABLE, RAW_TABLE],
+    deps=[PRODUCT_GRAPH_TABLE, BRANDS_TABLE, RAW_TABLE],
     backfill_policy=dg.BackfillPolicy.single_run(),
     description="256-d edge-type-aware GraphSAGE product embeddings, trained by link prediction "
     "(design §3.4); safetensors + Parquet id map.",

@@ -4,18 +4,27 @@
 import dagster as dg
 import polars as pl
 
-from retailsim_core.evaluation.protocol import REPORT_TABLE, evaluate
 from retailsim_core.evaluation.report_html import markdown_summary
 from retailsim_core.evaluation.svg_charts import loss_curve_svg
-from retailsim_core.io import atomic_write_text
-from retailsim_core.pipeline.baseline_fitting import BASELINES_TABLE, fit_baselines
-from retailsim_core.pipeline.embeddings import EMBEDDINGS_TABLE
-from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE
+from retailsim_core.pipeline.baseline_fitting import fit_baselines
+from retailsim_core.pipeline.evaluation_run import evaluate
 from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
-from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE
-from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE, TRIPS_TABLE
-from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
-from retailsim_core.serving.onnx_scoring import GRAPH_TABLE, PARITY_TOLERANCE
+from retailsim_core.pipeline.world_model_training import train_world_model
+from retailsim_core.serving.onnx_scoring import PARITY_TOLERANCE
+from retailsim_core.storage.io import atomic_write_text
+from retailsim_core.tables import (
+    AFFINITY_TABLE,
+    BASELINES_TABLE,
+    CHECKPOINT_TABLE,
+    EMBEDDINGS_TABLE,
+    MISSIONS_TABLE,
+    ONNX_TABLE,
+    PRICE_FEATURES_TABLE,
+    REPORT_TABLE,
+    SAMPLES_TABLE,
+    STORE_FEATURES_TABLE,
+    TRIPS_TABLE,
+)
 from retailsim_core.training.checkpoint import read_json
 from retailsim_dagster.metadata import markdown_table
 from retailsim_dagster.partitions import CPU_POOL
@@ -205,7 +214,7 @@ def onnx_scoring_graph(warehouse: WarehouseResource) -> dg.MaterializeResult:
     description="the exported graph scores a real serving batch within 1e-4 of PyTorch",
 )
 def onnx_matches_pytorch(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    folder = warehouse.warehouse.table_dir(GRAPH_TABLE)
+    folder = warehouse.warehouse.table_dir(ONNX_TABLE)
     difference = read_json(folder / "manifest.json")["max_abs_difference"]
     return dg.AssetCheckResult(
         passed=difference <= PARITY_TOLERANCE,

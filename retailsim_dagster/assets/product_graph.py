@@ -3,19 +3,11 @@
 import dagster as dg
 import polars as pl
 
-from retailsim_core.pipeline.graph_tables import (
-    GRAPH_TABLE,
-    build_product_graph,
-    load_graph,
-    write_graph,
-)
+from retailsim_core.graph.substitution import planted_recovery
+from retailsim_core.pipeline.graph_tables import build_product_graph, load_graph, write_graph
 from retailsim_core.pipeline.graph_tables import substitution_holdout as substitution_holdout_test
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
-from retailsim_core.pipeline.price_weeks import (
-    PRICES_TABLE,
-)
 from retailsim_core.pipeline.truth import bind_truth
-from retailsim_core.substitution import planted_recovery
+from retailsim_core.tables import PRICES_TABLE, PRODUCT_GRAPH_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table
 from retailsim_dagster.partitions import CPU_POOL
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
@@ -52,7 +44,7 @@ def product_graph(
 
 
 @dg.asset_check(
-    asset=GRAPH_TABLE,
+    asset=PRODUCT_GRAPH_TABLE,
     description="edges join nodes; substitutes share a sub-commodity; "
     "co-purchase edges meet the lift threshold",
 )
@@ -85,7 +77,7 @@ def product_graph_integrity(warehouse: WarehouseResource) -> dg.AssetCheckResult
 
 
 @dg.asset_check(
-    asset=GRAPH_TABLE,
+    asset=PRODUCT_GRAPH_TABLE,
     description="held-out promotion test of the substitution edges: in weeks after training, "
     "B's units fall when its substitute A is on promotion, more than for random "
     "same-sub-commodity pairs (95% interval); planted-pair recovery when the "

@@ -3,9 +3,10 @@
 import dagster as dg
 import polars as pl
 
-from retailsim_core.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.ingest_weeks import QUARANTINE_TABLE, RAW_TABLE, ingest_weeks
-from retailsim_core.week_file import expected_file_name
+from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.ingest.week_file import expected_file_name
+from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.tables import QUARANTINE_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import CPU_POOL, weekly_partitions, weeks_of
 from retailsim_dagster.resources import RawSourceResource, WarehouseResource

@@ -7,9 +7,9 @@ from retailsim_core.pipeline.ingest_weeks import ingest_weeks
 from retailsim_core.pipeline.price_weeks import derive_price_weeks
 from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
 from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.synth import preset
 from retailsim_core.synth.writer import generate
-from retailsim_core.warehouse import Warehouse
 
 
 @pytest.fixture(scope="session")

@@ -16,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from retailsim_core.lgsr import FULL_HEADER
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE, ingest_weeks
-from retailsim_core.warehouse import CorruptPartitionError, Warehouse
-from retailsim_core.week_file import LGSRFileError, ingest_week
+from retailsim_core.ingest.lgsr import FULL_HEADER
+from retailsim_core.ingest.week_file import LGSRFileError, ingest_week
+from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.storage.warehouse import CorruptPartitionError, Warehouse
+from retailsim_core.tables import RAW_TABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 WEEK = 1
@@ -80,13 +81,14 @@ def test_crash_mid_write_leaves_no_partial_partition(tiny_dataset, tmp_path, mon
     assert wh.data_file(RAW_TABLE, 1).read_bytes() == good
 
 
+@pytest.mark.slow
 def test_killed_run_leaves_readable_partitions_and_rerun_is_identical(tiny_dataset, tmp_path):
     wh_dir = tmp_path / "killed"
     code = (
         "import sys, time, polars as pl\n"
         "from pathlib import Path\n"
         "from retailsim_core.pipeline.ingest_weeks import ingest_weeks\n"
-        "from retailsim_core.warehouse import Warehouse\n"
+        "from retailsim_core.storage.warehouse import Warehouse\n"
         "orig = pl.DataFrame.write_parquet\n"
         "def slow(self, *a, **k):\n    time.sleep(0.05); return orig(self, *a, **k)\n"
         "pl.DataFrame.write_parquet = slow\n"

@@ -6,7 +6,7 @@ import shutil
 
 import dagster as dg
 
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_dagster.automation import new_week_file_sensor, weekly_refresh_schedule
 from retailsim_dagster.definitions import defs
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource

@@ -1,4 +1,5 @@
 import dagster as dg
+import pytest
 
 from retailsim_dagster.definitions import defs
 from retailsim_dagster.partitions import weekly_partitions
@@ -22,6 +23,7 @@ def test_weekly_partitions_are_the_117_lgsr_weeks():
     assert len(keys) == 117 and keys[0] == "2006-04-10" and keys[-1] == "2008-06-30"
 
 
+@pytest.mark.slow
 def test_dg_cli_loads_the_project():
     """`dg check defs` from the repo root, as documented."""
     import os

@@ -3,8 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_dagster.assets.raw_transactions import raw_transactions
 from retailsim_dagster.resources import RawSourceResource, WarehouseResource
 

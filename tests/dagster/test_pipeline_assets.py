@@ -5,9 +5,9 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from retailsim_core.graph_frames import to_dgl, to_networkx
+from retailsim_core.graph.graph_frames import to_dgl, to_networkx
 from retailsim_core.pipeline.graph_tables import load_graph
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_dagster.assets import (
     customer_snapshots,
     derived_prices,
@@ -145,11 +145,13 @@ def test_graph_loaders(default_pipeline_graph):
 
 import pytest  # noqa: E402
 
+pytestmark = pytest.mark.slow  # materializes the pipeline
+
 
 @pytest.fixture()
 def default_pipeline_graph(tiny_dataset, tmp_path):
     """A small real graph: the tiny dataset's first 14 weeks through ingest, prices and graph."""
-    from retailsim_core.graph_edges import GraphConfig
+    from retailsim_core.graph.graph_edges import GraphConfig
     from retailsim_core.pipeline.graph_tables import build_product_graph, write_graph
     from retailsim_core.pipeline.ingest_weeks import ingest_weeks
     from retailsim_core.pipeline.price_weeks import derive_price_weeks

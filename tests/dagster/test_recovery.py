@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from retailsim_dagster.recovery import sweep_dead_runs
 
@@ -59,6 +60,7 @@ def _home(tmp_path, monkeypatch) -> Path:
     return home
 
 
+@pytest.mark.slow
 def test_a_killed_run_is_marked_failed_and_its_pool_slot_freed(tmp_path, monkeypatch):
     home = _home(tmp_path, monkeypatch)
     proc = _run(home, 120)

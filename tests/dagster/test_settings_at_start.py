@@ -3,7 +3,7 @@ work, naming the setting (issue #21 item 1)."""
 
 import dagster as dg
 
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_dagster.assets.raw_transactions import raw_transactions
 from retailsim_dagster.resources import RawSourceResource, WarehouseResource
 

@@ -25,10 +25,13 @@ from retailsim_dagster.definitions import defs
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 selenium = pytest.importorskip("selenium", reason="selenium not installed (make test installs it)")
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and DRIVER) and not os.environ.get("CI"),
-    reason="Debian chromium + chromium-driver not installed (.ci/run installs them)",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (CHROMIUM and DRIVER) and not os.environ.get("CI"),
+        reason="Debian chromium + chromium-driver not installed (.ci/run installs them)",
+    ),
+]
 
 
 def _free_port() -> int:

@@ -5,7 +5,7 @@ import shutil
 import pytest
 from fastapi.testclient import TestClient
 
-from retailsim_core.serving.service import WorldModelService
+from retailsim_core.pipeline.serving_inputs import load_service
 from retailsim_serve.app import create_app
 from retailsim_serve.runtime import ServeSettings
 
@@ -13,9 +13,7 @@ LIMITS = ServeSettings(max_k=50, max_batch=64, max_body_bytes=20_000, max_simula
 
 
 def make_client(warehouse, checkpoint, settings=LIMITS):
-    app = create_app(
-        lambda: WorldModelService.load(warehouse, checkpoint), checkpoint, settings, watch=False
-    )
+    app = create_app(lambda: load_service(warehouse, checkpoint), checkpoint, settings, watch=False)
     return TestClient(app, raise_server_exceptions=False)
 
 

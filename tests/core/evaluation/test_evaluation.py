@@ -9,13 +9,14 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from retailsim_core.baselines.sequential import SequentialConfig
 from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.metrics import next_basket_metrics
-from retailsim_core.evaluation.protocol import REPORT_TABLE, evaluate
-from retailsim_core.evaluation.sequential import SequentialConfig
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.baseline_fitting import fit_baselines
-from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
+from retailsim_core.pipeline.evaluation_run import evaluate
+from retailsim_core.pipeline.world_model_training import train_world_model
+from retailsim_core.tables import CHECKPOINT_TABLE, REPORT_TABLE
+from retailsim_core.training.metrics import next_basket_metrics
 from retailsim_core.training.train_config import TrainConfig
 
 METHODS = {
@@ -164,7 +165,7 @@ def test_next_basket_metrics_on_a_literal_ranking():
 
 def test_own_uplift_on_literal_cells():
     from retailsim_core.evaluation.observed_response import own_uplift
-    from retailsim_core.substitution import PROMOTION_CELLS_SCHEMA
+    from retailsim_core.graph.substitution import PROMOTION_CELLS_SCHEMA
 
     # store S1: on promotion in week 2 (depth 0.3) with 7 units, off it weeks 1, 3 with 2 and 4
     # units; store S2: never promoted (no uplift to measure there); an imputed promotion week
@@ -187,7 +188,7 @@ def test_cold_start_slice_holds_every_cold_start_test_basket(report):
     """The sample keeps its size for every other slice; the cold-start slice is every cold-start
     test basket, the sample's and the rest (D72)."""
     from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE
-    from retailsim_core.sample_buckets import SAMPLES_SCHEMA
+    from retailsim_core.training_data.sample_buckets import SAMPLES_SCHEMA
 
     _, wh = report
     tuning = json.loads((wh.table_dir(REPORT_TABLE) / "tuning.json").read_text())

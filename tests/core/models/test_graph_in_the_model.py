@@ -43,8 +43,8 @@ def test_substitute_edges_travel_with_the_weights(tiny, tmp_path):
 
 
 def test_copurchase_edges_travel_with_the_weights(tiny, tmp_path):
-    from retailsim_core.pipeline.world_model_training import load_model
     from retailsim_core.training import checkpoint as ckpt
+    from retailsim_core.training.checkpoint import load_model
 
     inputs, data, _ = tiny
     assert inputs.copurchase[0].shape[1] == len(inputs.copurchase[1]) > 0
@@ -60,9 +60,9 @@ def test_copurchase_edges_travel_with_the_weights(tiny, tmp_path):
 def _save(model, folder):
     """A checkpoint folder as ``write_checkpoint`` writes it (config, vocabulary, weights)."""
     from retailsim_core.pipeline.world_model_training import write_checkpoint
-    from retailsim_core.tensors import TensorConfig
-    from retailsim_core.tokens import ProductVocab
     from retailsim_core.training.train_config import TrainConfig
+    from retailsim_core.training_data.tensors import TensorConfig
+    from retailsim_core.training_data.tokens import ProductVocab
 
     vocab = ProductVocab(tuple(f"P{i:05d}" for i in range(model.vocab_size - 3)))
     split = {"train_end": 8, "valid_end": 11}

@@ -4,6 +4,7 @@ import polars as pl
 import pytest
 import torch
 
+from retailsim_core.graph.product_embeddings import train_embeddings
 from retailsim_core.models.graphsage import (
     RELATIONS,
     GraphSAGEConfig,
@@ -14,7 +15,6 @@ from retailsim_core.models.graphsage import (
 )
 from retailsim_core.pipeline.embeddings import all_products, load_embeddings, write_embeddings
 from retailsim_core.pipeline.feature_weeks import build_pseudo_brands
-from retailsim_core.product_embeddings import train_embeddings
 from retailsim_core.split import TemporalSplit
 
 SMALL = GraphSAGEConfig(epochs=3)
@@ -107,11 +107,12 @@ def trained(default_pipeline):
 
 def _cosine(emb, a: pl.Series, b: pl.Series) -> torch.Tensor:
     unit = torch.nn.functional.normalize(emb.vectors, dim=1)
-    rows = dict(zip(emb.id_map["product_id"], emb.id_map["row"]))
+    rows = dict(zip(emb.id_map["product_id"], emb.id_map["row"], strict=True))
     ia, ib = torch.tensor([rows[x] for x in a]), torch.tensor([rows[x] for x in b])
     return (unit[ia] * unit[ib]).sum(1)
 
 
+@pytest.mark.slow
 def test_planted_pairs_are_closer_than_random_pairs(trained, default_pipeline):
     truth, m = default_pipeline["truth"], trained.id_map
     subs = pl.read_parquet(truth / "substitute_pairs.parquet")
@@ -162,7 +163,7 @@ def test_the_vocabulary_holds_no_product_first_sold_in_a_test_week(tiny_warehous
     vocabulary (and get no embedding row): a model deployed at the test start cannot know them."""
     import polars as pl
 
-    from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
+    from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
     from retailsim_core.pipeline.embeddings import all_products
     from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
 

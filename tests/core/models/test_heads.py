@@ -8,8 +8,8 @@ import torch
 
 from retailsim_core.models.heads import NEG, PriceResponse, mixture_log_probs
 from retailsim_core.models.losses import focal_loss
-from retailsim_core.tokens import PAD
 from retailsim_core.training.corruption import basket_queries, suffix_mask
+from retailsim_core.training_data.tokens import PAD
 
 
 def test_focal_loss_matches_hand_computation():
@@ -47,8 +47,12 @@ def test_mixture_is_repeat_share_times_repeat_plus_the_rest_times_explore():
 
 
 def test_substitute_counts_and_given_mission_features():
-    from retailsim_core.history_features import FOCUS_COLUMNS, HISTORY_FEATURES, TYPE_COLUMNS
     from retailsim_core.models.heads import mission_features, substitute_counts
+    from retailsim_core.training_data.history_features import (
+        FOCUS_COLUMNS,
+        HISTORY_FEATURES,
+        TYPE_COLUMNS,
+    )
 
     values = torch.zeros(1, 3, len(HISTORY_FEATURES))
     values[0, :, 0] = torch.log1p(torch.tensor([2.0, 5.0, 1.0]))  # log counts of tokens 1, 2, 4
@@ -65,20 +69,20 @@ def test_substitute_counts_and_given_mission_features():
 
 def test_suffix_masking_is_one_generation_step_never_an_eos():
     tokens = np.array([[3, 4, 9, 0], [5, 9, 0, 0]])  # 9 = [EOS] of an 7-product vocabulary
-    from retailsim_core.tokens import ProductVocab
+    from retailsim_core.training_data.tokens import ProductVocab
 
     vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
     for seed in range(20):
         x, y = suffix_mask(tokens, vocab, np.random.default_rng(seed))
-        for xi, yi, ti in zip(x, y, tokens):
+        for xi, yi, ti in zip(x, y, tokens, strict=True):
             cut = int(np.flatnonzero(xi == vocab.mask)[0])
             assert (xi[:cut] == ti[:cut]).all() and (xi[cut + 1 :] == PAD).all()
             assert yi[cut] == ti[cut] != vocab.eos and (np.delete(yi, cut) == PAD).all()
 
 
 def test_item_shuffling_permutes_products_with_their_prices_only():
-    from retailsim_core.tokens import ProductVocab
     from retailsim_core.training.corruption import shuffle_items
+    from retailsim_core.training_data.tokens import ProductVocab
 
     vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
     tokens = np.array([[3, 4, 5, 9, 0], [6, 9, 0, 0, 0]])  # 9 = [EOS]
@@ -97,7 +101,7 @@ def test_item_shuffling_permutes_products_with_their_prices_only():
 
 
 def test_basket_queries_ask_one_slot_for_every_product():
-    from retailsim_core.tokens import ProductVocab
+    from retailsim_core.training_data.tokens import ProductVocab
 
     vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
     tokens = np.array([[3, 4, 5, 9, 0], [6, 9, 0, 0, 0]])  # 9 = [EOS]
@@ -105,7 +109,7 @@ def test_basket_queries_ask_one_slot_for_every_product():
         tokens, tokens.copy(), np.zeros_like(tokens), vocab, 1.0, np.random.default_rng(0)
     )
     assert (x[:, 0] == vocab.mask).all() and (x[:, 1:] == PAD).all() and (y == PAD).all()
-    assert list(zip(rows.tolist(), targets.tolist())) == [
+    assert list(zip(rows.tolist(), targets.tolist(), strict=True)) == [
         (0, 3),
         (0, 4),
         (0, 5),

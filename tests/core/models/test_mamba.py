@@ -35,7 +35,7 @@ def test_fast_scan_matches_the_reference_outputs_and_gradients(chunk):
     fast = selective_scan_fast(*args2, chunk=chunk)
     fast.square().sum().backward()
     torch.testing.assert_close(fast, ref, atol=1e-5, rtol=1e-5)
-    for g_fast, g_ref in zip((a.grad for a in args2), ref_grads):
+    for g_fast, g_ref in zip((a.grad for a in args2), ref_grads, strict=True):
         torch.testing.assert_close(g_fast, g_ref, atol=1e-5, rtol=1e-5)
 
 

@@ -62,7 +62,7 @@ def test_matches_the_fp64_oracle_outputs_and_gradients(shape, chunk):
         y, selective_scan_ref(*inputs), atol=1e-5, rtol=1e-5
     )  # outputs: fp32 reference
     _close_at_scale(y, y64)
-    for got, want in zip(grads, g64):
+    for got, want in zip(grads, g64, strict=True):
         _close_at_scale(got, want)
 
 
@@ -86,7 +86,7 @@ def test_results_are_bitwise_the_same_for_any_thread_count():
         torch.set_num_threads(before)
     for y, grads in runs[1:]:
         assert torch.equal(y, runs[0][0])
-        assert all(torch.equal(a, b) for a, b in zip(grads, runs[0][1]))
+        assert all(torch.equal(a, b) for a, b in zip(grads, runs[0][1], strict=True))
 
 
 def test_strong_decay_underflows_instead_of_overflowing():

@@ -13,9 +13,9 @@ from retailsim_core.models.heads import NEG
 from retailsim_core.models.losses import LossWeights, world_model_loss
 from retailsim_core.models.world_model import WorldModelConfig, parameter_count
 from retailsim_core.pipeline.embeddings import load_embeddings
-from retailsim_core.tokens import PAD
 from retailsim_core.training.corruption import basket_queries, corrupt
 from retailsim_core.training.model_setup import build_model
+from retailsim_core.training_data.tokens import PAD
 from tests.core.models.conftest import CFG, rows_with_history
 
 
@@ -105,7 +105,9 @@ def test_one_vocabulary_from_samples_to_graphsage_rows_and_output_head(tiny, tin
         0
     ].to_list()
     tokens = data[[5]]["tokens"][0]
-    by_token = dict(zip(inputs.vocab.frame()["token"], inputs.vocab.frame()["product_id"]))
+    by_token = dict(
+        zip(inputs.vocab.frame()["token"], inputs.vocab.frame()["product_id"], strict=True)
+    )
     assert sorted(
         by_token[t] for t in tokens.tolist() if 1 <= t <= inputs.vocab.n_products
     ) == sorted(basket)
@@ -168,6 +170,7 @@ def test_trip_inputs_equal_the_projected_mean_of_all_the_trips_products(tiny):
                     for s, e in zip(
                         data.hist_start[rows_with_history(data, 4)],
                         data.hist_end[rows_with_history(data, 4)],
+                        strict=False,
                     )
                 ]
             )
@@ -221,7 +224,7 @@ def test_each_basket_weighs_once_in_the_product_loss(tiny, monkeypatch):
     def fl(row, token):
         shown = {
             int(t)
-            for t, y in zip(inputs[row], targets[row])
+            for t, y in zip(inputs[row], targets[row], strict=True)
             if y == PAD and 1 <= t <= data.vocab.n_products
         }
         z = sum(

@@ -5,7 +5,7 @@ it).
 import pytest
 
 from retailsim_core.pipeline.ingest_weeks import ingest_weeks
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.storage.warehouse import Warehouse
 
 RAW_WEEKS = range(1, 15)
 

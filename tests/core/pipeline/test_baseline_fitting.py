@@ -7,19 +7,16 @@ import shutil
 import numpy as np
 import pytest
 
-from retailsim_core.evaluation import neighbour_baselines as nb
+from retailsim_core.baselines import neighbour_baselines as nb
+from retailsim_core.baselines.sequential import SequentialConfig, sequential_scores
 from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.sequential import SequentialConfig, sequential_scores
-from retailsim_core.evaluation.tasks import load_tasks
+from retailsim_core.evaluation.tuned_folder import TUNING_FILE, fit_key, load_baselines
 from retailsim_core.evaluation.tuning import tifu_scores, upcf_scores
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.baseline_fitting import (
-    TUNING_FILE,
-    fit_baselines,
-    fit_key,
-    load_baselines,
-)
-from retailsim_core.pipeline.world_model_training import CHECKPOINT_TABLE, train_world_model
+from retailsim_core.pipeline.baseline_fitting import fit_baselines
+from retailsim_core.pipeline.evaluation_run import load_tasks
+from retailsim_core.pipeline.world_model_training import train_world_model
+from retailsim_core.tables import CHECKPOINT_TABLE
 from retailsim_core.training.train_config import TrainConfig
 
 CFG = EvalConfig(

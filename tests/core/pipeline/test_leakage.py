@@ -2,11 +2,11 @@
 
 import polars as pl
 
-from retailsim_core.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
-from retailsim_core.pipeline.price_weeks import PRICES_TABLE, derive_price_weeks
-from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE, MISSIONS_TABLE, snapshot_weeks
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.pipeline.price_weeks import derive_price_weeks
+from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import AFFINITY_TABLE, MISSIONS_TABLE, PRICES_TABLE, RAW_TABLE
 
 W = 8
 WEEKS = range(1, 15)

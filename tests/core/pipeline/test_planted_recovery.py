@@ -2,8 +2,7 @@
 
 import polars as pl
 
-from retailsim_core.pipeline.price_weeks import PRICES_TABLE
-from retailsim_core.pipeline.snapshot_weeks import AFFINITY_TABLE
+from retailsim_core.tables import AFFINITY_TABLE, PRICES_TABLE
 
 
 def test_promotion_detection_f1(default_pipeline):

@@ -8,11 +8,11 @@ import pytest
 from retailsim_core.pipeline.price_weeks import (
     PRICES_COMPRESSION,
     PRICES_COMPRESSION_LEVEL,
-    PRICES_TABLE,
     derive_price_weeks,
 )
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import PRICES_TABLE
 
 WEEKS = range(1, 7)
 
@@ -20,7 +20,7 @@ WEEKS = range(1, 7)
 def test_every_week_is_written_with_its_summary(warehouse):
     summary = derive_price_weeks(warehouse, WEEKS)
     assert summary["week"].to_list() == list(WEEKS)
-    for week, cells in zip(summary["week"], summary["cells"]):
+    for week, cells in zip(summary["week"], summary["cells"], strict=True):
         table = warehouse.scan(PRICES_TABLE, [week], schema=DERIVED_PRICES_SCHEMA).collect()
         assert table.height == cells and table["week"].unique().to_list() == [week]
 

@@ -6,16 +6,12 @@ import pytest
 from scipy.stats import binomtest
 
 from retailsim_core.pipeline.ingest_weeks import ingest_weeks
-from retailsim_core.pipeline.training_data_weeks import (
-    METADATA_TABLE,
-    SAMPLES_TABLE,
-    build_trip_store,
-    training_data_weeks,
-)
+from retailsim_core.pipeline.training_data_weeks import build_trip_store, training_data_weeks
 from retailsim_core.split import TemporalSplit
-from retailsim_core.tokens import PAD, ProductVocab, mask_items, pad_baskets
-from retailsim_core.trips import TripStore, trips_of
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import METADATA_TABLE, SAMPLES_TABLE
+from retailsim_core.training_data.tokens import PAD, ProductVocab, mask_items, pad_baskets
+from retailsim_core.training_data.trips import TripStore, trips_of
 
 SPLIT = TemporalSplit(train_end=8, valid_end=11)  # the 14 tiny weeks span all three splits
 WEEKS = range(1, 15)
@@ -37,7 +33,9 @@ def test_no_future_leakage_on_every_split(data):
     _, store, samples = data
     weeks = store.trips["week"].to_numpy()
     rows = np.repeat(np.arange(samples.height), (samples["end"] - samples["start"]).to_numpy())
-    idx = np.concatenate([np.arange(s, e) for s, e in zip(samples["start"], samples["end"])])
+    idx = np.concatenate(
+        [np.arange(s, e) for s, e in zip(samples["start"], samples["end"], strict=True)]
+    )
     assert set(samples["split"]) == {"train", "validation", "test"}
     assert (weeks[idx] < samples["week"].to_numpy()[rows]).all()
     # ... and nothing is missing: the slice holds every earlier trip of the customer.
@@ -145,7 +143,7 @@ def test_trips_are_in_time_order_not_basket_id_order():
     hour, so the encoder's order, the last trip and recency are true to time."""
     import datetime as dt
 
-    from retailsim_core.trips import TRIPS_SCHEMA
+    from retailsim_core.training_data.trips import TRIPS_SCHEMA
 
     def trip(basket, day, hour):
         return {

@@ -5,9 +5,9 @@ import shutil
 
 import pytest
 
-from retailsim_core.evaluation.protocol import evaluate
-from retailsim_core.io import sha256_of
+from retailsim_core.pipeline.evaluation_run import evaluate
 from retailsim_core.pipeline.truth import bind_truth, ingested_files
+from retailsim_core.storage.io import sha256_of
 from retailsim_core.synth.writer import FINGERPRINT_FILE, generate
 
 

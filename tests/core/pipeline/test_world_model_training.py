@@ -5,13 +5,11 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from retailsim_core.pipeline.feature_weeks import PRICE_FEATURES_TABLE
-from retailsim_core.pipeline.price_weeks import PRICES_TABLE
-from retailsim_core.pipeline.training_data_weeks import SAMPLES_TABLE
 from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
-from retailsim_core.shelf import ShelfPrices
-from retailsim_core.tensors import PRICE_COLUMNS
+from retailsim_core.tables import PRICE_FEATURES_TABLE, PRICES_TABLE, SAMPLES_TABLE
+from retailsim_core.training_data.shelf import ShelfPrices
+from retailsim_core.training_data.tensors import PRICE_COLUMNS
 
 KEY = ["product_id", "store_id", "week"]
 
@@ -46,7 +44,7 @@ def test_weekly_reads_give_the_same_prices_and_shelf(tiny_warehouse, first):
     weeks = [w for w in wh.weeks(SAMPLES_TABLE) if w >= first]
     inputs = load_model_inputs(wh, weeks)
     prices, shelf = _history_at_once(wh, weeks, inputs)
-    assert_frame_equal(inputs.tables[PRICE_FEATURES_TABLE], prices)
+    assert_frame_equal(inputs.price_features, prices)
     keys = shelf.keys.sort("store_id", "week")
     assert keys.height > 0
     assert_frame_equal(

@@ -11,8 +11,8 @@ from retailsim_core.prices import DERIVED_PRICES_SCHEMA, PriceConfig, observed_p
 from retailsim_core.prices import kernel as price_kernel
 from retailsim_core.prices.cells import advance, restore
 from retailsim_core.prices.fold import fold_week_numpy
+from retailsim_core.prices.slots import Growable, KeyIndex
 from retailsim_core.prices.state import CellState
-from retailsim_core.slots import Growable, KeyIndex
 
 CFG = PriceConfig()
 

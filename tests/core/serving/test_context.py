@@ -8,7 +8,7 @@ import torch
 from retailsim_core.evaluation.scorers import world_model_scorer
 from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.serving.context import CONTEXT_SCHEMA
-from retailsim_core.tensors import TensorConfig
+from retailsim_core.training_data.tensors import TensorConfig
 
 HONEST_KEYS = (
     "history_items",

@@ -5,6 +5,8 @@ import torch
 
 from retailsim_core.serving.onnx_scoring import OnnxScorer, export_onnx
 
+pytestmark = pytest.mark.slow  # exports the scoring graph
+
 
 @pytest.fixture(scope="module")
 def contexts(tiny_service):

@@ -34,7 +34,7 @@ def test_a_batch_answers_each_context_as_alone(tiny_service):
     contexts = [Context(*r) for r in frame.iter_rows()]
     together = tiny_service.recommend(contexts, 8)
     alone = [tiny_service.recommend([c], 8)[0] for c in contexts[:3]]
-    for a, b in zip(together[:3], alone):
+    for a, b in zip(together[:3], alone, strict=True):
         assert a["products"] == b["products"]
         np.testing.assert_allclose(a["scores"], b["scores"], rtol=1e-5)
 

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from retailsim_core.lgsr import FULL_HEADER, SAMPLE_HEADER
+from retailsim_core.ingest.lgsr import FULL_HEADER, SAMPLE_HEADER
 from retailsim_core.synth import build_world, load_world, preset
 from retailsim_core.synth.baskets import simulate_week
 from retailsim_core.synth.writer import generate, week_frame
@@ -117,7 +117,9 @@ def test_late_store_and_novel_products_appear_only_when_planted(tiny_year):
 def test_prices_follow_the_promotion_calendar(tiny_year):
     world, lines, truth = tiny_year
     cat, prices = world.catalogue, world.prices
-    basket_week = dict(zip(truth["basket_id"].cast(pl.String).to_list(), truth["week"].to_list()))
+    basket_week = dict(
+        zip(truth["basket_id"].cast(pl.String).to_list(), truth["week"].to_list(), strict=True)
+    )
     weeks = np.array([basket_week[b] for b in lines["BASKET_ID"].to_list()])
     p = np.searchsorted(cat.product_code, lines["PROD_CODE"].to_numpy())
     t = np.searchsorted(cat.store_code, lines["STORE_CODE"].to_numpy())

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from retailsim_core.lgsr import MISSION_FOCI
+from retailsim_core.ingest.lgsr import MISSION_FOCI
 from retailsim_core.synth import build_world, preset
 from retailsim_core.synth.baskets import draw_basket_lines
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES

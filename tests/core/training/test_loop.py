@@ -8,13 +8,10 @@ import pytest
 import torch
 
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.world_model_training import (
-    CHECKPOINT_TABLE,
-    load_model,
-    load_model_inputs,
-    train_world_model,
-)
+from retailsim_core.pipeline.world_model_training import load_model_inputs, train_world_model
 from retailsim_core.split import TemporalSplit
+from retailsim_core.tables import CHECKPOINT_TABLE
+from retailsim_core.training.checkpoint import load_model
 from retailsim_core.training.loop import train
 from retailsim_core.training.model_setup import build_model
 from retailsim_core.training.train_config import TrainConfig
@@ -57,7 +54,9 @@ def test_evaluation_batches_cover_each_row_once_ordered_by_history_then_basket_s
     batches = [batch_rows for batch_rows, _ in eval_batches(valid, rows, batch_size=7)]
     order = np.concatenate(batches)
     assert sorted(order.tolist()) == sorted(rows.tolist())
-    keys = list(zip(valid.hist_end[order] - valid.hist_start[order], valid.item_counts[order]))
+    keys = list(
+        zip(valid.hist_end[order] - valid.hist_start[order], valid.item_counts[order], strict=True)
+    )
     assert keys == sorted(keys) and len({len(b) for b in batches[:-1]}) <= 1
 
 
@@ -94,6 +93,7 @@ def test_validation_next_basket_figures_match_a_per_basket_reference(sets):
     assert 0 < got["valid_next_R@20"] < 1
 
 
+@pytest.mark.slow
 def test_interrupted_training_resumes_to_the_same_result(sets, tmp_path):
     cfg = TrainConfig.preset("tiny", seed=3)
     _, whole = _run(sets, tmp_path / "a", cfg)
@@ -192,6 +192,7 @@ def test_trained_checkpoint_beats_popularity_and_reloads_without_pickle(tiny_war
     )
 
 
+@pytest.mark.slow
 def test_torchrun_ddp_trains_identical_replicas(tiny_warehouse, tmp_path):
     """Two ranks under torchrun (gloo, CPU): one checkpoint, and DDP keeps the replicas
     identical.
@@ -245,7 +246,7 @@ from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.split import TemporalSplit
 from retailsim_core.training.train_config import TrainConfig
-from retailsim_core.warehouse import Warehouse
+from retailsim_core.storage.warehouse import Warehouse
 
 def log(msg):
     if "epoch 3 (" in msg and "batch 0/" in msg:      # mid-epoch 3, after epoch 2's state was saved
@@ -256,6 +257,7 @@ train_world_model(Warehouse(sys.argv[1]), TemporalSplit(8, 11), WorldModelConfig
 """
 
 
+@pytest.mark.slow
 def test_training_killed_mid_epoch_resumes_to_the_uninterrupted_result(tiny_warehouse, tmp_path):
     import shutil
     import subprocess
@@ -281,7 +283,7 @@ def test_training_killed_mid_epoch_resumes_to_the_uninterrupted_result(tiny_ware
     assert (state / "state.json").exists() and not (
         runs["killed"] / CHECKPOINT_TABLE / "model.safetensors"
     ).exists()
-    from retailsim_core.warehouse import Warehouse
+    from retailsim_core.storage.warehouse import Warehouse
 
     for name in (
         "killed",

@@ -1,0 +1,1 @@
+"""Weekly feature tables (price_features, store_features) and pseudo-brands."""

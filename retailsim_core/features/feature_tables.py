@@ -1,0 +1,249 @@
+"""Weekly feature tables: price features (design §3.3 inputs, T4) and store features
+(design §4.6, T5).
+
+Price features of week W use the week's derived prices and the cell's own previous weeks only.
+Store features of week W describe the stores seen in weeks < W, plus format x region fallback
+rows for stores that open later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from retailsim_core.ingest.lgsr import STORE_FORMAT_CODES, STORE_REGION_CODES
+
+PRICE_FEATURES_SCHEMA = pl.Schema(
+    {
+        "product_id": pl.String,
+        "store_id": pl.String,
+        "prod_code_10": pl.String,
+        "week": pl.Int16,
+        "shop_week": pl.Int32,
+        "actual_price": pl.Float64,
+        "log_price": pl.Float64,
+        "relative_price": pl.Float64,
+        "price_velocity": pl.Float64,
+        "price_acceleration": pl.Float64,
+        "promo_momentum": pl.Int16,
+        "discount_depth": pl.Float64,
+        "promo_flag": pl.Boolean,
+        "has_prior_price": pl.Boolean,
+        "is_imputed_price": pl.Boolean,
+    }
+)
+PRICE_STATE_SCHEMA = pl.Schema(
+    {
+        "product_id": pl.String,
+        "store_id": pl.String,
+        "prev_log_price": pl.Float64,
+        "prev_velocity": pl.Float64,
+        "prev_momentum": pl.Int16,
+    }
+)
+
+
+def price_features(
+    prices: pl.DataFrame, categories: pl.DataFrame, prev: pl.DataFrame
+) -> pl.DataFrame:
+    """``prices``: one week of derived_prices; ``categories``: product_id -> prod_code_10;
+    ``prev``: the previous week's (product, store, prev_log_price, prev_velocity, prev_momentum).
+
+    - log_price = ln(actual price); velocity = log_price - previous week's log_price (0 in the
+      cell's first week, ``has_prior_price`` false); acceleration = velocity - previous velocity;
+    - relative_price = price / mean price of the cells of the same sub-commodity in the same
+      store that week (the store's assortment to date, observed or imputed);
+    - promo_momentum = consecutive weeks the cell has been on promotion, this week included;
+    - a price <= 0 (free items, data errors) is replaced by the median positive price of the
+      sub-commodity in that store-week, else of the sub-commodity that week, and flagged
+      ``is_imputed_price`` (design §4.7.5 case 6): log prices stay finite.
+    """
+    positive = pl.when(pl.col("actual_price") > 0).then(pl.col("actual_price"))
+    log_price = pl.col("actual_price").log()
+    has_prior = pl.col("prev_log_price").is_not_null()
+    velocity = pl.when(has_prior).then(log_price - pl.col("prev_log_price")).otherwise(0.0)
+    return (
+        prices.join(categories, on="product_id", how="left")
+        .join(prev, on=["product_id", "store_id"], how="left")
+        .with_columns(
+            is_imputed_price=~(pl.col("actual_price") > 0).fill_null(False),
+            actual_price=pl.coalesce(
+                positive,
+                positive.median().over("store_id", "prod_code_10"),
+                positive.median().over("prod_code_10"),
+                positive.median(),
+            ),
+        )
+        .with_columns(
+            log_price=log_price,
+            relative_price=pl.col("actual_price")
+            / pl.col("actual_price").mean().over("store_id", "prod_code_10"),
+            price_velocity=velocity,
+            price_acceleration=velocity - pl.col("prev_velocity").fill_null(0.0),
+            promo_momentum=pl.when(pl.col("promo_flag"))
+            .then(pl.col("prev_momentum").fill_null(0) + 1)
+            .otherwise(0),
+            has_prior_price=has_prior,
+        )
+        .select(PRICE_FEATURES_SCHEMA.names())
+        .cast(dict(PRICE_FEATURES_SCHEMA))
+        .sort("product_id", "store_id")
+    )
+
+
+def next_price_state(features: pl.DataFrame) -> pl.DataFrame:
+    return features.select(
+        "product_id",
+        "store_id",
+        pl.col("log_price").alias("prev_log_price"),
+        pl.col("price_velocity").alias("prev_velocity"),
+        pl.col("promo_momentum").alias("prev_momentum"),
+    )
+
+
+STORE_FEATURES_SCHEMA = pl.Schema(
+    {
+        "store_id": pl.String,
+        "week": pl.Int16,
+        "store_format": pl.String,
+        "store_region": pl.String,
+        "traffic": pl.Float64,
+        "size_proxy": pl.Float64,
+        "regional_competition": pl.Float64,
+        "age": pl.Float64,
+        "traffic_baskets_per_week": pl.Float64,
+        "distinct_products": pl.Int32,
+        "stores_in_region": pl.Int32,
+        "age_weeks": pl.Int16,
+        "is_new_store": pl.Boolean,
+    }
+)
+_STORES = pl.Schema(
+    {
+        "store_id": pl.String,
+        "store_format": pl.String,
+        "store_region": pl.String,
+        "first_week": pl.Int16,
+        "baskets": pl.Int64,
+    }
+)
+_STORE_PRODUCTS = pl.Schema({"store_id": pl.String, "product_id": pl.String})
+
+
+@dataclass
+class StoreState:
+    stores: pl.DataFrame  # _STORES: per store seen, first week and baskets to date
+    store_products: pl.DataFrame  # distinct (store, product) pairs to date
+
+    @classmethod
+    def empty(cls) -> StoreState:
+        return cls(_STORES.to_frame(), _STORE_PRODUCTS.to_frame())
+
+
+def advance_stores(state: StoreState, week_rows: pl.DataFrame, week: int) -> StoreState:
+    """Fold one week of raw rows (store_id, store_format, store_region, basket_id, product_id)
+    in.
+    """
+    seen = week_rows.group_by("store_id").agg(
+        pl.col("store_format").first(),
+        pl.col("store_region").first(),
+        pl.col("basket_id").n_unique().cast(pl.Int64).alias("baskets"),
+    )
+    stores = (
+        pl.concat(
+            [
+                state.stores,
+                seen.with_columns(first_week=pl.lit(week, pl.Int16)).select(_STORES.names()),
+            ]
+        )
+        .group_by("store_id")
+        .agg(
+            pl.col("store_format").first(),
+            pl.col("store_region").first(),
+            pl.col("first_week").min(),
+            pl.col("baskets").sum(),
+        )
+        .select(_STORES.names())
+        .sort("store_id")
+    )
+    pairs = pl.concat([state.store_products, week_rows.select(_STORE_PRODUCTS.names())]).unique()
+    return StoreState(stores=stores, store_products=pairs)
+
+
+def store_features(state: StoreState, week: int) -> pl.DataFrame:
+    """Features of week W from ``state`` (weeks < W): one row per store seen before W, plus one
+    fallback row per format x region (``store_id`` null, ``is_new_store``) holding the mean of the
+    known stores of that format and region (else of that format, else of all) for stores that
+    open later (design §4.7.5 case 4). Each feature is normalised to [0, 1] by its largest value
+    across that week's rows."""
+    known = state.stores.join(
+        state.store_products.group_by("store_id").len("distinct_products"),
+        on="store_id",
+        how="left",
+    )
+    known = known.with_columns(
+        traffic_baskets_per_week=pl.col("baskets") / (week - pl.col("first_week")),
+        stores_in_region=pl.len().over("store_region"),
+        age_weeks=(week - pl.col("first_week")).cast(pl.Int16),
+        is_new_store=pl.lit(False),
+    )
+    grid = pl.DataFrame({"store_format": STORE_FORMAT_CODES}).join(
+        pl.DataFrame({"store_region": STORE_REGION_CODES}), how="cross"
+    )
+
+    def means(keys, suffix):
+        return known.group_by(keys).agg(
+            pl.col("traffic_baskets_per_week").mean().alias(f"t{suffix}"),
+            pl.col("distinct_products").mean().alias(f"d{suffix}"),
+        )
+
+    overall = known.select(
+        pl.col("traffic_baskets_per_week").mean().alias("t_all"),
+        pl.col("distinct_products").mean().alias("d_all"),
+    )
+    fallback = (
+        grid.join(
+            means(["store_format", "store_region"], "_fr"),
+            on=["store_format", "store_region"],
+            how="left",
+        )
+        .join(means(["store_format"], "_f"), on="store_format", how="left")
+        .join(overall, how="cross")
+        .join(known.group_by("store_region").len("stores_in_region"), on="store_region", how="left")
+        .with_columns(
+            store_id=pl.lit(None, pl.String),
+            traffic_baskets_per_week=pl.coalesce("t_fr", "t_f", "t_all", pl.lit(0.0)),
+            distinct_products=pl.coalesce("d_fr", "d_f", "d_all", pl.lit(0.0)),
+            stores_in_region=pl.col("stores_in_region").fill_null(0),
+            age_weeks=pl.lit(0, pl.Int16),
+            is_new_store=pl.lit(True),
+        )
+    )
+    cols = [
+        "store_id",
+        "store_format",
+        "store_region",
+        "traffic_baskets_per_week",
+        "distinct_products",
+        "stores_in_region",
+        "age_weeks",
+        "is_new_store",
+    ]
+    both = pl.concat([known.select(cols), fallback.select(cols)], how="vertical_relaxed")
+
+    def norm(c):
+        return (pl.col(c) / pl.col(c).max()).fill_nan(0.0).fill_null(0.0)
+
+    return (
+        both.with_columns(
+            week=pl.lit(week, pl.Int16),
+            traffic=norm("traffic_baskets_per_week"),
+            size_proxy=norm("distinct_products"),
+            regional_competition=norm("stores_in_region"),
+            age=norm("age_weeks"),
+        )
+        .select(STORE_FEATURES_SCHEMA.names())
+        .cast(dict(STORE_FEATURES_SCHEMA))
+        .sort("is_new_store", "store_id", "store_format", "store_region", nulls_last=True)
+    )

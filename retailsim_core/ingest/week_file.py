@@ -1,0 +1,256 @@
+"""Read and validate one LGSR week file into the raw table and a quarantine table.
+
+Every row read ends up in exactly one of the two (``rows_read == rows_kept + rows_rejected``);
+a quarantined row keeps its original text and every reason it failed. Problems with the
+file as a whole (unreadable, wrong header, another week's rows) raise ``LGSRFileError``
+naming the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from retailsim_core.calendar import shop_week_of, week_file_stem
+from retailsim_core.ingest.lgsr import (
+    FULL_HEADER,
+    HEADERS,
+    QUARANTINE_SCHEMA,
+    RAW_TRANSACTIONS_SCHEMA,
+    SAMPLE_HEADER,
+    SEG_1_TO_PRICE_SENSITIVITY,
+    SEG_2_TO_LIFESTAGE,
+)
+from retailsim_core.ingest.raw_files import WEEK_FILE
+from retailsim_core.ingest.week_rules import (
+    BASKET_INCONSISTENT,
+    basket_detail,
+    decode_reasons,
+    empty_cell,
+    failure_mask,
+    row_flags,
+    to_raw_schema,
+    typed_columns,
+    week_rules,
+)
+from retailsim_core.storage.io import sha256_of
+
+
+class LGSRFileError(ValueError):
+    """A week file that cannot be ingested as a whole."""
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    week: int
+    source_file: str | None  # None when the week's file is missing
+    kept: pl.DataFrame  # RAW_TRANSACTIONS_SCHEMA
+    quarantine: pl.DataFrame  # QUARANTINE_SCHEMA
+    header_variant: str | None
+    source_sha256: str | None = None
+
+    @property
+    def rows_read(self) -> int:
+        return self.kept.height + self.quarantine.height
+
+    @property
+    def missing(self) -> bool:
+        return self.source_file is None
+
+
+def find_week_file(raw_dir: Path, week: int) -> Path | None:
+    """The week's file in ``raw_dir``, ``transactions_YYYYWW.csv`` or ``.csv.gz`` in any letter
+    case (exports from case-insensitive file systems); None if there is none.
+
+    A link is followed only when its target lies inside ``raw_dir``: a link that leaves the raw
+    folder is refused, so a misplaced link never feeds another file into the warehouse."""
+    stem = week_file_stem(week)
+    wanted = {f"{stem}.csv", f"{stem}.csv.gz"}
+    found = sorted(p for p in raw_dir.iterdir() if p.name.lower() in wanted)
+    if len(found) > 1:
+        raise LGSRFileError(f"{found[0]} and {found[1]} are both week {week}'s file; keep one")
+    if not found:
+        return None
+    path, root = found[0], raw_dir.resolve()
+    if path.is_symlink() and root not in path.resolve().parents:
+        raise LGSRFileError(
+            f"{path} is a link to a file outside the raw folder {root}; links are "
+            "followed only inside it (copy the file in, or point RETAILSIM_RAW_DIR "
+            "at the folder that holds it)"
+        )
+    return path
+
+
+class RawFolderError(LGSRFileError):
+    """The raw folder as a whole is unusable (absent, not a folder, no week file)."""
+
+
+def check_raw_folder(raw_dir: Path) -> None:
+    """Fail before any work when the raw folder cannot be the source of a run."""
+    raw_dir = Path(raw_dir)
+    if not raw_dir.is_dir():
+        problem = "is not a folder" if raw_dir.exists() else "does not exist"
+        raise RawFolderError(
+            f"raw folder {raw_dir} (RETAILSIM_RAW_DIR or the raw_source "
+            f"resource's raw_dir) {problem}"
+        )
+    if not any(WEEK_FILE.match(p.name) for p in raw_dir.iterdir()):
+        raise RawFolderError(
+            f"raw folder {raw_dir} (RETAILSIM_RAW_DIR or the raw_source "
+            "resource's raw_dir) holds no LGSR week file "
+            "transactions_YYYYWW.csv[.gz]"
+        )
+
+
+def expected_file_name(week: int) -> str:
+    return f"{week_file_stem(week)}.csv[.gz]"
+
+
+def _read_header(path: Path) -> list[str]:
+    """The header line as written (a UTF-8 BOM removed), without reading the rest."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as fh:  # decode the header line alone, not a buffer beyond it
+            return next(csv.reader([fh.readline().decode("utf-8-sig")]), [])
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error, csv.Error) as err:
+        raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
+
+
+def _read_csv_text(path: Path) -> pl.DataFrame:
+    """Every cell as text. Strict UTF-8 first (polars memory-maps the file); a file with invalid
+    bytes is re-read with them replaced by U+FFFD, which no rule accepts, so those rows end in
+    quarantine (every column has a pattern, code set or type check) instead of failing the file.
+
+    ``record_number`` counts CSV records with the header as record 1, so it equals the line
+    number until a quoted field spans lines; after that it is the record's ordinal, not a line."""
+
+    def read(encoding):
+        return pl.read_csv(
+            path,
+            infer_schema=False,
+            encoding=encoding,
+            row_index_name="record_number",
+            row_index_offset=2,
+        )
+
+    try:
+        try:
+            return read("utf8")
+        except pl.exceptions.ComputeError as err:
+            if "utf-8" not in str(err).lower():
+                raise
+            return read("utf8-lossy")
+    except Exception as err:  # polars raises several types for malformed CSV
+        raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
+
+
+def detect_header(path: Path, columns: list[str]) -> str:
+    for variant, header in HEADERS.items():
+        if set(columns) == set(header) and len(columns) == len(header):
+            return variant
+    closest = SAMPLE_HEADER if {"seg_1", "seg_2"} & set(columns) else FULL_HEADER
+    if len(set(columns) & set(closest)) * 2 < len(closest):
+        # Not an LGSR file at all: say so without echoing a line of someone else's file.
+        raise LGSRFileError(
+            f"{path}: malformed LGSR header: its first line has "
+            f"{len(set(columns) & set(closest))} of the {len(closest)} LGSR "
+            "columns (not an LGSR file, or a delimiter other than a comma); its "
+            "content is not shown"
+        )
+    missing = [c for c in closest if c not in columns]
+    extra = [c for c in columns if c not in closest]
+    dup = sorted({c for c in columns if columns.count(c) > 1})
+    raise LGSRFileError(
+        f"{path}: malformed LGSR header; missing columns {missing}, extra columns {extra}"
+        + (f", duplicated {dup}" if dup else "")
+    )
+
+
+def read_week_text(path: Path) -> tuple[pl.DataFrame, str, str]:
+    """(all cells as text, header variant, sha256 of the file as stored). Text loses nothing to
+    type inference; columns take the full-header names."""
+    if path.stat().st_size == 0:
+        raise LGSRFileError(f"{path}: is empty (0 bytes); expected an LGSR header and rows")
+    written = _read_header(path)
+    columns = [c.strip() for c in written]
+    variant = detect_header(path, columns)
+    df = _read_csv_text(path)
+    if df.height == 0:
+        raise LGSRFileError(f"{path}: has a header but no rows")
+    df = df.rename(dict(zip(written, columns, strict=True)))
+    if variant == "sample":
+        df = df.rename({"seg_1": "CUST_PRICE_SENSITIVITY", "seg_2": "CUST_LIFESTAGE"}).with_columns(
+            _recode("CUST_PRICE_SENSITIVITY", SEG_1_TO_PRICE_SENSITIVITY),
+            _recode("CUST_LIFESTAGE", SEG_2_TO_LIFESTAGE),
+        )
+    # Cells are kept verbatim: an empty field may read as null (``,,``) or "" (``""``), and the
+    # rules treat both as empty. Padded codes are not silently trimmed; they fail validation.
+    return df, variant, sha256_of(path)
+
+
+def _recode(col: str, mapping: dict[str, str]) -> pl.Expr:
+    # Unknown sample codes stay visible (prefixed) so validation quarantines them.
+    c = pl.col(col)
+    return (
+        pl.when(empty_cell(col))
+        .then(c)
+        .otherwise(c.replace_strict(mapping, default="?" + c))
+        .alias(col)
+    )
+
+
+def validate_week(
+    text: pl.DataFrame, week: int, source_file: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split a text frame (as from ``read_week_text``) into (kept, quarantine)."""
+    expected = shop_week_of(week)
+    rules = week_rules(week)
+    checked = text.with_columns(*typed_columns(), *row_flags(text)).with_columns(
+        pl.any_horizontal(cond.fill_null(True) for cond, _ in rules).alias("_bad")
+    )
+    other_weeks = checked.get_column("_shop_week").filter(
+        checked.get_column("_shop_week") != expected
+    )
+    if other_weeks.len():
+        raise LGSRFileError(
+            f"{source_file}: holds rows of SHOP_WEEK {sorted(other_weeks.unique().to_list())[:5]} "
+            f"({other_weeks.len()} rows) but its name says {expected}"
+        )
+    kept = to_raw_schema(checked.lazy().filter(~pl.col("_bad")), week).collect()
+    # Which rules failed is worked out for the (few) bad rows only.
+    bad = checked.filter(pl.col("_bad")).with_columns(failure_mask(rules).alias("_mask"))
+    if bad.is_empty():
+        return kept, QUARANTINE_SCHEMA.to_frame()
+    reason = pl.col("_mask").replace_strict(
+        decode_reasons(bad["_mask"], rules), return_dtype=pl.String
+    )
+    quarantine = (
+        bad.with_columns(
+            reason=reason.str.replace(BASKET_INCONSISTENT, basket_detail(), literal=True),
+        )
+        .select(
+            pl.lit(week, pl.Int16).alias("week"),
+            pl.lit(source_file).alias("source_file"),
+            pl.col("record_number").cast(pl.Int64),
+            "reason",
+            *FULL_HEADER,
+        )
+        .cast(dict(QUARANTINE_SCHEMA))
+    )
+    return kept, quarantine
+
+
+def ingest_week(raw_dir: Path, week: int) -> IngestResult:
+    path = find_week_file(Path(raw_dir), week)
+    if path is None:
+        return IngestResult(
+            week, None, RAW_TRANSACTIONS_SCHEMA.to_frame(), QUARANTINE_SCHEMA.to_frame(), None
+        )
+    text, variant, digest = read_week_text(path)
+    kept, quarantine = validate_week(text, week, path.name)
+    return IngestResult(week, path.name, kept, quarantine, variant, digest)

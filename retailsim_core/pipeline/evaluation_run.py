@@ -1,0 +1,141 @@
+"""``evaluation_report``: the evaluation's inputs read from the warehouse once, then the protocol
+(``evaluation/protocol.py``), which reads nothing itself.
+
+Read here and nowhere else: the checkpoint, the validation and test weeks' model inputs (with the
+product graph's edges and the GraphSAGE id map), every week's mean price, the tuned baselines,
+the planted truth's binding to the ingested files and the price checks' tables.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from retailsim_core.evaluation import protocol
+from retailsim_core.evaluation.eval_config import EvalConfig
+from retailsim_core.evaluation.price_checks import PriceInputs, simulation_rows
+from retailsim_core.evaluation.tasks import EvalTasks, build_tasks
+from retailsim_core.evaluation.tuned_folder import load_baselines
+from retailsim_core.pipeline.price_weeks import promotion_cells
+from retailsim_core.pipeline.truth import bind_truth
+from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import (
+    BASELINES_TABLE,
+    CHECKPOINT_TABLE,
+    PRICE_FEATURES_TABLE,
+    PRICES_TABLE,
+    REPORT_TABLE,
+    SAMPLES_TABLE,
+)
+from retailsim_core.training.checkpoint import load_model
+from retailsim_core.training_data.model_inputs import ModelInputs
+from retailsim_core.training_data.tokens import ProductVocab
+
+
+def evaluate(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    truth_dir: Path | None,
+    cfg: EvalConfig = EvalConfig(),
+    log: Callable[[str], None] = lambda _: None,
+    checkpoint: Path | None = None,
+    folder: Path | None = None,
+    baselines: Path | None = None,
+) -> dict:
+    """Score every method on the test baskets with the baselines tuned on validation weeks, write
+    the report (default folders: the warehouse's ``trained_checkpoint``, ``tuned_baselines`` and
+    ``evaluation_report``; ``fit_baselines`` writes the second).
+
+    ``truth_dir``: the generator's planted truth (adds the oracles and the planted-elasticity
+    check when it was generated with the ingested files, else skipped with a note), or None.
+    Returns {"metrics", "intervals", "tuning", "calibration", "price_response"}.
+    """
+    start = time.perf_counter()
+    binding = bind_truth(truth_dir, warehouse)  # first: a mismatch is said before any work
+    if binding.note:
+        log(binding.note)
+    torch.manual_seed(cfg.seed)  # before the models are built: their initialisation draws
+    tasks, inputs = _tasks_and_inputs(warehouse, split, cfg, checkpoint, with_model=True)
+    tuned = load_baselines(baselines or warehouse.table_dir(BASELINES_TABLE), tasks, cfg)
+    scored = protocol.score(tasks, tuned, binding.truth_dir, binding.note, cfg, log)
+    prices = price_inputs(warehouse, split, tasks, scored.sample_rows, inputs.edges)
+    report = folder or warehouse.table_dir(REPORT_TABLE)
+    return protocol.finish(tasks, tuned, scored, prices, cfg, report, start, log)
+
+
+def load_tasks(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    cfg: EvalConfig,
+    checkpoint: Path | None = None,
+    *,
+    with_model: bool = True,
+) -> EvalTasks:
+    """The evaluation's tasks; ``with_model=False``: the baselines' view (no checkpoint read)."""
+    return _tasks_and_inputs(warehouse, split, cfg, checkpoint, with_model=with_model)[0]
+
+
+def _tasks_and_inputs(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    cfg: EvalConfig,
+    checkpoint: Path | None,
+    *,
+    with_model: bool,
+) -> tuple[EvalTasks, ModelInputs]:
+    model, config = None, {}
+    if with_model:
+        model, vocab, config = load_model(checkpoint or warehouse.table_dir(CHECKPOINT_TABLE))
+    # Validation and test weeks only: their rows are all it scores, and the price and shelf
+    # tables of the training weeks were most of its memory on real data (20 GB at 3M rows).
+    inputs = load_model_inputs(
+        warehouse, [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.train_end]
+    )
+    if with_model and inputs.vocab != vocab:
+        raise ValueError(
+            "the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain"
+        )
+    prices = mean_prices(warehouse, inputs.vocab)
+    return build_tasks(inputs, split, cfg, prices, model, config), inputs
+
+
+def mean_prices(warehouse: Warehouse, vocab: ProductVocab) -> np.ndarray:
+    """(V,) mean week price of each token over every price-features row (for the revenue of a
+    predicted basket)."""
+    prices = (
+        warehouse.scan(PRICE_FEATURES_TABLE)
+        .group_by("product_id")
+        .agg(pl.col("actual_price").mean())
+        .collect()
+    )
+    tokens = vocab.frame().join(prices, on="product_id", how="left")
+    out = np.zeros(vocab.size)
+    out[tokens["token"].to_numpy()] = tokens["actual_price"].fill_null(0.0).to_numpy()
+    return out
+
+
+def price_inputs(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    tasks: EvalTasks,
+    rows: np.ndarray,
+    edges: pl.DataFrame,
+) -> PriceInputs:
+    """The price checks' tables for scored test ``rows``: price features of the stores and weeks
+    of the simulated contexts, the test weeks' promotion cells."""
+    sim_samples = tasks.samples[simulation_rows(rows)]
+    sim_prices = (
+        warehouse.scan(PRICE_FEATURES_TABLE, sorted(set(sim_samples["week"].to_list())))
+        .filter(pl.col("store_id").is_in(sim_samples["store_id"].unique().implode()))
+        .collect()
+    )
+    weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.valid_end]
+    cells = promotion_cells(warehouse, weeks) if weeks else None
+    return PriceInputs(sim_prices, weeks, cells, edges)

@@ -1,0 +1,1 @@
+"""Where tables live: the Parquet warehouse and atomic, checksummed file writes."""

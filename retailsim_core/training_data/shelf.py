@@ -1,0 +1,185 @@
+"""Shelf prices: what every product costs at the basket's store in its week (decisions D39, D45).
+
+The decoder scores every candidate product, so it needs every candidate's price, not only the
+prices of the basket's own items (T4). A week-W cell of the basket's own store is derived from
+week-W sales (observed vs imputed, and promotional prices, reveal what sold there), so it is
+never used. The shelf of store s in week W is assembled from what the retailer knows before
+the week without that leak:
+
+- the *regular* price position: the store's week W-1 relative price with W-1's discount removed;
+- the week's *promotion depth*: the mean observed depth of the product at the OTHER stores of the
+  same region in week W (leave-one-store-out; promotions are planned by region, and in a real
+  deployment the promotion calendar is an input known in advance), 0 where none of them sold it;
+- log relative price = regular + log(1 - depth); the promo flag; an available flag (the store's
+  assortment to date, i.e. a W-1 price row).
+
+Counterfactual simulation sets these directly (``with_price_multipliers``).
+
+Glossary: R store-weeks, V vocabulary, S = ``len(SHELF_FEATURES)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+import torch
+
+from retailsim_core.training_data.tokens import ProductVocab
+
+SHELF_FEATURES = ("log_relative_price", "discount_depth", "promo_flag", "available")
+PROMO_DEPTH = 0.05  # design §2.2.2: promotion at a depth above 5%
+MAX_DEPTH = 0.7  # design §2.2.2 business rule: deeper discounts are data errors
+
+
+@dataclass(frozen=True)
+class ShelfPrices:
+    keys: pl.DataFrame  # store_id, week (the basket week W), row
+    # (R, V * S): row r's features of product v in columns v * S .. v * S + S - 1, so a batch's
+    # (B, V, S) block is one sparse row gather and one toarray, already in its final layout.
+    table: sp.csr_matrix
+
+    @classmethod
+    def build(
+        cls,
+        price_features: pl.DataFrame,
+        observed: pl.DataFrame,
+        store_regions: pl.DataFrame,
+        vocab: ProductVocab,
+    ) -> ShelfPrices:
+        """``price_features`` rows of week W-1 give the store's assortment and regular prices for
+        baskets of week W; ``observed`` (product_id, store_id, store_region, week, discount_depth:
+        derived_prices cells observed that week) gives week W's promotions via ``regional_depth``;
+        ``store_regions``: store_id -> store_region."""
+        regular = price_features.select(
+            "store_id",
+            (pl.col("week").cast(pl.Int64) + 1).alias("week"),
+            "product_id",
+            (
+                pl.col("relative_price").fill_null(1.0).clip(1e-3).log()
+                - (1 - pl.col("discount_depth").fill_null(0.0).clip(0.0, MAX_DEPTH)).log()
+            ).alias("regular_log_relative"),
+        ).join(vocab.frame(), on="product_id", how="inner")
+        cells = regular.join(
+            regional_depth(
+                observed, regular.select("store_id", "week", "product_id"), store_regions
+            ),
+            on=["store_id", "week", "product_id"],
+            how="left",
+        ).with_columns(pl.col("depth").fill_null(0.0))
+        keys = (
+            cells.select("store_id", "week").unique().sort("store_id", "week").with_row_index("row")
+        )
+        cells = cells.join(keys, on=["store_id", "week"], how="left")
+        r, c = cells["row"].to_numpy(), cells["token"].to_numpy()
+        depth = cells["depth"].to_numpy()
+        values = np.stack(
+            [
+                cells["regular_log_relative"].to_numpy() + np.log1p(-depth),
+                depth,
+                (depth > PROMO_DEPTH).astype(np.float64),
+                np.ones(len(r)),
+            ],
+            axis=-1,
+        )  # (cells, S)
+        s = len(SHELF_FEATURES)
+        columns = (c[:, None] * s + np.arange(s)).reshape(-1)
+        table = sp.csr_matrix(
+            (values.astype(np.float32).reshape(-1), (np.repeat(r, s), columns)),
+            shape=(keys.height, vocab.size * s),
+        )
+        return cls(keys=keys, table=table)
+
+    @classmethod
+    def concat(cls, parts: list[ShelfPrices], vocab: ProductVocab) -> ShelfPrices:
+        """One shelf from shelves of disjoint store-weeks (e.g. one per week): the same features
+        for every (store, week) as one ``build`` over all their rows."""
+        width = vocab.size * len(SHELF_FEATURES)
+        parts = [p for p in parts if p.keys.height]
+        if not parts:
+            keys = pl.DataFrame(
+                schema={"row": pl.UInt32, "store_id": pl.String, "week": pl.Int64}
+            ).select("store_id", "week", "row")
+            return cls(keys=keys, table=sp.csr_matrix((0, width), dtype=np.float32))
+        offsets = np.cumsum([0] + [p.keys.height for p in parts[:-1]])
+        keys = pl.concat(
+            [
+                p.keys.with_columns(pl.col("row") + pl.lit(int(o), pl.UInt32))
+                for p, o in zip(parts, offsets, strict=True)
+            ]
+        )
+        return cls(keys=keys, table=sp.vstack([p.table for p in parts], format="csr"))
+
+    def rows_of(self, store_ids: pl.Series, weeks: pl.Series) -> np.ndarray:
+        """Row of each (store, week); -1 where the store had no priced cell the week before."""
+        frame = pl.DataFrame({"store_id": store_ids, "week": weeks.cast(pl.Int64)})
+        joined = frame.join(
+            self.keys.with_columns(pl.col("week").cast(pl.Int64)),
+            on=["store_id", "week"],
+            how="left",
+            maintain_order="left",
+        )
+        return joined["row"].fill_null(-1).cast(pl.Int64).to_numpy()
+
+    def dense(self, rows: np.ndarray) -> np.ndarray:
+        """(B, V, S) float32; all zero for a row of -1 (a store first seen this week)."""
+        s = len(SHELF_FEATURES)
+        shape = (len(rows), self.table.shape[1] // s, s)
+        ok = rows >= 0
+        if ok.all():
+            return self.table[rows].toarray().reshape(shape)
+        out = np.zeros((len(rows), self.table.shape[1]), dtype=np.float32)
+        if ok.any():
+            out[ok] = self.table[rows[ok]].toarray()
+        return out.reshape(shape)
+
+
+def regional_depth(
+    observed: pl.DataFrame, cells: pl.DataFrame, store_regions: pl.DataFrame
+) -> pl.DataFrame:
+    """For each (store_id, week, product_id) of ``cells``: the mean observed discount depth of the
+    product in that week at the other stores of the store's region (null where none sold it).
+    The store's own cell is subtracted from the regional sums, so nothing the store sold that
+    week enters its own shelf."""
+    obs = observed.select(
+        "product_id",
+        "store_id",
+        "store_region",
+        pl.col("week").cast(pl.Int64),
+        pl.col("discount_depth").fill_null(0.0).clip(0.0, MAX_DEPTH),
+    )
+    zone = obs.group_by("product_id", "store_region", "week").agg(
+        total=pl.col("discount_depth").sum(), n=pl.len()
+    )
+    region_of = store_regions.select("store_id", "store_region").unique(
+        subset="store_id", keep="first"
+    )
+    own = obs.select("store_id", "week", "product_id", pl.col("discount_depth").alias("own"))
+    return (
+        cells.with_columns(pl.col("week").cast(pl.Int64))
+        .join(region_of, on="store_id", how="inner")
+        .join(zone, on=["product_id", "store_region", "week"], how="inner")
+        .join(own, on=["store_id", "week", "product_id"], how="left")
+        .with_columns(others=pl.col("n") - pl.col("own").is_not_null().cast(pl.UInt32))
+        .filter(pl.col("others") > 0)
+        .select(
+            "store_id",
+            "week",
+            "product_id",
+            depth=(pl.col("total") - pl.col("own").fill_null(0.0)) / pl.col("others"),
+        )
+    )
+
+
+def with_price_multipliers(shelf: torch.Tensor, log_multiplier: torch.Tensor) -> torch.Tensor:
+    """Shelf features after multiplying prices by ``exp(log_multiplier)`` (V,) or (B, V),
+    differentiably: log relative price shifts by log m; depth = 1 - (1 - depth) * m (>= 0);
+    the promo flag follows the new depth. Unavailable products stay unavailable. (B, V, S)."""
+    available = shelf[..., 3]
+    m = torch.exp(log_multiplier)
+    log_rel = shelf[..., 0] + log_multiplier * available
+    depth = torch.clamp(1 - (1 - shelf[..., 1]) * m, min=0.0) * available
+    promo = (depth > PROMO_DEPTH).to(shelf.dtype) * available
+    return torch.stack([log_rel, depth, promo, available], dim=-1)

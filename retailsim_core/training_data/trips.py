@@ -1,0 +1,147 @@
+"""The trip store: every carded trip once, ordered by customer and time, with offsets.
+
+A sample never copies its history: the history of a week-W basket of customer c is the slice
+``trips[start(c) : end(c, W))`` of trips strictly before week W (``end`` is a binary search in
+the customer's run). The same store serves training, validation (incremental history) and test.
+Within a customer, trips are in time order: date, hour, then basket id (LGSR's basket ids are
+not chronological; ordering by them put ~17% of consecutive trips out of time order on the
+public sample, and the encoder, "last trip", recency and sequence baselines all read this order).
+On disk it is Arrow IPC (uncompressed), which Polars/PyArrow memory-map: opening it costs no copy.
+
+Glossary: T trips, I items (basket lines) over all trips, C customers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from retailsim_core.storage.io import atomic_write
+
+TIME_ORDER = ("customer_id", "shop_date", "shop_hour", "basket_id")
+TRIPS_SCHEMA = pl.Schema(
+    {
+        "customer_id": pl.String,
+        "week": pl.Int16,
+        "basket_id": pl.Int64,
+        "shop_date": pl.Date,
+        "shop_hour": pl.Int8,
+        "store_id": pl.String,
+        "store_format": pl.String,
+        "store_region": pl.String,
+        "basket_type": pl.String,
+        "basket_dominant_mission": pl.String,
+        "basket_price_sensitivity": pl.String,
+        "basket_size": pl.String,
+        "cust_price_sensitivity": pl.String,
+        "cust_lifestage": pl.String,
+        "n_products": pl.Int32,
+        "spend": pl.Float64,
+        "products": pl.List(pl.String),
+    }
+)
+
+
+# The raw_transactions columns a trip is built from: the basket's key, its products and spend,
+# and the attributes every line of a basket shares (a trip keeps its first line's).
+_PER_LINE = ("basket_id", "product_id", "spend")
+RAW_TRIP_COLUMNS = (
+    "week",
+    "basket_id",
+    "customer_id",
+    "store_id",
+    "store_format",
+    "store_region",
+    "shop_date",
+    "shop_hour",
+    "product_id",
+    "spend",
+    "basket_type",
+    "basket_dominant_mission",
+    "basket_price_sensitivity",
+    "basket_size",
+    "cust_price_sensitivity",
+    "cust_lifestage",
+)
+
+
+def trips_of(raw: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per carded basket with its distinct products (sorted), from raw_transactions rows."""
+    return (
+        raw.filter(pl.col("customer_id").is_not_null())
+        .group_by("basket_id")
+        .agg(
+            pl.col([c for c in RAW_TRIP_COLUMNS if c not in _PER_LINE]).first(),
+            pl.col("spend").sum(),
+            pl.col("product_id").unique().sort().alias("products"),
+        )
+        .with_columns(n_products=pl.col("products").list.len().cast(pl.Int32))
+        .select(TRIPS_SCHEMA.names())
+        .cast(dict(TRIPS_SCHEMA))
+        .sort(*TIME_ORDER)
+    )
+
+
+@dataclass(frozen=True)
+class TripStore:
+    trips: pl.DataFrame  # TRIPS_SCHEMA, sorted by TIME_ORDER
+    customers: pl.DataFrame  # customer_id, start, end: each customer's run of trips
+
+    @classmethod
+    def build(cls, trips: pl.DataFrame) -> TripStore:
+        trips = trips.sort(*TIME_ORDER)
+        runs = (
+            trips.with_row_index("row")
+            .group_by("customer_id", maintain_order=True)
+            .agg(pl.col("row").min().alias("start"), (pl.col("row").max() + 1).alias("end"))
+        )
+        return cls(trips=trips, customers=runs.with_columns(pl.col("start", "end").cast(pl.Int64)))
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(
+            folder / "trips.arrow",
+            lambda tmp: self.trips.write_ipc(tmp, compression="uncompressed"),
+        )
+        atomic_write(
+            folder / "customers.arrow",
+            lambda tmp: self.customers.write_ipc(tmp, compression="uncompressed"),
+        )
+
+    @classmethod
+    def open(cls, folder: Path) -> TripStore:
+        """Memory-mapped: the trips are not read into memory until used."""
+        return cls(
+            trips=pl.read_ipc(folder / "trips.arrow", memory_map=True),
+            customers=pl.read_ipc(folder / "customers.arrow", memory_map=True),
+        )
+
+    def history_bounds(self, customer_id: pl.Series, week: pl.Series) -> pl.DataFrame:
+        """(start, end) rows of each (customer, week): the customer's trips in weeks < week.
+        Unknown customers get an empty slice."""
+        q = pl.DataFrame({"customer_id": customer_id, "week": week.cast(pl.Int16)}).with_row_index(
+            "q"
+        )
+        known = q.join(self.customers, on="customer_id", how="left", maintain_order="left")
+        # Global order key: trips sorted by (customer, week) -> (customer rank, week) is sorted.
+        rank = self.customers.with_row_index("c").select("customer_id", "c")
+        trip_c = self.trips.select("customer_id").join(
+            rank, on="customer_id", how="left", maintain_order="left"
+        )["c"]
+        keys = (
+            trip_c.cast(pl.Int64).to_numpy() * 1024 + self.trips["week"].cast(pl.Int64).to_numpy()
+        )
+        qc = known.join(rank, on="customer_id", how="left", maintain_order="left")
+        qkey = (
+            qc["c"].fill_null(-1).cast(pl.Int64).to_numpy() * 1024
+            + qc["week"].cast(pl.Int64).to_numpy()
+        )
+        end = np.searchsorted(keys, qkey, side="left")
+        start = qc["start"].to_numpy()
+        has = qc["c"].is_not_null().to_numpy()
+        return pl.DataFrame({"start": np.where(has, start, 0), "end": np.where(has, end, 0)}).cast(
+            pl.Int64
+        )

@@ -1,0 +1,211 @@
+"""Basket generation, expected units, autograd elasticities, shelf prices and the pricing
+environment.
+"""
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env
+
+from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.simulation.rl_env import CategoryPricingEnv
+from retailsim_core.simulation.simulate import elasticities, expected_units, generate, price_book
+from retailsim_core.training.checkpoint import load_model
+from retailsim_core.training_data.shelf import ShelfPrices, with_price_multipliers
+from retailsim_core.training_data.tokens import ProductVocab
+
+
+@pytest.fixture(scope="module")
+def world(tiny_checkpoint, tiny_warehouse):
+    model, vocab, _ = load_model(tiny_checkpoint)
+    inputs = load_model_inputs(tiny_warehouse["warehouse"])
+    test = inputs.samples.filter(pl.col("split") == "test").head(12)
+    data = inputs.training_set(test)
+    batch = data[list(range(len(data)))]
+    trips = inputs.store.trips.filter(pl.col("basket_id").is_in(test["basket_id"].implode()))
+    ctx = test.select("basket_id").join(
+        trips.select("basket_id", "store_id", "week"), on="basket_id", maintain_order="left"
+    )
+    book = price_book(
+        inputs.price_features, ctx["store_id"].to_list(), ctx["week"].to_list(), vocab
+    )
+    return model, vocab, batch, book, inputs
+
+
+def test_generation_is_seeded_and_well_formed(world):
+    model, vocab, batch, book, _ = world
+    a = generate(model, batch, book, seed=7)
+    assert a == generate(model, batch, book, seed=7)
+    assert a != generate(model, batch, book, seed=8)
+    for basket in a:
+        assert 1 <= len(basket) <= 50 and len(set(basket)) == len(basket)
+        assert all(1 <= t <= vocab.n_products for t in basket)  # never PAD, MASK or EOS
+    sizes = torch.tensor([1, 3, 2] * 4)
+    fixed = generate(model, batch, book, seed=7, sizes=sizes)
+    assert [len(b) for b in fixed] == sizes.tolist()  # a given size is kept exactly
+
+
+def test_sizes_are_drawn_from_the_size_head(world, monkeypatch):
+    """D53: a basket's size comes from the size head's distribution, not from an [EOS] draw."""
+    model, vocab, batch, book, _ = world
+    from retailsim_core.simulation import simulate as simulation
+
+    n = len(batch["t6"])
+    probs = torch.zeros(n, model.cfg.max_items, dtype=torch.float64)
+    probs[: n // 2, 3] = 1.0  # first half: 4 products
+    probs[n // 2 :, 0] = 1.0  # second half: 1 product
+    monkeypatch.setattr(simulation, "size_distribution", lambda *a, **k: probs)
+    assert [len(b) for b in generate(model, batch, book, seed=3)] == [4] * (n // 2) + [1] * (
+        n - n // 2
+    )
+
+
+def test_counterfactual_prices_change_the_simulation(world):
+    model, vocab, batch, book, _ = world
+    base = generate(model, batch, book, seed=1)
+    sale = generate(
+        model, batch, book, seed=1, log_multiplier=torch.full((vocab.size,), float(np.log(0.3)))
+    )
+    assert base != sale  # a 70% sale on everything: product-level responses
+    from retailsim_core.simulation.simulate import first_slot_distribution
+
+    cut = torch.zeros(vocab.size)
+    cut[5] = float(np.log(0.5))
+    with torch.no_grad():
+        before, after = (
+            first_slot_distribution(model, batch),
+            first_slot_distribution(model, batch, cut),
+        )
+    available = batch["shelf"][:, 5, 3] > 0
+    assert (after[available, 5] > before[available, 5]).all()  # a product's own price cut helps it
+
+
+def test_autograd_elasticities_match_finite_differences(world):
+    model, vocab, batch, _, _ = world
+    size = torch.full((len(batch["t6"]),), 5.0)
+    units = expected_units(model, batch, size)
+    products = torch.topk(units[1 : vocab.n_products + 1], 4).indices.numpy() + 1
+    table = elasticities(
+        model, batch, size, products, categories=np.zeros(vocab.size, dtype=np.int64), top_k=2
+    )
+    # At the regular price the discount depth has a kink (a rise adds no negative depth): autograd
+    # gives the derivative of a price cut, so the oracle is the one-sided difference downwards.
+    eps = 1e-3
+    for i in products[:2]:
+        down = torch.zeros(vocab.size, dtype=torch.float64)
+        down[i] = -eps
+        with torch.no_grad():
+            fd = (
+                torch.log(units[i].double())
+                - torch.log(expected_units(model, batch, size, down.float())[i].double())
+            ) / eps
+        own = table.filter((pl.col("product") == i) & (pl.col("kind") == "own"))["elasticity"][0]
+        assert own == pytest.approx(float(fd), abs=2e-3)
+    assert (
+        set(table["kind"]) <= {"own", "same_category", "top_cross"}
+        and table.filter(pl.col("kind") == "own").height == 4
+    )
+
+
+def _shelf_inputs(own_depth: float):
+    pf = pl.DataFrame(
+        {
+            "store_id": ["S1", "S1", "S1", "S2"],
+            "week": [4, 4, 5, 4],
+            "product_id": ["P1", "P2", "P1", "P1"],
+            "relative_price": [0.8, 2.0, 9.0, 1.0],
+            "discount_depth": [0.2, 0.0, 0.5, 0.0],
+            "promo_flag": [True, False, True, False],
+        }
+    )
+    observed = pl.DataFrame(
+        {
+            "product_id": ["P1", "P1", "P1", "P2"],
+            "store_id": ["S1", "S2", "S3", "S3"],
+            "store_region": ["R1", "R1", "R2", "R2"],
+            "week": [5, 5, 5, 5],
+            "discount_depth": [own_depth, 0.3, 0.1, 0.4],
+        }
+    )
+    return (
+        pf,
+        observed,
+        pl.DataFrame({"store_id": ["S1", "S2", "S3"], "store_region": ["R1", "R1", "R2"]}),
+    )
+
+
+def test_shelf_of_week_w_is_last_weeks_regular_price_with_the_regions_promotions_of_week_w():
+    vocab = ProductVocab(("P1", "P2"))
+    pf, observed, regions = _shelf_inputs(own_depth=0.5)
+    shelf = ShelfPrices.build(pf, observed, regions, vocab)
+    rows = shelf.rows_of(pl.Series(["S1", "S1", "S3"]), pl.Series([5, 6, 5]))
+    dense = shelf.dense(rows)
+    # S1, week 5: P1's regular position is week 4's 0.8 / (1 - 0.2) = 1.0; this week's depth is
+    # S2's 0.3 (same region), never S1's own 0.5 nor S3's (another region).
+    np.testing.assert_allclose(dense[0, 1], [np.log(0.7), 0.3, 1.0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(
+        dense[0, 2], [np.log(2.0), 0.0, 0.0, 1.0], atol=1e-6
+    )  # no other store sold P2
+    np.testing.assert_allclose(
+        dense[1, 1], [np.log(9.0 / 0.5), 0.0, 0.0, 1.0], atol=1e-6
+    )  # week 6: no week-6 sales
+    assert rows[2] == -1 and not dense[2].any()  # S3 had no week-4 prices
+    np.testing.assert_array_equal(shelf.dense(rows[:2]), dense[:2])  # all rows known: the fast path
+    assert shelf.dense(np.zeros(0, dtype=np.int64)).shape == (0, vocab.size, 4)
+    # No leakage: what the basket's own store sold in week W never changes its shelf.
+    for own in (0.0, 0.1, 0.69):
+        other = ShelfPrices.build(*_shelf_inputs(own_depth=own), vocab)
+        np.testing.assert_array_equal(
+            other.dense(other.rows_of(pl.Series(["S1"]), pl.Series([5]))), dense[:1]
+        )
+    no_own_row = ShelfPrices.build(pf, observed.filter(pl.col("store_id") != "S1"), regions, vocab)
+    np.testing.assert_array_equal(
+        no_own_row.dense(no_own_row.rows_of(pl.Series(["S1"]), pl.Series([5]))), dense[:1]
+    )
+
+
+def test_counterfactual_prices_reprice_the_shelf_exactly():
+    vocab = ProductVocab(("P1", "P2"))
+    shelf = ShelfPrices.build(*_shelf_inputs(own_depth=0.5), vocab)
+    dense = shelf.dense(shelf.rows_of(pl.Series(["S1"]), pl.Series([5])))
+    repriced = with_price_multipliers(
+        torch.from_numpy(dense), torch.tensor([0.0, np.log(1.5), np.log(0.5), 0.0, 0.0])
+    )
+    # P1: price x 1.5 at depth 0.3 -> depth 1 - 0.7 * 1.5 < 0 -> 0, no promotion; log relative +
+    # log 1.5.
+    np.testing.assert_allclose(
+        repriced[0, 1].numpy(), [np.log(0.7 * 1.5), 0.0, 0.0, 1.0], atol=1e-6
+    )
+    # P2 at half price: a 50% promotion.
+    np.testing.assert_allclose(
+        repriced[0, 2].numpy(), [np.log(2.0 * 0.5), 0.5, 1.0, 1.0], atol=1e-6
+    )
+
+
+def test_pricing_environment_passes_gymnasiums_checker(world):
+    model, vocab, batch, _, _ = world
+    size = torch.full((len(batch["t6"]),), 5.0)
+    products = np.arange(1, 6)
+    env = CategoryPricingEnv(model, batch, size, products, prices=np.full(5, 2.0), horizon=3)
+    check_env(env, skip_render_check=True)
+    obs, info = env.reset(seed=0)
+    _, reward, terminated, truncated, _ = env.step(np.zeros(5, dtype=np.float32))
+    assert reward == pytest.approx(0.0, abs=1e-9) and not terminated and not truncated
+
+
+def test_a_given_mission_changes_the_simulation_and_none_is_the_default(world):
+    model, vocab, batch, book, _ = world
+    given = torch.ones(len(batch["t6"]), dtype=torch.bool)
+    honest = generate(model, batch, book, seed=0, sizes=torch.full((len(given),), 3))
+    told = generate(
+        model, batch, book, seed=0, sizes=torch.full((len(given),), 3), given_mission=given
+    )
+    assert honest == generate(
+        model,
+        {**batch, "t6": batch["t6"].flip(0)},
+        book,
+        seed=0,
+        sizes=torch.full((len(given),), 3),
+    )  # labels are never read
+    assert honest != told
