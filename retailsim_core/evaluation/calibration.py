@@ -23,7 +23,7 @@ def aux_calibration(
             out, _ = model.next_basket(batch)
             for name, (col, _) in AUX_HEADS.items():
                 probs[name].append(out.aux_logits[name].softmax(-1))
-                labels[name].append(batch["t6"][:, col] - 1)
+                labels[name].append(batch["basket_labels"][:, col] - 1)
     rows_out = []
     for name, (_, n) in AUX_HEADS.items():
         p, y = torch.cat(probs[name]), torch.cat(labels[name])

@@ -19,6 +19,7 @@ from scipy.stats import spearmanr
 
 from retailsim_core.graph.substitution import log_rate_ratio, pair_effects, weighted_mean
 from retailsim_core.simulation.simulate import jacobian_rows
+from retailsim_core.training_data.batch import Batch
 
 MIN_PROMO_STORE_WEEKS = 5
 
@@ -58,7 +59,7 @@ def _spearman_interval(x: np.ndarray, y: np.ndarray, n: int, seed: int) -> list[
 
 def observed_check(
     model,
-    batch: dict,
+    batch: Batch,
     size,
     vocab,
     cells: pl.LazyFrame,

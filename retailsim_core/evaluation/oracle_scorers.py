@@ -23,6 +23,7 @@ from retailsim_core.synth.baskets import HOUR_PROBS, HOURS
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
 from retailsim_core.synth.oracle import WeekDemand, purchase_probabilities, week_demand
 from retailsim_core.synth.world import load_world
+from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tokens import PAD, ProductVocab
 
 
@@ -73,7 +74,7 @@ def _scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab, probabi
     known = token_of > 0
     demand: dict[int, WeekDemand] = {}
 
-    def score(rows: np.ndarray, batch: dict) -> torch.Tensor:
+    def score(rows: np.ndarray, batch: Batch) -> torch.Tensor:
         out = np.full((len(rows), vocab.size), -np.inf)
         part = ctx[rows].with_row_index("i").with_columns(row=pl.Series(rows))
         for (week,), group in part.group_by("week"):

@@ -27,6 +27,7 @@ from retailsim_core.simulation.simulate import (
     price_book,
 )
 from retailsim_core.synth.world import load_world
+from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tensors import TrainingSet
 
 MIN_CONTEXTS = 20
@@ -104,7 +105,7 @@ def planted_agreement(own: pl.DataFrame) -> dict:
 
 def substitution_check(
     model: WorldModel,
-    batch: dict,
+    batch: Batch,
     size: torch.Tensor,
     vocab,
     world,

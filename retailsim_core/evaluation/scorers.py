@@ -19,6 +19,7 @@ from retailsim_core.evaluation.oracle_scorers import honest_oracle_scorer, oracl
 from retailsim_core.evaluation.tasks import EvalTasks
 from retailsim_core.models.losses import shown_products
 from retailsim_core.models.world_model import WorldModel
+from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tokens import PAD
 
 Scorer = Callable[[np.ndarray, dict], torch.Tensor]  # (rows, batch) -> (S, V)
@@ -59,7 +60,7 @@ def world_model_scorer(model: WorldModel, given_mission: bool = False) -> Scorer
     told the basket's true mission type and focus (the conditional row)."""
 
     @torch.no_grad()
-    def score(rows: np.ndarray, batch: dict) -> torch.Tensor:
+    def score(rows: np.ndarray, batch: Batch) -> torch.Tensor:
         given = torch.full((len(rows),), given_mission, dtype=torch.bool)
         _, log_p = model.next_basket(batch, given_mission=given)
         return log_p.double().masked_fill(model.excluded(len(rows)), -torch.inf)

@@ -14,6 +14,7 @@ import polars as pl
 import torch
 import torch.nn as nn
 
+from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tokens import PAD, ProductVocab
 
 
@@ -154,14 +155,19 @@ class ContextFusion(nn.Module):
             nn.Linear(width, cfg.d_model), nn.LayerNorm(cfg.d_model), nn.GELU()
         )
 
-    def forward(self, batch: dict[str, torch.Tensor], history: torch.Tensor) -> torch.Tensor:
+    def forward(self, batch: Batch, history: torch.Tensor) -> torch.Tensor:
         """``batch`` from ``TrainingSet``; ``history`` (B, H_dim) from the encoder -> (B, D)."""
-        t1c, t3, t5c, t6 = batch["t1_codes"], batch["t3"], batch["t5_codes"], batch["t6"]
+        t1c, t3, t5c, t6 = (
+            batch["customer_codes"],
+            batch["calendar"],
+            batch["store_codes"],
+            batch["basket_labels"],
+        )
         segment = torch.cat(
             [emb(t1c[:, i]) for i, emb in enumerate(self.segments)], dim=-1
         )  # (B, 64)
-        alpha = batch["t1_alpha"][:, None]
-        behaviour = torch.cat([self.t1_numeric(batch["t1_numeric"]), history], dim=-1)
+        alpha = batch["history_alpha"][:, None]
+        behaviour = torch.cat([self.t1_numeric(batch["customer_numeric"]), history], dim=-1)
         # Design §4.2.1's cold-start blend: segments weigh more when the history is short.
         t1 = torch.cat([alpha * segment, (1 - alpha) * behaviour], dim=-1)
         recency = torch.log1p(t3[:, 6].clamp(min=0))[:, None]
@@ -178,7 +184,7 @@ class ContextFusion(nn.Module):
         )
         t5 = torch.cat(
             [emb(t5c[:, i]) for i, emb in enumerate(self.store)]
-            + [self.t5_numeric(batch["t5_numeric"])],
+            + [self.t5_numeric(batch["store_numeric"])],
             dim=-1,
         )
         t6v = torch.cat([emb(t6[:, i]) for i, emb in enumerate(self.trip)], dim=-1)

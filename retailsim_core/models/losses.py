@@ -19,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from retailsim_core.models.world_model import AUX_HEADS, ModelOutput, WorldModel
+from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tokens import PAD, mask_token
 
 
@@ -108,7 +109,7 @@ def slot_targets(targets: torch.Tensor, basket_targets: tuple[torch.Tensor, torc
 def world_model_loss(
     model: WorldModel,
     out: ModelOutput,
-    batch: dict[str, torch.Tensor],
+    batch: Batch,
     inputs: torch.Tensor,
     targets: torch.Tensor,
     given_mission: torch.Tensor,
@@ -149,7 +150,7 @@ def world_model_loss(
         if w <= 0:
             continue
         # Only rows whose mission was not given: the head never sees the value it predicts.
-        label = batch["t6"][:, col] - 1
+        label = batch["basket_labels"][:, col] - 1
         label = label.masked_fill(given_mission | (label >= n_classes) | ~queried, -1)
         if (label >= 0).any():
             ce = F.cross_entropy(out.aux_logits[name], label, ignore_index=-1)
@@ -163,7 +164,7 @@ def world_model_loss(
     return LossParts(total=total, parts=parts)
 
 
-def basket_length(batch: dict[str, torch.Tensor], vocab_size: int) -> torch.Tensor:
+def basket_length(batch: Batch, vocab_size: int) -> torch.Tensor:
     """(B,) number of products in each basket of the batch (before corruption)."""
     tokens = batch["tokens"]
     return ((tokens != PAD) & (tokens < mask_token(vocab_size))).sum(1)

@@ -37,6 +37,7 @@ from retailsim_core.models.heads import (
 from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
 from retailsim_core.models.weight_cache import WeightCache
+from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tensors import (
     BASKET_TYPES,
     MISSIONS,
@@ -136,7 +137,7 @@ class TripEncoder(nn.Module):
         self.scan = cfg.scan
         self.cache = WeightCache()
 
-    def forward(self, product_table: torch.Tensor, batch: dict[str, torch.Tensor]):
+    def forward(self, product_table: torch.Tensor, batch: Batch):
         mask = batch["history_mask"]  # (B, H)
         b, h = mask.shape
         # The mean over a trip's products commutes with the linear map, so the (V, G) table is
@@ -270,7 +271,7 @@ class WorldModel(nn.Module):
 
     def forward(
         self,
-        batch: dict[str, torch.Tensor],
+        batch: Batch,
         tokens: torch.Tensor,
         hidden: torch.Tensor | None = None,
         given_mission: torch.Tensor | None = None,
@@ -278,10 +279,10 @@ class WorldModel(nn.Module):
         """``tokens`` (B, L) decoder inputs (corrupted by the caller); ``hidden`` (B, L) the
         positions to predict (their prices are zeroed); ``given_mission`` (B,) rows whose true
         mission type and focus the model is told (default: none, the honest next-basket setting)."""
-        batch = {**batch, "t6": visible_t6(batch["t6"], given_mission)}
+        batch = {**batch, "basket_labels": visible_t6(batch["basket_labels"], given_mission)}
         states, summary = self.encoder(self.product_table, batch)  # (B, H, D), (B, D)
         context = self.context(batch, summary)  # (B, D)
-        seq = self.products(tokens, batch["t4_prices"], context, hidden)  # (B, L + 1, D)
+        seq = self.products(tokens, batch["item_prices"], context, hidden)  # (B, L + 1, D)
         pad = torch.cat([torch.zeros_like(tokens[:, :1], dtype=torch.bool), tokens == PAD], dim=1)
         out = self.decoder(seq, pad, states, batch["history_mask"])  # (B, L + 1, D)
         repeat = products = None
@@ -290,7 +291,7 @@ class WorldModel(nn.Module):
             raw = self.repeat_head.raw_features(
                 batch["repeat_values"],
                 products,
-                batch["t6"],
+                batch["basket_labels"],
                 self.price_response.substitute_edges,
                 self.vocab_size,
             )
@@ -308,17 +309,19 @@ class WorldModel(nn.Module):
             size_logits=self.size_head(out[:, 0]),
         )
 
-    def query_inputs(self, batch: dict[str, torch.Tensor]) -> tuple[dict, torch.Tensor]:
+    def query_inputs(self, batch: Batch) -> tuple[Batch, torch.Tensor]:
         """The next-basket query (D34): one [MASK] slot after the context token, its price
         hidden.
         """
-        b = batch["t6"].shape[0]  # a symbolic size under torch.export, not a constant
-        query = torch.full((b, 1), self.mask_token, dtype=torch.long, device=batch["t6"].device)
-        prices = batch["t4_prices"].new_zeros(b, 1, batch["t4_prices"].shape[-1])
-        return {**batch, "t4_prices": prices}, query
+        b = batch["basket_labels"].shape[0]  # a symbolic size under torch.export, not a constant
+        query = torch.full(
+            (b, 1), self.mask_token, dtype=torch.long, device=batch["basket_labels"].device
+        )
+        prices = batch["item_prices"].new_zeros(b, 1, batch["item_prices"].shape[-1])
+        return {**batch, "item_prices": prices}, query
 
     def next_basket(
-        self, batch: dict[str, torch.Tensor], given_mission: torch.Tensor | None = None
+        self, batch: Batch, given_mission: torch.Tensor | None = None
     ) -> tuple[ModelOutput, torch.Tensor]:
         """Decoder output and (B, V) log-probabilities of the next-basket query slot: the ranking
         of what the basket holds, from what is known before the trip."""

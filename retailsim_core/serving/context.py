@@ -28,6 +28,7 @@ from retailsim_core.settings import load_settings
 from retailsim_core.tables import (
     SAMPLES_TABLE,
 )
+from retailsim_core.training_data.batch import Batch, to_batch
 from retailsim_core.training_data.batch_inputs import (
     TripIndex,
     calendar_inputs,
@@ -220,7 +221,7 @@ class ServingData:
         start, end = self.history_bounds(self.resolve(contexts))
         return end - start
 
-    def batch(self, contexts: pl.DataFrame, history_width: int | None = None) -> dict:
+    def batch(self, contexts: pl.DataFrame, history_width: int | None = None) -> Batch:
         """The model batch of ``contexts`` (known stores, served weeks: see ``resolve``), with
         ``cold_start`` (B,) True where the customer has no trip before the week. Encoder trips
         are padded to ``history_width`` when given (a fixed width for the ONNX graph)."""
@@ -248,24 +249,20 @@ class ServingData:
         tensors = {
             **history,
             # The customer's segment codes as of the latest trip before the week; none if new.
-            "t1_codes": np.where(
+            "customer_codes": np.where(
                 (end > start)[:, None], self.customer_codes[np.maximum(end - 1, 0)], 0
             ),
-            "t1_numeric": t1_numeric,
-            "t1_alpha": history_alpha(end - start),
-            "t3": calendar_inputs(date, ctx.hour, week, since),
-            "t5_codes": t5_codes,
-            "t5_numeric": t5_numeric,
-            "t5_is_new": t5_is_new,
-            "t6": np.zeros((b, 4), dtype=np.int64),  # nothing of the basket is known
-            "t4_prices": np.zeros((b, 1, len(PRICE_COLUMNS)), dtype=np.float32),
+            "customer_numeric": t1_numeric,
+            "history_alpha": history_alpha(end - start),
+            "calendar": calendar_inputs(date, ctx.hour, week, since),
+            "store_codes": t5_codes,
+            "store_numeric": t5_numeric,
+            "store_is_new": t5_is_new,
+            "basket_labels": np.zeros((b, 4), dtype=np.int64),  # nothing of the basket is known
+            "item_prices": np.zeros((b, 1, len(PRICE_COLUMNS)), dtype=np.float32),
             "shelf": self.shelf.dense(shelf_rows),
         }
-        batch = {
-            k: torch.from_numpy(np.ascontiguousarray(v.astype(np.int64) if k in _INT else v))
-            for k, v in tensors.items()
-        }
-        return batch | {"cold_start": torch.from_numpy(end == start)}
+        return to_batch(tensors | {"cold_start": end == start})
 
     def sample_contexts(self, n: int, seed: int, new_share: float = 0.1) -> pl.DataFrame:
         """``n`` seeded random contexts of the served weeks (known customers, a ``new_share``
@@ -295,6 +292,3 @@ class ServingData:
         from retailsim_core.simulation.simulate import price_book
 
         return price_book(self.price_features, store_ids, weeks, self.vocab)
-
-
-_INT = {"t1_codes", "t5_codes", "t6", "history_context"}

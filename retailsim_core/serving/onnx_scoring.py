@@ -24,6 +24,7 @@ import torch
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.storage.io import atomic_write
 from retailsim_core.training.checkpoint import read_json, write_json
+from retailsim_core.training_data.batch import Batch
 
 GRAPH_FILE = "scoring.onnx"
 PARITY_TOLERANCE = 1e-4  # max abs difference of log-probabilities from PyTorch
@@ -38,15 +39,15 @@ ONNX_INPUTS = (
     "repeat_values",
     "season",
     "shelf",
-    "t1_alpha",
-    "t1_codes",
-    "t1_numeric",
-    "t3",
-    "t4_prices",
-    "t5_codes",
-    "t5_is_new",
-    "t5_numeric",
-    "t6",
+    "history_alpha",
+    "customer_codes",
+    "customer_numeric",
+    "calendar",
+    "item_prices",
+    "store_codes",
+    "store_is_new",
+    "store_numeric",
+    "basket_labels",
 )
 
 
@@ -76,7 +77,7 @@ def _dynamic_shapes() -> tuple:
     return (tuple(per_row[name] for name in ONNX_INPUTS),)
 
 
-def export_onnx(model: WorldModel, batch: dict[str, torch.Tensor], path: Path) -> Path:
+def export_onnx(model: WorldModel, batch: Batch, path: Path) -> Path:
     """Write the scoring graph of ``model`` to ``path`` (atomically). ``batch``: an example
     serving batch with history padded to ``max_history_trips`` trips."""
     previous = model.encoder.scan
@@ -112,13 +113,13 @@ class OnnxScorer:
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = tuple(i.name for i in self.session.get_inputs())
 
-    def __call__(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def __call__(self, batch: Batch) -> torch.Tensor:
         """(B, V) log-probabilities, as ``WorldModel.next_basket`` returns them."""
         feed = {name: np.ascontiguousarray(batch[name].numpy()) for name in self.inputs}
         return torch.from_numpy(self.session.run(None, feed)[0])
 
 
-def write_scoring_graph(folder: Path, model: WorldModel, batch: dict, checkpoint_id: str) -> dict:
+def write_scoring_graph(folder: Path, model: WorldModel, batch: Batch, checkpoint_id: str) -> dict:
     """``folder``/scoring.onnx and its manifest (the checkpoint it was exported from, and the
     parity of the export on ``batch`` against PyTorch)."""
     path = export_onnx(model, batch, folder / GRAPH_FILE)
@@ -128,7 +129,7 @@ def write_scoring_graph(folder: Path, model: WorldModel, batch: dict, checkpoint
     manifest = {
         "checkpoint_id": checkpoint_id,
         "max_abs_difference": difference,
-        "example_contexts": int(batch["t6"].shape[0]),
+        "example_contexts": int(batch["basket_labels"].shape[0]),
         "bytes": path.stat().st_size,
     }
     write_json(folder / "manifest.json", manifest)

@@ -23,6 +23,7 @@ from retailsim_core.serving.onnx_scoring import OnnxScorer
 from retailsim_core.settings import load_settings
 from retailsim_core.simulation.simulate import elasticities as price_elasticities
 from retailsim_core.simulation.simulate import expected_basket_size, generate
+from retailsim_core.training_data.batch import Batch
 
 CHUNK = 128  # contexts scored together in a large batch
 
@@ -116,12 +117,12 @@ class WorldModelService:
 
     # ---- answers ------------------------------------------------------------------------
     @torch.inference_mode()
-    def log_probs(self, batch: dict) -> torch.Tensor:
+    def log_probs(self, batch: Batch) -> torch.Tensor:
         """(B, V) next-basket log-probabilities; [PAD]/[MASK]/[EOS] at -inf."""
         if self.onnx is not None:
             log_p = self.onnx(batch).double()
             return log_p.masked_fill(self.model.excluded(len(log_p)), -torch.inf)
-        return self._score(np.arange(len(batch["t6"])), batch)
+        return self._score(np.arange(len(batch["basket_labels"])), batch)
 
     def recommend(self, contexts: list[Context], k: int) -> list[dict]:
         """Top-k products of each context. A large batch is scored in chunks of contexts with

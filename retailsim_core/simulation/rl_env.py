@@ -17,6 +17,7 @@ import torch
 
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.simulation.simulate import expected_units
+from retailsim_core.training_data.batch import Batch
 
 
 class CategoryPricingEnv(gym.Env):
@@ -25,7 +26,7 @@ class CategoryPricingEnv(gym.Env):
     def __init__(
         self,
         model: WorldModel,
-        batch: dict,
+        batch: Batch,
         basket_size: torch.Tensor,
         products: np.ndarray,
         prices: np.ndarray,

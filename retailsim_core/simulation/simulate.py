@@ -20,6 +20,7 @@ import scipy.sparse as sp
 import torch
 
 from retailsim_core.models.world_model import WorldModel
+from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.shelf import with_price_multipliers
 from retailsim_core.training_data.tensors import PRICE_COLUMNS
 from retailsim_core.training_data.tokens import PAD, ProductVocab
@@ -58,7 +59,7 @@ def reprice_book(book: torch.Tensor, log_multiplier: torch.Tensor) -> torch.Tens
     return out
 
 
-def _with_prices(batch: dict, log_multiplier: torch.Tensor | None) -> dict:
+def _with_prices(batch: Batch, log_multiplier: torch.Tensor | None) -> Batch:
     if log_multiplier is None or "shelf" not in batch:
         return batch
     return {**batch, "shelf": with_price_multipliers(batch["shelf"], log_multiplier)}
@@ -66,14 +67,14 @@ def _with_prices(batch: dict, log_multiplier: torch.Tensor | None) -> dict:
 
 @torch.no_grad()
 def size_distribution(
-    model: WorldModel, batch: dict, given_mission: torch.Tensor | None = None
+    model: WorldModel, batch: Batch, given_mission: torch.Tensor | None = None
 ) -> torch.Tensor:
     """(B, max_items) P(the basket holds k + 1 products) from the context (size head)."""
     out, _ = model.next_basket(batch, given_mission=given_mission)
     return torch.softmax(out.size_logits.double(), -1)
 
 
-def expected_basket_size(model: WorldModel, batch: dict) -> torch.Tensor:
+def expected_basket_size(model: WorldModel, batch: Batch) -> torch.Tensor:
     """(B,) E[number of products] of each context's basket under the size head."""
     p = size_distribution(model, batch)
     return (p * torch.arange(1, p.shape[1] + 1, dtype=p.dtype)).sum(1).float()
@@ -82,7 +83,7 @@ def expected_basket_size(model: WorldModel, batch: dict) -> torch.Tensor:
 @torch.no_grad()
 def generate(
     model: WorldModel,
-    batch: dict,
+    batch: Batch,
     book: torch.Tensor,
     *,
     seed: int,
@@ -111,7 +112,7 @@ def generate(
     rows = torch.arange(b_size)
     for t in range(int(sizes.max())):
         out = model(
-            {**batch, "t4_prices": prices},
+            {**batch, "item_prices": prices},
             tokens,
             hidden=tokens == model.mask_token,
             given_mission=given_mission,
@@ -130,7 +131,7 @@ def generate(
 
 
 def first_slot_distribution(
-    model: WorldModel, batch: dict, log_multiplier: torch.Tensor | None = None
+    model: WorldModel, batch: Batch, log_multiplier: torch.Tensor | None = None
 ) -> torch.Tensor:
     """(B, V) probability of each product for a basket slot given the context (differentiable)."""
     _, log_p = model.next_basket(_with_prices(batch, log_multiplier))
@@ -139,7 +140,7 @@ def first_slot_distribution(
 
 def expected_units(
     model: WorldModel,
-    batch: dict,
+    batch: Batch,
     basket_size: torch.Tensor,
     log_multiplier: torch.Tensor | None = None,
 ) -> torch.Tensor:
@@ -148,7 +149,7 @@ def expected_units(
 
 
 def jacobian_rows(
-    model: WorldModel, batch: dict, basket_size: torch.Tensor, products: np.ndarray
+    model: WorldModel, batch: Batch, basket_size: torch.Tensor, products: np.ndarray
 ) -> np.ndarray:
     """(len(products), V) d log E_i / d log p_j for each i in ``products``: one backward pass per
     i.
@@ -167,7 +168,7 @@ def jacobian_rows(
 
 def elasticities(
     model: WorldModel,
-    batch: dict,
+    batch: Batch,
     basket_size: torch.Tensor,
     products: np.ndarray,
     categories: np.ndarray,

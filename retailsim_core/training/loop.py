@@ -129,9 +129,13 @@ def train_epoch(
     for i, batch_rows in enumerate(batches):
         batch = data[rows[batch_rows]]
         tokens, prices = shuffle_items(
-            batch["tokens"].numpy(), batch["t4_prices"].numpy(), data.vocab, rng
+            batch["tokens"].numpy(), batch["item_prices"].numpy(), data.vocab, rng
         )
-        batch = {**batch, "tokens": torch.from_numpy(tokens), "t4_prices": torch.from_numpy(prices)}
+        batch = {
+            **batch,
+            "tokens": torch.from_numpy(tokens),
+            "item_prices": torch.from_numpy(prices),
+        }
         inputs, targets = corrupt(tokens, data.vocab, phase.mask_rate, cfg.suffix_share, rng)
         inputs, targets, (q_rows, q_tokens) = basket_queries(
             tokens, inputs, targets, data.vocab, cfg.query_share, rng
@@ -208,64 +212,71 @@ def train(
                 len(valid_rows), cfg.valid_samples, replace=False
             )
         )
+    run = _Run(
+        step=step,
+        optimizer=optimizer,
+        model=model,
+        contrastive=contrastive,
+        average=average,
+        train_data=train_data,
+        rows=rows,
+        train_buckets=train_buckets,
+        valid_data=valid_data,
+        valid_rows=valid_rows,
+        popularity=popularity,
+        cfg=cfg,
+        state_dir=state_dir,
+        is_writer=is_writer,
+        fingerprint=fingerprint,
+        log=log,
+    )
     with deterministic_kernels():  # same seed, same bytes (D47)
-        _run_epochs(
-            step,
-            optimizer,
-            model,
-            contrastive,
-            train_data,
-            rows,
-            train_buckets,
-            valid_data,
-            valid_rows,
-            popularity,
-            cfg,
-            state,
-            best,
-            state_dir,
-            is_writer,
-            log,
-            stop_after_epochs,
-            fingerprint,
-            average,
-        )
+        _run_epochs(run, state, best, stop_after_epochs)
     return TrainResult(state=state, best_weights=best)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What stays fixed over a run's epochs: the modules and optimizer it steps, its data, its
+    settings and where its state goes."""
+
+    step: nn.Module  # TrainStep (DDP-wrapped under torchrun)
+    optimizer: torch.optim.Optimizer
+    model: WorldModel
+    contrastive: nn.Module
+    average: WeightAverage | None  # the moving average of the weights (D70), or None
+    train_data: TrainingSet
+    rows: np.ndarray  # training sample rows
+    train_buckets: np.ndarray  # history bucket of each training sample
+    valid_data: TrainingSet
+    valid_rows: np.ndarray  # the fixed validation subsample
+    popularity: np.ndarray  # (V,) training popularity, the masked-item reference
+    cfg: TrainConfig
+    state_dir: Path | None  # where the resumable state is saved after each epoch
+    is_writer: bool  # rank 0 writes the state
+    fingerprint: str  # data + configs: a saved state resumes only when it matches
+    log: Callable[[str], None]
+
+
 def _run_epochs(
-    step,
-    optimizer,
-    model,
-    contrastive,
-    train_data,
-    rows,
-    train_buckets,
-    valid_data,
-    valid_rows,
-    popularity,
-    cfg: TrainConfig,
-    state: LoopState,
-    best: dict,
-    state_dir: Path | None,
-    is_writer: bool,
-    log,
-    stop_after_epochs: int | None,
-    fingerprint: str,
-    average: WeightAverage | None,
+    run: _Run, state: LoopState, best: dict, stop_after_epochs: int | None = None
 ) -> None:
+    """Epochs until the schedule ends (or ``stop_after_epochs``), updating ``state`` and the
+    ``best`` weights in place."""
+    r, cfg, model, average = run, run.cfg, run.model, run.average
     run_epochs = 0
     while not state.done:
         phase = cfg.phases[state.phase]
         start = time.perf_counter()
         metrics = train_epoch(
-            step, optimizer, train_data, rows, train_buckets, phase, cfg, state.epoch, log, average
-        )
+            r.step, r.optimizer, r.train_data, r.rows, r.train_buckets, phase, cfg, state.epoch,
+            r.log, average,
+        )  # fmt: skip
         with average.applied() if average is not None else contextlib.nullcontext():
-            metrics.update(next_basket_metrics_of(model, valid_data, valid_rows))
+            metrics.update(next_basket_metrics_of(model, r.valid_data, r.valid_rows))
             state.seconds += time.perf_counter() - start
             end_epoch(state, cfg, metrics, model, best, phase)  # the best are averaged weights
-        log(
+        r.log(
             f"epoch {state.epoch} ({phase.name}): "
             + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
         )
@@ -276,9 +287,9 @@ def _run_epochs(
             average.reset()  # the new phase's losses (size, auxiliary heads) start moving now
         if average is not None:
             state.average_steps = average.steps
-        if state_dir is not None and is_writer:
+        if r.state_dir is not None and r.is_writer:
             save_loop_state(
-                state_dir, state, model, contrastive, optimizer, best, fingerprint, average
+                r.state_dir, state, model, r.contrastive, r.optimizer, best, r.fingerprint, average
             )
         distributed.barrier()
         run_epochs += 1
@@ -287,7 +298,7 @@ def _run_epochs(
     if state.done:  # the chosen weights' masked-item figures, in their epoch's history row
         best_row = next(h for h in state.history if h["epoch"] == state.best_epoch)
         kept = masked_item_metrics_of_weights(
-            model, best, valid_data, valid_rows, popularity, cfg.valid_mask_rate, cfg.seed
+            model, best, r.valid_data, r.valid_rows, r.popularity, cfg.valid_mask_rate, cfg.seed
         )
         best_row.update(kept)
 

@@ -19,7 +19,7 @@ def fit_feature_scaling(model: WorldModel, data: TrainingSet, seed: int, n: int 
     raw = model.repeat_head.raw_features(
         batch["repeat_values"],
         products,
-        torch.zeros_like(batch["t6"]),
+        torch.zeros_like(batch["basket_labels"]),
         model.price_response.substitute_edges,
         model.vocab_size,
     )

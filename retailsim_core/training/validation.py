@@ -18,6 +18,7 @@ from retailsim_core.models.losses import shown_products
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.training.corruption import evaluation_mask, shuffle_items
 from retailsim_core.training.metrics import ndcg_at, recall_at
+from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tensors import TrainingSet
 from retailsim_core.training_data.tokens import PAD
 
@@ -89,12 +90,12 @@ def masked_item_ranks(
     )
 
 
-def shuffled(batch: dict, vocab, seed: int) -> dict:
+def shuffled(batch: Batch, vocab, seed: int) -> Batch:
     """The batch with each basket in a seeded random order, as in training (baskets are sets)."""
     tokens, prices = shuffle_items(
-        batch["tokens"].numpy(), batch["t4_prices"].numpy(), vocab, np.random.default_rng(seed)
+        batch["tokens"].numpy(), batch["item_prices"].numpy(), vocab, np.random.default_rng(seed)
     )
-    return {**batch, "tokens": torch.from_numpy(tokens), "t4_prices": torch.from_numpy(prices)}
+    return {**batch, "tokens": torch.from_numpy(tokens), "item_prices": torch.from_numpy(prices)}
 
 
 @torch.no_grad()

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-import torch
 
 from retailsim_core.ingest.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
+from retailsim_core.training_data.batch import Batch, to_batch
 from retailsim_core.training_data.batch_inputs import (
     BASKET_TYPES,
     MISSIONS,
@@ -164,7 +164,7 @@ class TrainingSet:
     def __len__(self) -> int:
         return self.n
 
-    def __getitem__(self, indices) -> dict[str, torch.Tensor]:
+    def __getitem__(self, indices) -> Batch:
         """A whole batch: ``indices`` is the list of sample rows (use ``batch_size=None``)."""
         idx = np.asarray(indices, dtype=np.int64)
         cfg, eos = self.cfg, self.vocab.eos
@@ -186,25 +186,24 @@ class TrainingSet:
                 weekend=ctx.weekend[idx],
             ),
         )
-        extra = (
-            {"shelf": torch.from_numpy(self.shelf.dense(self.shelf_rows[idx]))}
-            if self.shelf is not None
-            else {}
+        shelf = {} if self.shelf is None else {"shelf": self.shelf.dense(self.shelf_rows[idx])}
+        return to_batch(
+            shelf
+            | {
+                "tokens": tokens,
+                "item_mask": tokens != PAD,
+                "item_prices": prices,
+                **history,
+                "customer_codes": self.t1_codes[idx],
+                "customer_numeric": self.t1_numeric[idx],
+                "history_alpha": self.t1_alpha[idx],
+                "calendar": self.t3[idx],
+                "store_codes": self.t5_codes[idx],
+                "store_numeric": self.t5_numeric[idx],
+                "store_is_new": self.t5_is_new[idx],
+                "basket_labels": self.t6[idx],
+            }
         )
-        return extra | {
-            "tokens": torch.from_numpy(tokens),
-            "item_mask": torch.from_numpy(tokens != PAD),
-            "t4_prices": torch.from_numpy(prices),
-            **{name: torch.from_numpy(value) for name, value in history.items()},
-            "t1_codes": torch.from_numpy(self.t1_codes[idx].astype(np.int64)),
-            "t1_numeric": torch.from_numpy(self.t1_numeric[idx]),
-            "t1_alpha": torch.from_numpy(self.t1_alpha[idx]),
-            "t3": torch.from_numpy(self.t3[idx]),
-            "t5_codes": torch.from_numpy(self.t5_codes[idx].astype(np.int64)),
-            "t5_numeric": torch.from_numpy(self.t5_numeric[idx]),
-            "t5_is_new": torch.from_numpy(self.t5_is_new[idx]),
-            "t6": torch.from_numpy(self.t6[idx].astype(np.int64)),
-        }
 
 
 class LengthBucketSampler:

@@ -76,15 +76,15 @@ def test_context_fusion_blends_segments_by_alpha():
     fusion = ContextFusion(CFG, n_t1_numeric=22, history_dim=16, n_stores=100)
     b = 3
     batch = {
-        "t1_codes": torch.tensor([[1, 2], [0, 0], [4, 7]]),
-        "t1_numeric": torch.rand(b, 22),
-        "t1_alpha": torch.tensor([0.8, 0.2, 0.5]),
-        "t3": torch.tensor(
+        "customer_codes": torch.tensor([[1, 2], [0, 0], [4, 7]]),
+        "customer_numeric": torch.rand(b, 22),
+        "history_alpha": torch.tensor([0.8, 0.2, 0.5]),
+        "calendar": torch.tensor(
             [[14, 2, 9, 0, 1, 0.1, 3.0], [52, 1, 0, 1, 0, 0.9, -1.0], [1, 7, 21, 0, 3, 0.5, 40.0]]
         ),
-        "t5_codes": torch.tensor([[1, 3, 5], [4, 12, 0], [2, 1, 99]]),
-        "t5_numeric": torch.rand(b, 4),
-        "t6": torch.tensor([[1, 2, 3, 1], [4, 5, 4, 3], [0, 0, 0, 0]]),
+        "store_codes": torch.tensor([[1, 3, 5], [4, 12, 0], [2, 1, 99]]),
+        "store_numeric": torch.rand(b, 4),
+        "basket_labels": torch.tensor([[1, 2, 3, 1], [4, 5, 4, 3], [0, 0, 0, 0]]),
     }
     out = fusion(batch, torch.randn(b, 16))
     assert out.shape == (b, 32) and torch.isfinite(out).all()

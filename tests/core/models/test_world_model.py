@@ -65,9 +65,9 @@ def test_masked_position_never_sees_its_product_or_price(tiny):
     hidden = torch.zeros_like(tokens, dtype=torch.bool)
     hidden[:, 0] = True
     tokens[:, 0] = data.vocab.mask
-    other = {**batch, "t4_prices": batch["t4_prices"].clone()}
-    other["t4_prices"][:, 0] = (
-        torch.rand_like(other["t4_prices"][:, 0]) * 50
+    other = {**batch, "item_prices": batch["item_prices"].clone()}
+    other["item_prices"][:, 0] = (
+        torch.rand_like(other["item_prices"][:, 0]) * 50
     )  # the true product's price
     with torch.no_grad():
         a = model(batch, tokens, hidden=hidden).hidden
@@ -80,9 +80,9 @@ def test_no_label_of_the_basket_is_seen_unless_its_mission_is_given(tiny):
     basket's price sensitivity and size are labels of its contents, never inputs."""
     _, data, model = tiny
     batch = data[rows_with_history(data, 4)]
-    flipped = {**batch, "t6": batch["t6"].flip(0)}
-    labels_only = {**batch, "t6": batch["t6"].clone()}
-    labels_only["t6"][:, 2:] = labels_only["t6"][:, 2:].flip(0)
+    flipped = {**batch, "basket_labels": batch["basket_labels"].flip(0)}
+    labels_only = {**batch, "basket_labels": batch["basket_labels"].clone()}
+    labels_only["basket_labels"][:, 2:] = labels_only["basket_labels"][:, 2:].flip(0)
     given = torch.ones(4, dtype=torch.bool)
     with torch.no_grad():
         honest, honest_flipped = model.next_basket(batch)[1], model.next_basket(flipped)[1]
@@ -127,7 +127,7 @@ def test_every_basket_item_finds_its_week_price(tiny):
     _, data, _ = tiny
     batch = data[list(range(len(data)))]
     items = (batch["tokens"] >= 1) & (batch["tokens"] <= data.vocab.n_products)
-    assert (batch["t4_prices"][..., 0][items] > 0).all()  # (product, store, week) hit
+    assert (batch["item_prices"][..., 0][items] > 0).all()  # (product, store, week) hit
 
 
 def test_trip_inputs_equal_the_projected_mean_of_all_the_trips_products(tiny):

@@ -8,6 +8,7 @@ import torch
 from retailsim_core.evaluation.scorers import world_model_scorer
 from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.serving.context import CONTEXT_SCHEMA
+from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tensors import TensorConfig
 
 HONEST_KEYS = (
@@ -18,13 +19,13 @@ HONEST_KEYS = (
     "history_days_before",
     "repeat_products",
     "repeat_values",
-    "t1_codes",
-    "t1_numeric",
-    "t1_alpha",
-    "t3",
-    "t5_codes",
-    "t5_numeric",
-    "t5_is_new",
+    "customer_codes",
+    "customer_numeric",
+    "history_alpha",
+    "calendar",
+    "store_codes",
+    "store_numeric",
+    "store_is_new",
     "shelf",
 )
 
@@ -55,8 +56,18 @@ def test_a_context_gets_the_inputs_of_the_evaluated_basket(tiny_service, evaluat
     assert len(rows) > 10
     for key in HONEST_KEYS:
         torch.testing.assert_close(served[key], expected[key], rtol=0, atol=0, msg=key)
-    assert not served["t6"].any()  # nothing of the basket is known
+    assert not served["basket_labels"].any()  # nothing of the basket is known
     assert not served["cold_start"].any()
+
+
+def test_served_and_training_batches_have_the_same_keys_and_dtypes(tiny_service, evaluated):
+    training, contexts = evaluated
+    trained, served = training[np.arange(4)], tiny_service.data.batch(contexts[:4])
+    assert set(served) - set(trained) == {"cold_start"}  # serving says who is new
+    assert set(trained) - set(served) == {"tokens", "item_mask"}  # the basket, not yet known
+    assert set(served) | set(trained) <= set(Batch.__annotations__)
+    shared = set(served) & set(trained)
+    assert {k: served[k].dtype for k in shared} == {k: trained[k].dtype for k in shared}
 
 
 def test_served_scores_equal_the_evaluated_world_model_scores(tiny_service, evaluated):
@@ -93,7 +104,7 @@ def test_a_new_customer_is_a_cold_start_with_an_empty_history(tiny_service, eval
     assert batch["cold_start"].tolist() == [True]
     assert not batch["history_mask"].any()
     assert (batch["repeat_products"] == 0).all()
-    assert (batch["t1_numeric"] == 0).all()
+    assert (batch["customer_numeric"] == 0).all()
 
 
 def test_a_fixed_history_width_pads_without_changing_scores(tiny_service, evaluated):

@@ -51,7 +51,7 @@ def test_sizes_are_drawn_from_the_size_head(world, monkeypatch):
     model, vocab, batch, book, _ = world
     from retailsim_core.simulation import simulate as simulation
 
-    n = len(batch["t6"])
+    n = len(batch["basket_labels"])
     probs = torch.zeros(n, model.cfg.max_items, dtype=torch.float64)
     probs[: n // 2, 3] = 1.0  # first half: 4 products
     probs[n // 2 :, 0] = 1.0  # second half: 1 product
@@ -83,7 +83,7 @@ def test_counterfactual_prices_change_the_simulation(world):
 
 def test_autograd_elasticities_match_finite_differences(world):
     model, vocab, batch, _, _ = world
-    size = torch.full((len(batch["t6"]),), 5.0)
+    size = torch.full((len(batch["basket_labels"]),), 5.0)
     units = expected_units(model, batch, size)
     products = torch.topk(units[1 : vocab.n_products + 1], 4).indices.numpy() + 1
     table = elasticities(
@@ -185,7 +185,7 @@ def test_counterfactual_prices_reprice_the_shelf_exactly():
 
 def test_pricing_environment_passes_gymnasiums_checker(world):
     model, vocab, batch, _, _ = world
-    size = torch.full((len(batch["t6"]),), 5.0)
+    size = torch.full((len(batch["basket_labels"]),), 5.0)
     products = np.arange(1, 6)
     env = CategoryPricingEnv(model, batch, size, products, prices=np.full(5, 2.0), horizon=3)
     check_env(env, skip_render_check=True)
@@ -196,14 +196,14 @@ def test_pricing_environment_passes_gymnasiums_checker(world):
 
 def test_a_given_mission_changes_the_simulation_and_none_is_the_default(world):
     model, vocab, batch, book, _ = world
-    given = torch.ones(len(batch["t6"]), dtype=torch.bool)
+    given = torch.ones(len(batch["basket_labels"]), dtype=torch.bool)
     honest = generate(model, batch, book, seed=0, sizes=torch.full((len(given),), 3))
     told = generate(
         model, batch, book, seed=0, sizes=torch.full((len(given),), 3), given_mission=given
     )
     assert honest == generate(
         model,
-        {**batch, "t6": batch["t6"].flip(0)},
+        {**batch, "basket_labels": batch["basket_labels"].flip(0)},
         book,
         seed=0,
         sizes=torch.full((len(given),), 3),

@@ -65,7 +65,8 @@ def test_batch_shapes_and_special_tokens(training_set):
     after = np.arange(L)[None, :] > n_items.numpy()[:, None]
     assert (b["tokens"].numpy()[after] == PAD).all()  # nothing after EOS
     assert (
-        b["t4_prices"].numpy()[~b["item_mask"].numpy() | (b["tokens"].numpy() == ts.vocab.eos)] == 0
+        b["item_prices"].numpy()[~b["item_mask"].numpy() | (b["tokens"].numpy() == ts.vocab.eos)]
+        == 0
     ).all()
     # the encoder's trips as (B * H) bags over one flat item list: every product of every trip
     assert b["history_offsets"].shape == (b["history_mask"].numel(),)
@@ -79,8 +80,12 @@ def test_batch_shapes_and_special_tokens(training_set):
         lengths[b["history_mask"].numpy()] == trip_lengths[rows[b["history_mask"].numpy()]]
     ).all()
     assert b["repeat_values"].shape[:2] == b["repeat_products"].shape
-    assert b["t1_codes"].shape == (B, 2) and b["t3"].shape == (B, 7) and b["t6"].shape == (B, 4)
-    assert b["t5_numeric"].shape == (B, 4) and b["t1_numeric"].shape[0] == B
+    assert (
+        b["customer_codes"].shape == (B, 2)
+        and b["calendar"].shape == (B, 7)
+        and b["basket_labels"].shape == (B, 4)
+    )
+    assert b["store_numeric"].shape == (B, 4) and b["customer_numeric"].shape[0] == B
 
 
 def test_histories_are_strictly_before_the_basket(training_set):
@@ -101,7 +106,7 @@ def test_histories_are_strictly_before_the_basket(training_set):
     assert (trips_seen[has] > 20).any()
     cold = samples["history_trips"].to_numpy() == 0
     assert not b["history_mask"].numpy()[cold].any()  # cold start: empty history
-    assert b["t1_alpha"].numpy()[samples["history_trips"].to_numpy() < 5] == pytest.approx(0.8)
+    assert b["history_alpha"].numpy()[samples["history_trips"].to_numpy() < 5] == pytest.approx(0.8)
 
 
 def test_t4_prices_are_the_weeks_price_features(training_set):
@@ -117,10 +122,10 @@ def test_t4_prices_are_the_weeks_price_features(training_set):
     for pos, token in enumerate(b["tokens"][0].tolist()):
         if 1 <= token <= ts.vocab.n_products:
             expected = pf.filter(pl.col("product_id") == by_token[token])["actual_price"][0]
-            assert b["t4_prices"][0, pos, 0].item() == pytest.approx(expected, rel=1e-6)
+            assert b["item_prices"][0, pos, 0].item() == pytest.approx(expected, rel=1e-6)
     # Items are ordered by price, highest first (the order truncation keeps).
     n = int((b["tokens"][0] != PAD).sum()) - 1
-    assert (np.diff(b["t4_prices"][0, :n, 0].numpy()) <= 1e-6).all()
+    assert (np.diff(b["item_prices"][0, :n, 0].numpy()) <= 1e-6).all()
 
 
 def test_new_stores_fall_back_to_format_and_region(training_set):
@@ -128,12 +133,12 @@ def test_new_stores_fall_back_to_format_and_region(training_set):
     week1 = np.flatnonzero(samples["week"].to_numpy() == 1)
     b = ts[week1.tolist()]
     assert (
-        b["t5_is_new"].all()
-        and (b["t5_codes"][:, 2] == 0).all()
-        and (b["t5_codes"][:, :2] > 0).all()
+        b["store_is_new"].all()
+        and (b["store_codes"][:, 2] == 0).all()
+        and (b["store_codes"][:, :2] > 0).all()
     )
     later = np.flatnonzero(samples["week"].to_numpy() == 10)
-    assert not ts[later.tolist()]["t5_is_new"].all()
+    assert not ts[later.tolist()]["store_is_new"].all()
 
 
 def test_length_bucket_sampler():
@@ -161,9 +166,9 @@ def test_gap_since_last_visit(training_set):
     b = ts[list(range(samples.height))]
     has = b["history_mask"].any(1).numpy()
     last_gap = b["history_days_before"].numpy()[has, (b["history_mask"].sum(1).numpy()[has] - 1)]
-    assert np.allclose(b["t3"].numpy()[has, 6], last_gap)
-    assert (b["t3"].numpy()[~has, 6] == -1).all()
-    assert b["t4_prices"].shape[2] == 9
+    assert np.allclose(b["calendar"].numpy()[has, 6], last_gap)
+    assert (b["calendar"].numpy()[~has, 6] == -1).all()
+    assert b["item_prices"].shape[2] == 9
 
 
 def test_a_baskets_history_inputs_ignore_its_own_week_and_later(training_set):
@@ -198,7 +203,7 @@ def test_a_baskets_history_inputs_ignore_its_own_week_and_later(training_set):
         "history_context",
         "repeat_products",
         "repeat_values",
-        "t3",
+        "calendar",
     ):
         np.testing.assert_array_equal(full[key].numpy(), part[key].numpy(), err_msg=key)
 
