@@ -38,6 +38,17 @@ from retailsim_core.evaluation.tuning import TunedBaselines, baseline_scorers
 
 
 @dataclass(frozen=True)
+class EvalReport:
+    """What an evaluation wrote to its report folder, as values."""
+
+    metrics: dict  # {task: {slice: {method: {metric: value}}}} (metrics.json)
+    intervals: dict  # 95% customer-bootstrap intervals of the same (intervals.json)
+    tuning: dict  # the run's facts: baselines' choices, sample counts, checks (tuning.json)
+    calibration: dict  # the auxiliary heads' calibration
+    price_response: dict  # elasticities and their checks (the report's price sections)
+
+
+@dataclass(frozen=True)
 class Scored:
     """Stages 2-5: every method scored, summarised by slice."""
 
@@ -92,10 +103,9 @@ def finish(
     folder: Path,
     started: float,
     log: Callable[[str], None] = lambda _: None,
-) -> dict:
+) -> EvalReport:
     """The price checks, then the report written to ``folder``; ``started``: the run's
-    ``time.perf_counter()`` at its start. Returns {"metrics", "intervals", "tuning",
-    "calibration", "price_response"}."""
+    ``time.perf_counter()`` at its start."""
     response, simulation = price_checks(
         tasks, scored.sample_rows, prices, scored.truth_dir, cfg.seed, log
     )
@@ -120,10 +130,10 @@ def finish(
         "seconds": round(time.perf_counter() - started, 1),
     }
     write_report(folder, scored.metrics, scored.bounds, scored.calibration, tuning, response)
-    return {
-        "metrics": scored.metrics,
-        "intervals": scored.bounds,
-        "tuning": tuning,
-        "calibration": scored.calibration,
-        "price_response": response,
-    }
+    return EvalReport(
+        metrics=scored.metrics,
+        intervals=scored.bounds,
+        tuning=tuning,
+        calibration=scored.calibration,
+        price_response=response,
+    )

@@ -48,14 +48,13 @@ def evaluate(
     checkpoint: Path | None = None,
     folder: Path | None = None,
     baselines: Path | None = None,
-) -> dict:
+) -> protocol.EvalReport:
     """Score every method on the test baskets with the baselines tuned on validation weeks, write
     the report (default folders: the warehouse's ``trained_checkpoint``, ``tuned_baselines`` and
     ``evaluation_report``; ``fit_baselines`` writes the second).
 
     ``truth_dir``: the generator's planted truth (adds the oracles and the planted-elasticity
     check when it was generated with the ingested files, else skipped with a note), or None.
-    Returns {"metrics", "intervals", "tuning", "calibration", "price_response"}.
     """
     start = time.perf_counter()
     binding = bind_truth(truth_dir, warehouse)  # first: a mismatch is said before any work

@@ -14,6 +14,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -131,6 +132,22 @@ def _prices_and_shelf(
     return pl.concat(kept), ShelfPrices.concat(shelves, vocab)
 
 
+@dataclass(frozen=True)
+class TrainingSummary:
+    """What a training run returns; the fields before ``history`` are config.json's summary."""
+
+    parameters: int
+    epochs: int
+    best_epoch: int
+    training_seconds: float
+    train_samples: int
+    valid_samples: int
+    vocabulary: int  # products in the vocabulary
+    best: dict[str, float]  # the kept epoch's validation figures
+    history: list[dict]  # one row per epoch
+    model: WorldModel | None = None  # the trained model, when asked for (``model_out``)
+
+
 def train_world_model(
     warehouse: Warehouse,
     split: TemporalSplit,
@@ -140,7 +157,7 @@ def train_world_model(
     log: Callable[[str], None] = lambda _: None,
     model_out: bool = False,
     folder: Path | None = None,
-) -> dict:
+) -> TrainingSummary:
     """Train on training weeks, early-stop on validation weeks, write the checkpoint folder (rank 0
     only under torchrun; default the warehouse's ``trained_checkpoint``). ``model_out`` adds the
     trained model to the summary."""
@@ -217,7 +234,9 @@ def train_world_model(
         shutil.rmtree(
             folder / "training_state", ignore_errors=True
         )  # finished: the next run trains afresh
-    return summary | {"history": result.state.history} | ({"model": model} if model_out else {})
+    return TrainingSummary(
+        **summary, history=result.state.history, model=model if model_out else None
+    )
 
 
 def write_checkpoint(

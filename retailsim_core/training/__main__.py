@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
         model_out=True,
     )
     digest = hashlib.sha256(
-        b"".join(v.detach().numpy().tobytes() for v in summary["model"].state_dict().values())
+        b"".join(v.detach().numpy().tobytes() for v in summary.model.state_dict().values())
     )
     print(f"rank {rank}/{world} weights sha256 {digest.hexdigest()}", flush=True)
     if world > 1:

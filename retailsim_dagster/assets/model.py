@@ -75,18 +75,18 @@ def trained_checkpoint(
     summary = train_world_model(
         wh, pipeline_config.split, model_cfg, train_cfg, log=context.log.info
     )
-    history = pl.DataFrame(summary["history"]).select(pl.exclude("note"))
+    history = pl.DataFrame(summary.history).select(pl.exclude("note"))
     folder = wh.table_dir(CHECKPOINT_TABLE)
     atomic_write_text(loss_curve_svg(history["train_total"].to_list()), folder / "loss_curve.svg")
-    best = summary["best"]
+    best = summary.best
     return dg.MaterializeResult(
         metadata={
             "preset": pipeline_config.model_preset,
-            "parameters": summary["parameters"],
-            "epochs": summary["epochs"],
-            "best_epoch": summary["best_epoch"],
-            "training_seconds": summary["training_seconds"],
-            "train_samples": summary["train_samples"],
+            "parameters": summary.parameters,
+            "epochs": summary.epochs,
+            "best_epoch": summary.best_epoch,
+            "training_seconds": summary.training_seconds,
+            "train_samples": summary.train_samples,
             "valid_NDCG@10": best["valid_NDCG@10"],
             "valid_Hit@10": best["valid_Hit@10"],
             "valid_popularity_Hit@10": best["valid_popularity_Hit@10"],
@@ -169,20 +169,20 @@ def evaluation_report(
         wh, pipeline_config.split, truth, pipeline_config.evaluation, log=context.log.info
     )
     folder = wh.table_dir(REPORT_TABLE)
-    nb = result["metrics"]["next_basket"]["all"]
+    nb = result.metrics["next_basket"]["all"]
     return dg.MaterializeResult(
         metadata={
-            "summary": dg.MetadataValue.md(markdown_summary(result["metrics"])),
+            "summary": dg.MetadataValue.md(markdown_summary(result.metrics)),
             "report": dg.MetadataValue.path(str(folder / "report.html")),
             "metrics_json": dg.MetadataValue.path(str(folder / "metrics.json")),
             "world_model_R@20": nb["world_model"]["R@20"],
             "P-TopFreq_R@20": nb["P-TopFreq"]["R@20"],
             "TIFU-KNN_R@20": nb["TIFU-KNN"]["R@20"],
             "world_model_NDCG@10": nb["world_model"]["NDCG@10"],
-            "simulated_size_ratio": result["tuning"]["simulation"]["mean_size_ratio"],
-            "test_samples": result["tuning"]["test_samples"],
+            "simulated_size_ratio": result.tuning["simulation"]["mean_size_ratio"],
+            "test_samples": result.tuning["test_samples"],
             "oracle_available": "oracle" in nb,
-            "seconds": result["tuning"]["seconds"],
+            "seconds": result.tuning["seconds"],
         }
     )
 

@@ -90,10 +90,8 @@ def test_metrics_json_has_every_method_task_and_slice(report):
     assert "<svg" in page and "Verdict" in page and "calibration" in page and "<script" not in page
     assert "Price elasticities" in page and "Simulated baskets" in page
     assert "What each method sees" in page and "95%" in page
-    assert (folder / "elasticities.parquet").exists() and report[0]["price_response"][
-        "own"
-    ].height > 0
-    response = report[0]["price_response"]
+    assert (folder / "elasticities.parquet").exists() and report[0].price_response["own"].height > 0
+    response = report[0].price_response
     assert -1 <= response["planted_spearman"] <= 1 and 0 <= response["own_negative_share"] <= 1
     assert "substitute_pairs" in response["substitution"] and "Spearman" in page
     tuning = json.loads((folder / "tuning.json").read_text())
@@ -132,7 +130,7 @@ def test_planted_agreement_on_a_literal_table():
 
 
 def test_oracle_is_the_ceiling_and_popularity_the_floor(report):
-    nb = report[0]["metrics"]["next_basket"]["all"]
+    nb = report[0].metrics["next_basket"]["all"]
     assert (
         nb["oracle"]["R@20"]
         >= max(v["R@20"] for k, v in nb.items() if not k.startswith("oracle")) - 0.02

@@ -175,7 +175,7 @@ def test_trained_checkpoint_beats_popularity_and_reloads_without_pickle(tiny_war
     wh = tiny_warehouse["warehouse"]
     cfg = dataclasses.replace(TrainConfig.preset("tiny"), samples_per_epoch=None)
     summary = train_world_model(wh, tiny_warehouse["split"], MODEL, cfg)
-    best = summary["best"]
+    best = summary.best
     assert best["valid_Hit@10"] > best["valid_popularity_Hit@10"]
     folder = wh.table_dir(CHECKPOINT_TABLE)
     assert {p.name for p in folder.iterdir()} >= {
@@ -187,8 +187,8 @@ def test_trained_checkpoint_beats_popularity_and_reloads_without_pickle(tiny_war
     assert not any(p.suffix in (".pt", ".pkl", ".pickle") for p in folder.rglob("*"))
     model, vocab, config = load_model(folder)
     assert (
-        vocab.n_products == summary["vocabulary"]
-        and config["summary"]["best_epoch"] == summary["best_epoch"]
+        vocab.n_products == summary.vocabulary
+        and config["summary"]["best_epoch"] == summary.best_epoch
     )
 
 
