@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,25 @@ from retailsim_core.training import checkpoint as ckpt
 TUNING_FILE = "tuning.json"
 WEIGHTS = {"sasrec": "sasrec.safetensors", "bert4rec": "bert4rec.safetensors"}
 FILES = (TUNING_FILE, *WEIGHTS.values())
+
+
+@dataclass(frozen=True)
+class TuningRecord:
+    """tuning.json: what was chosen on validation weeks, and for which data (field order is the
+    file's key order)."""
+
+    fit_key: str  # ``fit_key`` of the tasks it was tuned on
+    split: dict  # train_end, valid_end
+    vocab_size: int
+    validation_samples: int
+    tifu: dict  # the chosen TifuConfig
+    upcf: dict  # the chosen UpcfConfig
+    copurchase_weight: float
+    info: dict  # per method: its validation figures, epochs, what stopped it
+    seconds: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 def fit_key(tasks: EvalTasks, cfg: EvalConfig) -> str:

@@ -16,7 +16,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.tuned_folder import FILES, TUNING_FILE, WEIGHTS, fit_key
+from retailsim_core.evaluation.tuned_folder import (
+    FILES,
+    TUNING_FILE,
+    WEIGHTS,
+    TuningRecord,
+    fit_key,
+)
 from retailsim_core.evaluation.tuning import tune_baselines
 from retailsim_core.pipeline.evaluation_run import load_tasks
 from retailsim_core.split import TemporalSplit
@@ -31,9 +37,9 @@ def fit_baselines(
     cfg: EvalConfig = EvalConfig(),
     log: Callable[[str], None] = lambda _: None,
     folder: Path | None = None,
-) -> dict:
+) -> TuningRecord:
     """Tune every baseline on validation weeks and write the folder (default: the warehouse's
-    ``tuned_baselines``); returns tuning.json's content."""
+    ``tuned_baselines``); returns tuning.json's record."""
     start = time.perf_counter()
     tasks = load_tasks(warehouse, split, cfg, with_model=False)
     tuned = tune_baselines(tasks, cfg, log)
@@ -41,17 +47,17 @@ def fit_baselines(
     folder.mkdir(parents=True, exist_ok=True)
     for kind, name in WEIGHTS.items():
         ckpt.save_tensors(folder / name, getattr(tuned, kind).state_dict())
-    content = {
-        "fit_key": fit_key(tasks, cfg),
-        "split": asdict(split),
-        "vocab_size": tasks.data.vocab.size,
-        "validation_samples": len(tasks.valid_rows),
-        "tifu": asdict(tuned.tifu),
-        "upcf": asdict(tuned.upcf),
-        "copurchase_weight": tuned.copurchase_weight,
-        "info": tuned.info,
-        "seconds": round(time.perf_counter() - start, 1),
-    }
-    ckpt.write_json(folder / TUNING_FILE, content)
+    record = TuningRecord(
+        fit_key=fit_key(tasks, cfg),
+        split=asdict(split),
+        vocab_size=tasks.data.vocab.size,
+        validation_samples=len(tasks.valid_rows),
+        tifu=asdict(tuned.tifu),
+        upcf=asdict(tuned.upcf),
+        copurchase_weight=tuned.copurchase_weight,
+        info=tuned.info,
+        seconds=round(time.perf_counter() - start, 1),
+    )
+    ckpt.write_json(folder / TUNING_FILE, record.to_dict())
     ckpt.write_manifest(folder, FILES)
-    return content
+    return record

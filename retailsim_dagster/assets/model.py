@@ -127,19 +127,19 @@ def tuned_baselines(
     warehouse: WarehouseResource,
     pipeline_config: PipelineConfigResource,
 ) -> dg.MaterializeResult:
-    content = fit_baselines(
+    record = fit_baselines(
         warehouse.warehouse, pipeline_config.split, pipeline_config.evaluation, context.log.info
     )
-    info = content["info"]
+    info = record.info
     return dg.MaterializeResult(
         metadata={
-            "fit_key": content["fit_key"],
-            "validation_samples": content["validation_samples"],
+            "fit_key": record.fit_key,
+            "validation_samples": record.validation_samples,
             **{f"{m}_valid_R@20": info[m]["valid_R@20"] for m in ("TIFU-KNN", "UP-CF@r")},
             **{f"{m}_epochs": info[m]["epochs"] for m in ("SASRec", "BERT4Rec")},
             **{f"{m}_stopped_by": info[m]["stopped_by"] for m in ("SASRec", "BERT4Rec")},
-            "seconds": content["seconds"],
-            "choices": dg.MetadataValue.json(content),
+            "seconds": record.seconds,
+            "choices": dg.MetadataValue.json(record.to_dict()),
         }
     )
 

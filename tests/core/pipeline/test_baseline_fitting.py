@@ -31,11 +31,9 @@ CFG = EvalConfig(
 @pytest.fixture(scope="module")
 def fitted(tiny_warehouse, tmp_path_factory):
     folder = tmp_path_factory.mktemp("tuned") / "tuned_baselines"
-    content = fit_baselines(
-        tiny_warehouse["warehouse"], tiny_warehouse["split"], CFG, folder=folder
-    )
+    record = fit_baselines(tiny_warehouse["warehouse"], tiny_warehouse["split"], CFG, folder=folder)
     tasks = load_tasks(tiny_warehouse["warehouse"], tiny_warehouse["split"], CFG, with_model=False)
-    return folder, content, tasks
+    return folder, record, tasks
 
 
 def test_the_baselines_see_the_same_baskets_with_or_without_a_checkpoint(tiny_warehouse, fitted):
@@ -50,11 +48,11 @@ def test_the_baselines_see_the_same_baskets_with_or_without_a_checkpoint(tiny_wa
     np.testing.assert_array_equal(with_model.valid_rows, without.valid_rows)
     np.testing.assert_array_equal(with_model.test_rows, without.test_rows)
     assert (with_model.trips != without.trips).nnz == 0
-    assert fit_key(with_model, CFG) == fit_key(without, CFG) == fitted[1]["fit_key"]
+    assert fit_key(with_model, CFG) == fit_key(without, CFG) == fitted[1].fit_key
 
 
 def test_a_loaded_fit_reproduces_every_validation_figure(fitted):
-    folder, content, tasks = fitted
+    folder, record, tasks = fitted
     tuned = load_baselines(folder, tasks, CFG)
     rows, day, pop = tasks.valid_rows, tasks.valid_day, tasks.popularity["valid"]
     tifu_pool = nb.tifu_pool(tasks.data, tasks.trips, day)
@@ -67,11 +65,11 @@ def test_a_loaded_fit_reproduces_every_validation_figure(fitted):
     }
     for method, scores in figures.items():
         assert tasks.validation_recall(scores, rows) == pytest.approx(
-            content["info"][method]["valid_R@20"], abs=1e-12
+            record.info[method]["valid_R@20"], abs=1e-12
         ), method
     assert tuned.bert4rec.cfg.kind == "bert4rec" and tuned.sasrec.cfg.kind == "sasrec"
     assert tuned.copurchase_weight in CFG.copurchase_weights
-    assert json.loads(json.dumps(tuned.info)) == content["info"]
+    assert json.loads(json.dumps(tuned.info)) == record.info
 
 
 def test_a_stale_or_altered_fit_is_refused_naming_the_asset(fitted, tmp_path):
