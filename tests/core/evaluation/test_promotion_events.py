@@ -1,0 +1,97 @@
+"""Promotion events: the panel counts weeks that sold nothing, lifts are the documented ratio,
+the split-half ceiling sees consistent lifts and rejects noise."""
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from retailsim_core.evaluation.promotion_events import (
+    PANEL_SCHEMA,
+    PROMOTIONS_SCHEMA,
+    SALES_SCHEMA,
+    product_lifts,
+    promotion_events,
+    sales_panel,
+    split_half_ceiling,
+)
+
+
+def _sales(rows):
+    return pl.LazyFrame(rows, schema=SALES_SCHEMA, orient="row")
+
+
+def _promos(rows):
+    return pl.LazyFrame(rows, schema=PROMOTIONS_SCHEMA, orient="row")
+
+
+def test_the_panel_fills_every_week_of_the_span_and_keeps_promotions_that_sold_nothing():
+    sales = _sales([("A", "S1", 1, 2.0), ("A", "S1", 4, 3.0), ("B", "S1", 2, 1.0)])
+    promos = _promos(
+        [("A", "S1", 2, "display", None), ("A", "S1", 9, "mailer", None), ("B", "S2", 2, "x", 0.2)]
+    )
+    panel = sales_panel(sales, promos).collect()
+    assert panel.schema == PANEL_SCHEMA
+    a = panel.filter(pl.col("product_id") == "A")
+    assert a["week"].to_list() == [1, 2, 3, 4]  # week 9 is outside A's span at S1
+    assert a["units"].to_list() == [2.0, 0.0, 0.0, 3.0]
+    assert a["promo"].to_list() == [False, True, False, False]  # promoted, sold nothing
+    assert panel.filter(pl.col("product_id") == "B").height == 1  # B never sold at S2
+
+
+def test_lifts_and_events_on_a_literal_panel():
+    # A at S1: weeks 1-4 units 2, 0 (promoted), 6 (promoted), 2 -> on 3, off 2.
+    # A at S2: weeks 1-2 units 1 (promoted), 1 -> log(2 / 2) = 0, one event.
+    sales = _sales(
+        [("A", "S1", 1, 2.0), ("A", "S1", 3, 6.0), ("A", "S1", 4, 2.0)]
+        + [("A", "S2", 1, 1.0), ("A", "S2", 2, 1.0), ("C", "S1", 1, 5.0)]
+    )
+    promos = _promos(
+        [("A", "S1", 2, "display", 0.1), ("A", "S1", 3, "display", 0.3)]
+        + [("A", "S2", 1, "mailer", None), ("C", "S1", 1, "display", None)]
+    )
+    panel = sales_panel(sales, promos)
+    events = promotion_events(panel, [1, 2, 3, 4])
+    # C at S1 is promoted in its only week: no week to compare with, so no event.
+    assert events.select("product_id", "store_id", "week").rows() == [
+        ("A", "S1", 2),
+        ("A", "S1", 3),
+        ("A", "S2", 1),
+    ]
+    lifts = product_lifts(panel, [1, 2, 3, 4])
+    assert lifts["product_id"].to_list() == ["A"]
+    expected = (2 * math.log(4 / 3) + 1 * 0.0) / 3
+    assert lifts["lift"][0] == pytest.approx(expected)
+    assert (lifts["events"][0], lifts["stores"][0]) == (3, 2)
+    assert lifts["depth"][0] == pytest.approx(0.2)  # S1's mean cut; S2's is unknown
+    # A period without A's promoted weeks has no event and no lift.
+    assert promotion_events(panel, [4]).height == 0 and product_lifts(panel, [4]).height == 0
+
+
+def _consistent_panel(noise: float, seed: int) -> pl.LazyFrame:
+    """20 products x 8 stores x 12 weeks; product p's promotion multiplies units by 1 + p / 4
+    (every third week promoted), plus multiplicative noise."""
+    rng = np.random.default_rng(seed)
+    rows, promos = [], []
+    for p in range(20):
+        for s in range(8):
+            for w in range(1, 13):
+                on = w % 3 == 0
+                mean = 10.0 * (1 + p / 4 if on else 1.0)
+                rows.append((f"P{p:02d}", f"S{s}", w, float(mean * rng.lognormal(0, noise))))
+                if on:
+                    promos.append((f"P{p:02d}", f"S{s}", w, "display", None))
+    return sales_panel(_sales(rows), _promos(promos))
+
+
+def test_the_split_half_ceiling_is_high_for_consistent_lifts_and_low_for_noise():
+    weeks = list(range(1, 13))
+    clean = split_half_ceiling(_consistent_panel(0.01, 0), weeks)
+    assert clean["products"] == 20 and clean["split_half"] > 0.95 and clean["ceiling"] > 0.97
+    noise = _consistent_panel(0.0, 1).with_columns(
+        units=pl.Series(np.random.default_rng(2).lognormal(2, 1, 20 * 8 * 12))
+    )
+    noisy = split_half_ceiling(noise, weeks)
+    assert abs(noisy["split_half"]) < 0.6  # a random order across halves
+    assert split_half_ceiling(_consistent_panel(0.0, 0), [1])["split_half"] is None
