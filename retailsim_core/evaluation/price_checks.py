@@ -32,6 +32,9 @@ class PriceInputs:
     promotion_weeks: list[int]  # the test weeks of derived_prices ([] when none is materialized)
     promotion_cells: pl.LazyFrame | None  # their cells (``promotion_cells``: a lazy scan)
     edges: pl.DataFrame  # the product graph's edges (substitutes)
+    trips: pl.DataFrame | None = None  # the trip store: basket_id, store_id, week, products
+    promotions: pl.LazyFrame | None = None  # PROMOTIONS_SCHEMA cells known before the sales
+    promotion_source: str = ""  # where ``promotions`` come from (the report says it)
 
 
 def simulation_rows(rows: np.ndarray) -> np.ndarray:

@@ -138,3 +138,67 @@ def _period(panel: pl.LazyFrame, weeks: list[int]) -> pl.LazyFrame:
     return panel.filter(pl.col("week").is_in(weeks)).with_columns(
         off_weeks=(~pl.col("promo")).sum().over("product_id", "store_id")
     )
+
+
+def basket_sales(trips: pl.DataFrame, baskets: pl.Series) -> pl.LazyFrame:
+    """``SALES_SCHEMA``: per product × store × week, how many of ``baskets`` (basket ids) hold
+    the product, from the trip store's product lists: the units every method predicts."""
+    return (
+        trips.lazy()
+        .filter(pl.col("basket_id").is_in(baskets.implode()))
+        .select("store_id", "week", product_id=pl.col("products"))
+        .explode("product_id")
+        .group_by("product_id", "store_id", "week")
+        .agg(units=pl.len())
+        .select(SALES_SCHEMA.names())
+        .cast(dict(SALES_SCHEMA))
+    )
+
+
+def planted_promotions(calendar: pl.DataFrame, stores: pl.DataFrame) -> pl.LazyFrame:
+    """``PROMOTIONS_SCHEMA`` from a promotion calendar of product × region × week with a
+    ``depth`` (the generator's, planted before any basket) and ``stores`` (store_id,
+    store_region): every store of the region, kind ``price``."""
+    return (
+        calendar.lazy()
+        .join(stores.lazy().unique("store_id"), on="store_region")
+        .select(
+            "product_id",
+            "store_id",
+            pl.col("week").cast(pl.Int32),
+            kind=pl.lit("price"),
+            depth=pl.col("depth").cast(pl.Float64),
+        )
+        .unique(CELL, keep="first")
+    )
+
+
+def regional_promotions(cells: pl.LazyFrame, stores: pl.DataFrame) -> pl.LazyFrame:
+    """``PROMOTIONS_SCHEMA`` where no promotion table exists: a cell is promoted when another
+    store of its region observed the product on promotion that week (leave-one-store-out, as
+    the model's shelf reads it, D45), so the cell's own sales never decide; ``depth`` is those
+    stores' mean observed depth. ``cells``: ``PROMOTION_CELLS_SCHEMA`` rows (derived prices);
+    ``stores``: store_id, store_region."""
+    seen = (
+        cells.filter(pl.col("promo") & pl.col("observed"))
+        .join(stores.lazy().unique("store_id"), on="store_id")
+        .select("product_id", "store_id", "store_region", "week", "discount_depth")
+    )
+    region = seen.group_by("product_id", "store_region", "week").agg(
+        n=pl.len(), depth_sum=pl.col("discount_depth").fill_null(0.0).sum()
+    )
+    candidates = cells.select(*CELL).join(stores.lazy().unique("store_id"), on="store_id")
+    own = seen.select(*CELL, own_depth=pl.col("discount_depth").fill_null(0.0), own=pl.lit(1))
+    return (
+        candidates.join(region, on=["product_id", "store_region", "week"])
+        .join(own, on=CELL, how="left")
+        .with_columns(others=pl.col("n") - pl.col("own").fill_null(0))
+        .filter(pl.col("others") > 0)
+        .select(
+            "product_id",
+            "store_id",
+            pl.col("week").cast(pl.Int32),
+            kind=pl.lit("price"),
+            depth=(pl.col("depth_sum") - pl.col("own_depth").fill_null(0.0)) / pl.col("others"),
+        )
+    )

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
 from retailsim_core.evaluation.calibration import aux_calibration
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.price_checks import PriceInputs, price_checks
+from retailsim_core.evaluation.price_events import EventCheck, price_event_check
 from retailsim_core.evaluation.report import write_report
 from retailsim_core.evaluation.scorers import METHOD_INPUTS, method_scorers
 from retailsim_core.evaluation.scoring import concat_results, score_rows
@@ -109,6 +111,12 @@ def finish(
     response, simulation = price_checks(
         tasks, scored.sample_rows, prices, scored.truth_dir, cfg.seed, log
     )
+    tables = {}
+    if tasks.model is not None and prices.trips is not None and prices.promotions is not None:
+        check = event_check(tasks, prices, cfg.seed)
+        response["events"] = check.summary
+        tables = {"price_events": check.events, "price_event_products": check.products}
+        log(f"promotion events ({prices.promotion_source}): {_headline(check.summary)}")
     tuning = {
         **tuned.info,
         "test_samples": len(tasks.test_rows),
@@ -127,13 +135,45 @@ def finish(
         "own_elasticity_negative_share": response.get("own_negative_share"),
         "substitution": response.get("substitution"),
         "observed_response": response["observed"],
+        "price_events": response.get("events"),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    write_report(folder, scored.metrics, scored.bounds, scored.calibration, tuning, response)
+    write_report(
+        folder, scored.metrics, scored.bounds, scored.calibration, tuning, response, tables
+    )
     return EvalReport(
         metrics=scored.metrics,
         intervals=scored.bounds,
         tuning=tuning,
         calibration=scored.calibration,
         price_response=response,
+    )
+
+
+def event_check(tasks: EvalTasks, prices: PriceInputs, seed: int) -> EventCheck:
+    """The promotion-event check (D76) on every test basket of ``tasks``."""
+    vocab = tasks.data.vocab.frame()
+    categories = vocab.select(
+        "product_id",
+        category=pl.Series(tasks.categories[vocab["token"].to_numpy()]).cast(pl.String),
+    )
+    return price_event_check(
+        tasks.model,
+        tasks.data,
+        tasks.samples,
+        prices.trips,
+        prices.promotions,
+        categories,
+        prices.promotion_source,
+        seed,
+    )
+
+
+def _headline(summary: dict) -> str:
+    if not summary.get("events"):
+        return "no event in the test weeks"
+    wm = summary["methods"]["world_model"]
+    return (
+        f"{summary['events']} events over {wm['products']} products; world model Spearman "
+        f"{wm['spearman']}, slope {wm['calibration_slope']}, WAPE {wm['wape']}"
     )

@@ -1,8 +1,9 @@
 """The report stage: the evaluation's files in the ``evaluation_report`` folder, each written
 atomically — ``metrics.json`` ({task: {slice: {method: {metric: value}}}}), ``intervals.json``
 (95% customer-bootstrap intervals, and of each method's difference from the world model),
-``metrics.parquet`` (long), ``calibration.parquet``, ``tuning.json``, ``elasticities.parquet``
-and the self-contained ``report.html``."""
+``metrics.parquet`` (long), ``calibration.parquet``, ``tuning.json``, ``elasticities.parquet``,
+the promotion events' ``price_events.parquet`` and ``price_event_products.parquet`` (D76) and
+the self-contained ``report.html``."""
 
 from __future__ import annotations
 
@@ -47,7 +48,11 @@ def write_report(
     calibration: pl.DataFrame,
     tuning: dict,
     response: dict,
+    tables: dict[str, pl.DataFrame] | None = None,
 ) -> None:
+    """Every file of the report; ``tables``: more Parquet files, by name."""
+    for name, table in (tables or {}).items():
+        atomic_write_parquet(table, folder / f"{name}.parquet")
     atomic_write_text(_json(metrics), folder / "metrics.json")
     atomic_write_text(_json(bounds), folder / "intervals.json")
     atomic_write_parquet(long_metrics(metrics), folder / "metrics.parquet")

@@ -8,6 +8,7 @@ the planted truth's binding to the ingested files and the price checks' tables.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,7 @@ import torch
 from retailsim_core.evaluation import protocol
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.price_checks import PriceInputs, simulation_rows
+from retailsim_core.evaluation.promotion_events import planted_promotions, regional_promotions
 from retailsim_core.evaluation.tasks import EvalTasks, build_tasks
 from retailsim_core.evaluation.tuned_folder import load_baselines
 from retailsim_core.pipeline.price_weeks import promotion_cells
@@ -37,6 +39,8 @@ from retailsim_core.tables import (
 from retailsim_core.training.checkpoint import load_model
 from retailsim_core.training_data.model_inputs import ModelInputs
 from retailsim_core.training_data.tokens import ProductVocab
+
+PLANTED_PROMOTIONS = "promotions.parquet"  # the generator's calendar in its truth folder
 
 
 def evaluate(
@@ -65,6 +69,7 @@ def evaluate(
     tuned = load_baselines(baselines or warehouse.table_dir(BASELINES_TABLE), tasks, cfg)
     scored = protocol.score(tasks, tuned, binding.truth_dir, binding.note, cfg, log)
     prices = price_inputs(warehouse, split, tasks, scored.sample_rows, inputs.edges)
+    prices = with_event_inputs(prices, warehouse, split, inputs.store.trips, binding.truth_dir)
     report = folder or warehouse.table_dir(REPORT_TABLE)
     return protocol.finish(tasks, tuned, scored, prices, cfg, report, start, log)
 
@@ -118,6 +123,28 @@ def mean_prices(warehouse: Warehouse, vocab: ProductVocab) -> np.ndarray:
     out = np.zeros(vocab.size)
     out[tokens["token"].to_numpy()] = tokens["actual_price"].fill_null(0.0).to_numpy()
     return out
+
+
+def with_event_inputs(
+    prices: PriceInputs,
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    trips: pl.DataFrame,
+    truth_dir: Path | None,
+) -> PriceInputs:
+    """The promotion events' inputs (D76): the trip store, and promotions known before the
+    sales: the generator's planted calendar when the truth is bound, else the leave-one-store-
+    out regional promotions of ``derived_prices`` (validation and test weeks)."""
+    stores = trips.select("store_id", "store_region").unique("store_id")
+    if truth_dir is not None and (truth_dir / PLANTED_PROMOTIONS).exists():
+        calendar = pl.read_parquet(truth_dir / PLANTED_PROMOTIONS)
+        promotions, source = planted_promotions(calendar, stores), "planted calendar"
+    else:
+        weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.train_end]
+        cells = promotion_cells(warehouse, weeks)
+        promotions = regional_promotions(cells, stores)
+        source = "other stores of the region, same week (leave-one-store-out)"
+    return dataclasses.replace(prices, trips=trips, promotions=promotions, promotion_source=source)
 
 
 def price_inputs(

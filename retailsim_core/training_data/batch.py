@@ -23,7 +23,7 @@ class Batch(TypedDict, total=False):
     tokens: torch.Tensor  # (B, L) int64 product tokens, [EOS] after the last product
     item_mask: torch.Tensor  # (B, L) bool, True at non-[PAD] slots
     item_prices: torch.Tensor  # (B, L, P) float32 T4 price features of each slot's product
-    shelf: torch.Tensor  # (B, V * S) float32 every product's shelf price at the store-week
+    shelf: torch.Tensor  # (B, V, S) float32 every product's shelf features at the store-week
     # The customer's history (trips before the basket's week only).
     history_items: torch.Tensor  # (K,) int64 product tokens of the history trips, flattened
     history_offsets: torch.Tensor  # (B * H,) int64 start of each trip's products in K

@@ -199,3 +199,32 @@ def test_cold_start_slice_holds_every_cold_start_test_basket(report):
     assert sum(sizes[s] for s in sizes if s.startswith("bucket_")) == sizes["all"]
     page = (wh.table_dir(REPORT_TABLE) / "report.html").read_text()
     assert "every cold-start test basket" in page
+
+
+def test_promotion_events_are_test_weeks_known_before_the_sales(report, tiny_warehouse):
+    """The D76 check: events of test weeks only, promotions from the planted calendar (the
+    truth is bound here), baselines fitted on validation weeks, every method's two predictions
+    and the report's section."""
+    result, wh = report
+    split = tiny_warehouse["split"]
+    folder = wh.table_dir(REPORT_TABLE)
+    summary = result.tuning["price_events"]
+    events = pl.read_parquet(folder / "price_events.parquet")
+    assert summary["source"] == "planted calendar"
+    assert events.height == summary["events"] > 0
+    assert events["week"].min() > split.valid_end
+    assert split.train_end < summary["fitted_weeks"][0] <= summary["fitted_weeks"][1]
+    assert summary["fitted_weeks"][1] <= split.valid_end
+    units = [c for c in events.columns if c.endswith("units") or c.endswith("promotion")]
+    assert set(units) >= {"observed_units", "predicted_units", "predicted_units_no_promotion"}
+    assert all((events[c] >= 0).all() for c in units)
+    assert (events["no_response_units"] == events["no_response_units_no_promotion"]).all()
+    assert set(summary["methods"]) == {
+        "world_model",
+        "hierarchical_loglog",
+        "constant_elasticity",
+        "no_response",
+    }
+    products = pl.read_parquet(folder / "price_event_products.parquet")
+    assert products.height == summary["methods"]["world_model"]["products"]
+    assert "Promotion events known before the sales" in (folder / "report.html").read_text()

@@ -8,14 +8,19 @@ import polars as pl
 import pytest
 
 from retailsim_core.evaluation.promotion_events import (
+    CELL,
     PANEL_SCHEMA,
     PROMOTIONS_SCHEMA,
     SALES_SCHEMA,
+    basket_sales,
+    planted_promotions,
     product_lifts,
     promotion_events,
+    regional_promotions,
     sales_panel,
     split_half_ceiling,
 )
+from retailsim_core.graph.substitution import PROMOTION_CELLS_SCHEMA
 
 
 def _sales(rows):
@@ -95,3 +100,53 @@ def test_the_split_half_ceiling_is_high_for_consistent_lifts_and_low_for_noise()
     noisy = split_half_ceiling(noise, weeks)
     assert abs(noisy["split_half"]) < 0.6  # a random order across halves
     assert split_half_ceiling(_consistent_panel(0.0, 0), [1])["split_half"] is None
+
+
+def test_basket_sales_count_the_given_baskets_holding_each_product():
+    trips = pl.DataFrame(
+        {
+            "basket_id": [1, 2, 3, 4],
+            "store_id": ["S1", "S1", "S1", "S2"],
+            "week": pl.Series([5, 5, 6, 5], dtype=pl.Int16),
+            "products": [["A", "B"], ["A"], ["A"], ["A"]],
+        }
+    )
+    sales = basket_sales(trips, pl.Series([1, 2, 3])).collect().sort(CELL)
+    assert sales.schema == SALES_SCHEMA
+    assert sales.rows() == [("A", "S1", 5, 2.0), ("A", "S1", 6, 1.0), ("B", "S1", 5, 1.0)]
+
+
+def test_planted_promotions_reach_every_store_of_their_region():
+    calendar = pl.DataFrame(
+        {"week": [3], "product_id": ["A"], "store_region": ["E01"], "depth": [0.25]}
+    )
+    stores = pl.DataFrame({"store_id": ["S1", "S2", "S3"], "store_region": ["E01", "E01", "W02"]})
+    got = planted_promotions(calendar, stores).collect().sort("store_id")
+    assert got.schema == PROMOTIONS_SCHEMA
+    assert got.rows() == [("A", "S1", 3, "price", 0.25), ("A", "S2", 3, "price", 0.25)]
+
+
+def test_regional_promotions_never_read_the_cells_own_promotion():
+    # Week 7, region E01: S1 and S2 observed A on promotion (depths 0.2 and 0.4), S3 did not;
+    # S4 (W02) on promotion alone in its region.
+    cells = pl.LazyFrame(
+        [
+            ("A", "S1", 7, True, True, 3, 0.2),
+            ("A", "S2", 7, True, True, 1, 0.4),
+            ("A", "S3", 7, False, True, 0, None),
+            ("A", "S4", 7, True, True, 9, 0.3),
+        ],
+        schema=PROMOTION_CELLS_SCHEMA,
+        orient="row",
+    )
+    stores = pl.DataFrame(
+        {"store_id": ["S1", "S2", "S3", "S4"], "store_region": ["E01", "E01", "E01", "W02"]}
+    )
+    got = regional_promotions(cells, stores).collect().sort("store_id")
+    assert got.schema == PROMOTIONS_SCHEMA
+    # S1 sees S2's promotion, S2 sees S1's, S3 sees both; S4 has no other store: not an event.
+    assert got.select("store_id", "depth").rows() == [
+        ("S1", pytest.approx(0.4)),
+        ("S2", pytest.approx(0.2)),
+        ("S3", pytest.approx(0.3)),
+    ]

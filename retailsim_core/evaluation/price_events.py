@@ -1,0 +1,175 @@
+"""The price-response check on promotion events (design §6.2; decision D76).
+
+Every method predicts each test-week event's units (how many of the store-week's evaluated
+baskets hold the product) with its promotion and without it, in the same contexts:
+
+- the world model: sum over the store-week's test baskets of E[basket size] × P(product), with
+  the shelf it reads, then with the event products' shelf promotions removed (their price back
+  to regular, depth 0); if its shelf shows no promotion, both predictions agree;
+- the baselines of ``baselines/econometric.py``, fitted on the validation weeks' panel.
+
+Then ``response_metrics`` against the observed lifts, the split-half ceiling, and the tables
+behind them (``price_events.parquet``, one row per event; ``price_event_products.parquet``).
+
+Glossary: B baskets of a chunk, V vocabulary, E events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import torch
+
+from retailsim_core.baselines.econometric import (
+    HierarchicalLogLog,
+    constant_elasticity_units,
+    unpromoted_level,
+)
+from retailsim_core.evaluation.promotion_events import (
+    basket_sales,
+    product_lifts,
+    promotion_events,
+    sales_panel,
+    split_half_ceiling,
+)
+from retailsim_core.evaluation.response_metrics import (
+    paired_difference,
+    predicted_lifts,
+    product_resamples,
+    response_metrics,
+)
+from retailsim_core.models.world_model import WorldModel
+from retailsim_core.training_data.shelf import with_price_multipliers
+from retailsim_core.training_data.tensors import TrainingSet
+
+SHELF_DEPTH = 1  # the depth among a product's shelf features (log_rel, depth, promo, available)
+METHODS = {  # name -> (promoted column, unpromoted column) of the events table
+    "world_model": ("predicted_units", "predicted_units_no_promotion"),
+    **{
+        name: (f"{name}_units", f"{name}_units_no_promotion")
+        for name in ("hierarchical_loglog", "constant_elasticity", "no_response")
+    },
+}
+
+
+@dataclass(frozen=True)
+class EventCheck:
+    summary: dict  # per method the metrics, the paired WAPE differences, the ceiling, counts
+    events: pl.DataFrame  # one row per event: observed units and every method's two predictions
+    products: pl.DataFrame  # one row per product: observed lift and every method's lift
+
+
+def price_event_check(
+    model: WorldModel,
+    data: TrainingSet,
+    samples: pl.DataFrame,
+    trips: pl.DataFrame,
+    promotions: pl.LazyFrame,
+    categories: pl.DataFrame,
+    source: str,
+    seed: int,
+    n_boot: int = 500,
+) -> EventCheck:
+    """``samples``: the validation and test baskets of ``data`` (row-aligned); ``trips``: the
+    trip store (basket_id, store_id, week, products); ``promotions``: ``PROMOTIONS_SCHEMA``
+    rows known without the cells' own sales, from ``source``; ``categories``: product_id,
+    category."""
+    split = samples["split"].to_numpy()
+    test_rows = np.flatnonzero(split == "test")
+    test_weeks = sorted(samples["week"].filter(samples["split"] == "test").unique().to_list())
+    valid_weeks = sorted(samples["week"].filter(samples["split"] == "validation").unique())
+    panel = sales_panel(basket_sales(trips, samples["basket_id"]), promotions).collect()
+    events = promotion_events(panel.lazy(), test_weeks)
+    observed = product_lifts(panel.lazy(), test_weeks)
+    if events.height == 0:
+        return EventCheck({"source": source, "events": 0}, events, observed)
+    fit = panel.filter(pl.col("week").is_in(valid_weeks))
+    hier = HierarchicalLogLog.fit(fit, categories).predict(events)
+    base = unpromoted_level(fit, events)
+    depth = events["depth"].fill_null(np.nan).to_numpy()
+    model_on, model_off = model_event_units(model, data, test_rows, samples, events)
+    table = (
+        events.drop("promo")
+        .rename({"units": "observed_units"})
+        .with_columns(
+            predicted_units=model_on,
+            predicted_units_no_promotion=model_off,
+            hierarchical_loglog_units=hier["units_promoted"],
+            hierarchical_loglog_units_no_promotion=hier["units_unpromoted"],
+            constant_elasticity_units=pl.Series(constant_elasticity_units(base, depth)),
+            constant_elasticity_units_no_promotion=pl.Series(base),
+            no_response_units=pl.Series(base),
+            no_response_units_no_promotion=pl.Series(base),
+        )
+    )
+    weights = product_resamples(observed.height, n_boot, seed)
+    scored = {
+        name: response_metrics(observed, table, on, off, weights, units="observed_units")
+        for name, (on, off) in METHODS.items()
+    }
+    summary = {
+        "source": source,
+        "events": table.height,
+        "weeks": [test_weeks[0], test_weeks[-1]],
+        "fitted_weeks": [valid_weeks[0], valid_weeks[-1]] if valid_weeks else None,
+        "ceiling": split_half_ceiling(panel.lazy(), test_weeks),
+        "methods": {name: s.summary for name, s in scored.items()},
+        "world_model_vs": {
+            name: paired_difference(scored["world_model"], s)
+            for name, s in scored.items()
+            if name != "world_model"
+        },
+    }
+    products = observed.rename({"lift": "observed_lift"})
+    for name, (on, off) in METHODS.items():
+        lifts = predicted_lifts(table, on, off).select("product_id", pl.col("lift").alias(name))
+        products = products.join(lifts, on="product_id", how="left")
+    return EventCheck(summary, table, products)
+
+
+@torch.no_grad()
+def model_event_units(
+    model: WorldModel,
+    data: TrainingSet,
+    rows: np.ndarray,
+    samples: pl.DataFrame,
+    events: pl.DataFrame,
+    chunk: int = 256,
+) -> tuple[pl.Series, pl.Series]:
+    """(E,) twice: each event's expected units over the store-week's baskets among ``rows``,
+    with the shelf as the model reads it and with the event products' promotions removed."""
+    tokens = data.vocab.frame().select("product_id", "token")
+    keyed = events.with_row_index("event").join(tokens, on="product_id", how="left")
+    on, off = np.zeros(events.height), np.zeros(events.height)
+    rows = rows[np.argsort(data.hist_end[rows] - data.hist_start[rows], kind="stable")]
+    model.train(False)
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
+        cells = (
+            samples[part]
+            .select("store_id", pl.col("week").cast(pl.Int32))
+            .with_row_index("b")
+            .join(keyed.drop_nulls("token"), on=["store_id", "week"])
+        )
+        if cells.height == 0:
+            continue
+        batch = data[part]
+        b, t = cells["b"].to_numpy(), cells["token"].to_numpy()
+        log_m = torch.zeros(len(part), model.vocab_size)
+        depth = batch["shelf"][b, t, SHELF_DEPTH].clamp(max=0.95)  # (B, V, S) shelf
+        log_m[b, t] = -torch.log1p(-depth)  # back to the regular price: depth 0, no promo
+        removed = {**batch, "shelf": with_price_multipliers(batch["shelf"], log_m)}
+        for target, inputs in ((on, batch), (off, removed)):
+            units = _expected_units(model, inputs)[b, t].numpy()
+            np.add.at(target, cells["event"].to_numpy(), units)
+    return pl.Series(on), pl.Series(off)
+
+
+def _expected_units(model: WorldModel, batch) -> torch.Tensor:
+    """(B, V) E[basket size] × P(product) of each basket's first slot."""
+    out, log_p = model.next_basket(batch)
+    size = torch.softmax(out.size_logits.double(), -1)
+    mean = (size * torch.arange(1, size.shape[1] + 1, dtype=size.dtype)).sum(1)
+    return (mean[:, None] * log_p.double().exp()).float()
