@@ -45,13 +45,21 @@ class HierarchicalLogLog:
         """``panel``: ``PANEL_SCHEMA`` rows of the fitting weeks; ``categories``: product_id,
         category."""
         kinds = tuple(sorted(panel.filter(pl.col("promo"))["kind"].unique().to_list()))
-        df = panel.with_columns(y=(pl.col("units") + 1).log())
+        df = panel.with_columns(y=(pl.col("units") + 1).log()).sort(
+            "product_id", "store_id", "week"
+        )
         off = df.filter(~pl.col("promo")).with_columns(
             centred=pl.col("y") - pl.col("y").mean().over("product_id", "store_id")
         )
-        weeks = off.group_by("week").agg(effect=pl.col("centred").mean())
+        # Sorted after every group_by: sums in a fixed order, so the same panel gives the same
+        # bytes (a group_by's row order is not fixed).
+        weeks = off.group_by("week").agg(effect=pl.col("centred").mean()).sort("week")
         off = off.join(weeks, on="week").with_columns(net=pl.col("y") - pl.col("effect"))
-        levels = off.group_by("product_id", "store_id").agg(level=pl.col("net").mean())
+        levels = (
+            off.group_by("product_id", "store_id")
+            .agg(level=pl.col("net").mean())
+            .sort("product_id", "store_id")
+        )
         product_levels = levels.group_by("product_id").agg(pl.col("level").mean())
         on = (
             df.filter(pl.col("promo"))
@@ -59,6 +67,7 @@ class HierarchicalLogLog:
             .join(levels, on=["product_id", "store_id"], how="inner")  # a level to compare with
             .join(categories, on="product_id", how="left")
             .with_columns(resid=pl.col("y") - pl.col("level") - pl.col("effect").fill_null(0.0))
+            .sort("product_id", "store_id", "week")
         )
         x = _regressors(on, kinds)  # (N, K)
         r = on["resid"].to_numpy()
@@ -90,8 +99,16 @@ class HierarchicalLogLog:
         """``events`` with ``units_promoted`` and ``units_unpromoted``: the expected units of
         each cell with its promotion and with none (the fitted weeks' mean week effect)."""
         level = (
-            events.join(self.levels, on=["product_id", "store_id"], how="left")
-            .join(self.product_levels, on="product_id", how="left", suffix="_product")
+            events.join(
+                self.levels, on=["product_id", "store_id"], how="left", maintain_order="left"
+            )
+            .join(
+                self.product_levels,
+                on="product_id",
+                how="left",
+                suffix="_product",
+                maintain_order="left",
+            )
             .join(self.responses, on="product_id", how="left", maintain_order="left")
         )
         base = level["level"].fill_null(level["level_product"]).fill_null(self.global_level)

@@ -125,7 +125,7 @@ def price_event_check(
     products = observed.rename({"lift": "observed_lift"})
     for name, (on, off) in METHODS.items():
         lifts = predicted_lifts(table, on, off).select("product_id", pl.col("lift").alias(name))
-        products = products.join(lifts, on="product_id", how="left")
+        products = products.join(lifts, on="product_id", how="left", maintain_order="left")
     return EventCheck(summary, table, products)
 
 
@@ -156,7 +156,7 @@ def model_event_units(
         if cells.height == 0:
             continue
         batch = data[part]
-        b, t = cells["b"].to_numpy(), cells["token"].to_numpy()
+        b, t = cells["b"].to_numpy(writable=True), cells["token"].to_numpy(writable=True)
         log_m = torch.zeros(len(part), model.vocab_size)
         depth = batch["shelf"][b, t, SHELF_DEPTH].clamp(max=0.95)  # (B, V, S) shelf
         log_m[b, t] = -torch.log1p(-depth)  # back to the regular price: depth 0, no promo

@@ -70,8 +70,11 @@ def response_metrics(
     per product, in the order ``weights`` (N, P) were drawn for); ``events`` carry the observed
     ``units`` and the method's ``promoted`` / ``unpromoted`` predictions."""
     pred = predicted_lifts(events, promoted, unpromoted)
-    table = observed.select("product_id", "lift", "events").join(
-        pred.select("product_id", predicted="lift"), on="product_id", how="left"
+    table = observed.select("product_id", "lift", "events").join(  # rows stay in weights' order
+        pred.select("product_id", predicted="lift"),
+        on="product_id",
+        how="left",
+        maintain_order="left",
     )
     obs, hat = table["lift"].to_numpy(), table["predicted"].fill_null(0.0).to_numpy()
     n = table["events"].to_numpy().astype(np.float64)

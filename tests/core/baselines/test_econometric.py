@@ -87,3 +87,16 @@ def test_constant_elasticity_and_unpromoted_levels():
     )
     events = pl.DataFrame({"product_id": ["A", "A", "B"], "store_id": ["S1", "S3", "S1"]})
     assert unpromoted_level(panel, events).tolist() == [2.0, 3.0, 0.0]
+
+
+def test_the_fit_is_the_same_bytes_in_any_row_order_and_predictions_follow_their_rows():
+    panel = _panel(noise=0.05)
+    shuffled = panel.sample(fraction=1.0, shuffle=True, seed=3)
+    a = HierarchicalLogLog.fit(panel, _categories())
+    b = HierarchicalLogLog.fit(shuffled, _categories())
+    assert a.responses.equals(b.responses) and a.week_mean == b.week_mean
+    events = panel.filter(pl.col("promo")).head(40).select("product_id", "store_id", "week")
+    events = events.with_columns(kind=pl.lit("display"), depth=pl.lit(None, pl.Float64))
+    forward = a.predict(events)
+    backward = a.predict(events.reverse())
+    assert forward["units_promoted"].to_list() == backward["units_promoted"].reverse().to_list()
