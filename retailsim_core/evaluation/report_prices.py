@@ -81,7 +81,17 @@ def events_section(events: dict) -> list[str]:
         f"{_num(ceiling.get('split_half'))}, so no model can correlate with it above about "
         f"<b>{_num(best)}</b>.</p>",
         frame_table(pl.DataFrame(rows)),
-    ]
+    ] + ([STAND_IN_CAVEAT] if "leave-one-store-out" in events["source"] else [])
+
+
+STAND_IN_CAVEAT = (
+    "<p><b>What this data cannot show.</b> It has no promotion table: an event is a cell another "
+    "store of its region promoted that week, a stand-in for a calendar known before the sales, "
+    "and a product sells a few units per store-week, so the observed lifts are noisy (see the "
+    "ceiling). The table compares methods on the same events; it does not validate "
+    "elasticities. That needs a source whose promotions are recorded whether or not anything "
+    "sold (D76).</p>"
+)
 
 
 def _num(v) -> str:

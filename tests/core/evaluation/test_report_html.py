@@ -52,3 +52,28 @@ def test_no_real_data_target_where_planted_truth_is_known():
         "[test_96_104] world model reaches 82.6% of the honest ceiling's R@20 (oracle without "
         "the mission: 0.5000)."
     )
+
+
+def test_the_events_section_says_what_a_stand_in_cannot_show():
+    from retailsim_core.evaluation.report_prices import STAND_IN_CAVEAT, events_section
+
+    method = {
+        "products": 3,
+        "events": 9,
+        **{k: 0.5 for k in ("spearman", "calibration_slope", "mean_lift_ratio", "wape")},
+        **{f"{k}_ci": [0.1, 0.9] for k in ("spearman", "calibration_slope", "mean_lift_ratio")},
+        "wape_ci": [0.4, 0.6],
+    }
+    events = {
+        "events": 9,
+        "weeks": [96, 117],
+        "fitted_weeks": [81, 95],
+        "ceiling": {"split_half": 0.3, "ceiling": 0.68},
+        "methods": {"world_model": method, "no_response": method},
+        "world_model_vs": {"no_response": {"wape_difference": 0.0, "wape_difference_ci": [0, 0]}},
+    }
+    planted = "".join(events_section(events | {"source": "planted calendar"}))
+    stand_in = "".join(events_section(events | {"source": "other stores (leave-one-store-out)"}))
+    assert "0.680" in planted and STAND_IN_CAVEAT not in planted
+    assert STAND_IN_CAVEAT in stand_in
+    assert events_section({"events": 0}) == []
