@@ -35,6 +35,7 @@ from retailsim_core.evaluation.promotion_events import (
     split_half_ceiling,
 )
 from retailsim_core.evaluation.response_metrics import (
+    calibration_bins,
     paired_difference,
     predicted_lifts,
     product_resamples,
@@ -126,6 +127,9 @@ def price_event_check(
     for name, (on, off) in METHODS.items():
         lifts = predicted_lifts(table, on, off).select("product_id", pl.col("lift").alias(name))
         products = products.join(lifts, on="product_id", how="left", maintain_order="left")
+    summary["calibration_bins"] = {
+        name: calibration_bins(products, name) for name in ("world_model", "hierarchical_loglog")
+    }
     return EventCheck(summary, table, products)
 
 

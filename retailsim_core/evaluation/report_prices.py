@@ -81,7 +81,22 @@ def events_section(events: dict) -> list[str]:
         f"{_num(ceiling.get('split_half'))}, so no model can correlate with it above about "
         f"<b>{_num(best)}</b>.</p>",
         frame_table(pl.DataFrame(rows)),
+        *_calibration_plot(events.get("calibration_bins", {}).get("world_model") or []),
     ] + ([STAND_IN_CAVEAT] if "leave-one-store-out" in events["source"] else [])
+
+
+def _calibration_plot(bins: list[dict]) -> list[str]:
+    """The world model's binned calibration: products in ten groups of equal events by
+    predicted lift; a calibrated model's points lie on the diagonal."""
+    if not bins:
+        return []
+    return [
+        "<p>Calibration: the world model's products in groups of equal events by predicted lift, "
+        "each group's mean predicted (→) and observed (↑) lift.</p>",
+        scatter(
+            [b["predicted"] for b in bins], [b["observed"] for b in bins], "predicted", "observed"
+        ),
+    ]
 
 
 STAND_IN_CAVEAT = (

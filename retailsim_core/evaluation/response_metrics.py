@@ -155,3 +155,27 @@ def _interval(values: np.ndarray) -> list[float | None]:
     if not len(ok):
         return [None, None]
     return [float(v) for v in np.percentile(ok, [2.5, 97.5])]
+
+
+def calibration_bins(
+    products: pl.DataFrame, predicted: str, observed: str = "observed_lift", bins: int = 10
+) -> list[dict]:
+    """The calibration plot's points: products ordered by ``predicted`` lift in ``bins`` groups
+    of about equal events, each with its event-weighted mean predicted and observed lift."""
+    df = products.select(predicted, observed, "events").drop_nulls().sort(predicted)
+    if df.height == 0:
+        return []
+    share = df["events"].cum_sum() / df["events"].sum()
+    group = np.minimum((share.to_numpy() * bins - 1e-9).astype(np.int64), bins - 1)
+    out = (
+        df.with_columns(bin=pl.Series(np.maximum(group, 0)))
+        .group_by("bin")
+        .agg(
+            predicted=(pl.col(predicted) * pl.col("events")).sum() / pl.col("events").sum(),
+            observed=(pl.col(observed) * pl.col("events")).sum() / pl.col("events").sum(),
+            products=pl.len(),
+            events=pl.col("events").sum(),
+        )
+        .sort("bin")
+    )
+    return out.drop("bin").to_dicts()

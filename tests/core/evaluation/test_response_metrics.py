@@ -92,3 +92,22 @@ def test_products_without_a_prediction_count_as_no_response():
     partial = events.filter(pl.col("product_id") != "P7")
     out = response_metrics(observed, partial, "perfect_on", "perfect_off", weights).summary
     assert out["products"] == 8 and out["mean_lift_ratio"] < 1.0
+
+
+def test_calibration_bins_hold_equal_events_and_weighted_means():
+    from retailsim_core.evaluation.response_metrics import calibration_bins
+
+    products = pl.DataFrame(
+        {
+            "product_id": ["a", "b", "c", "d"],
+            "observed_lift": [0.0, 0.2, 0.4, 1.0],
+            "wm": [0.1, 0.2, 0.3, 0.4],
+            "events": [1, 1, 1, 3],
+        }
+    )
+    bins = calibration_bins(products, "wm", bins=2)
+    # Half of the 6 events: a, b, c (3 events) then d (3 events).
+    assert [b["products"] for b in bins] == [3, 1] and [b["events"] for b in bins] == [3, 3]
+    assert bins[0]["predicted"] == pytest.approx(0.2) and bins[0]["observed"] == pytest.approx(0.2)
+    assert bins[1]["predicted"] == pytest.approx(0.4) and bins[1]["observed"] == pytest.approx(1.0)
+    assert calibration_bins(products.head(0), "wm") == []
