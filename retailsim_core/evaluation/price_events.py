@@ -130,7 +130,22 @@ def price_event_check(
     summary["calibration_bins"] = {
         name: calibration_bins(products, name) for name in ("world_model", "hierarchical_loglog")
     }
+    summary["promotional_elasticity"] = promotional_elasticities(products)
     return EventCheck(summary, table, products)
+
+
+def promotional_elasticities(products: pl.DataFrame, min_depth: float = 0.05) -> dict:
+    """Arc elasticities of the promotions themselves: per product with a known mean depth above
+    ``min_depth``, lift / log(1 - depth) (the change of log units per change of log price),
+    observed and per method; medians over those products (the literature puts promotional
+    elasticities near -3.6)."""
+    cut = products.filter(pl.col("depth") > min_depth)
+    log_price = (1 - cut["depth"]).log()
+    out = {"products": cut.height}
+    for name in ("observed_lift", *METHODS):
+        value = (cut[name] / log_price).median() if cut.height else None
+        out["observed" if name == "observed_lift" else name] = value
+    return out
 
 
 @torch.no_grad()

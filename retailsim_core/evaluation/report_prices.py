@@ -85,6 +85,24 @@ def events_section(events: dict) -> list[str]:
     ] + ([STAND_IN_CAVEAT] if "leave-one-store-out" in events["source"] else [])
 
 
+def realism_section(response: dict, events: dict) -> list[str]:
+    """Elasticity realism against the literature (Bijmolt, van Heerde & Pieters 2005): the
+    model's own-price elasticities (autograd, regular prices) and the promotions' arc
+    elasticities, observed and predicted."""
+    own = response["own"]["model_elasticity"]
+    promo = events.get("promotional_elasticity") or {}
+    rows = [
+        {"figure": "share of own elasticities < 0", "model": _num(float((own < 0).mean())),
+         "observed": "n/a", "literature": "all"},
+        {"figure": "median own elasticity, SKU level (autograd)", "model": _num(own.median()),
+         "observed": "n/a", "literature": "-2.6"},
+        {"figure": f"median promotional arc elasticity ({promo.get('products', 0)} products)",
+         "model": _num(promo.get("world_model")), "observed": _num(promo.get("observed")),
+         "literature": "-3.6"},
+    ]  # fmt: skip
+    return ["<h3>Elasticity realism</h3>", frame_table(pl.DataFrame(rows))]
+
+
 def _calibration_plot(bins: list[dict]) -> list[str]:
     """The world model's binned calibration: products in ten groups of equal events by
     predicted lift; a calibrated model's points lie on the diagonal."""
@@ -175,6 +193,8 @@ def price_sections(response: dict, tuning: dict) -> list[str]:
         ]
     parts += _observed_section(response.get("observed") or {})
     parts += events_section(response.get("events") or {})
+    if response.get("events", {}).get("events"):
+        parts += realism_section(response, response["events"])
     parts += [
         "<h3>Own-price</h3>",
         frame_table(own),

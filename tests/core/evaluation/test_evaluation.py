@@ -229,4 +229,6 @@ def test_promotion_events_are_test_weeks_known_before_the_sales(report, tiny_war
     assert products.height == summary["methods"]["world_model"]["products"]
     bins = summary["calibration_bins"]["world_model"]
     assert 0 < len(bins) <= 10 and sum(b["events"] for b in bins) == products["events"].sum()
-    assert "Promotion events known before the sales" in (folder / "report.html").read_text()
+    assert summary["promotional_elasticity"]["products"] >= 0
+    page = (folder / "report.html").read_text()
+    assert "Promotion events known before the sales" in page and "Elasticity realism" in page

@@ -1,8 +1,11 @@
 """The world model's two predictions per promotion event: equal where its shelf shows no
 promotion, different where removing the promotion changes what it reads."""
 
+import math
+
 import numpy as np
 import polars as pl
+import pytest
 
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.price_events import SHELF_DEPTH, model_event_units
@@ -40,3 +43,23 @@ def test_the_model_responds_only_where_its_shelf_shows_the_promotion(
     loud = cells(promoted & available).head(50)
     on, off = model_event_units(tasks.model, data, rows, samples, loud)
     assert loud.height > 0 and (on != off).any() and ((on >= 0) & (off >= 0)).all()
+
+
+def test_promotional_arc_elasticities_on_literal_products():
+    from retailsim_core.evaluation.price_events import METHODS, promotional_elasticities
+
+    lift = [math.log(1.5), math.log(2.0), 0.3]
+    products = pl.DataFrame(
+        {
+            "product_id": ["a", "b", "c"],
+            "observed_lift": lift,
+            "events": [1, 1, 1],
+            "depth": [0.2, 0.5, 0.02],  # c's cut is below 5%: not a promotion's price change
+            **{name: [x / 2 for x in lift] for name in METHODS},
+        }
+    )
+    out = promotional_elasticities(products)
+    expected = [math.log(1.5) / math.log(0.8), math.log(2.0) / math.log(0.5)]
+    assert out["products"] == 2
+    assert out["observed"] == pytest.approx(np.median(expected))
+    assert out["world_model"] == pytest.approx(np.median(expected) / 2)
