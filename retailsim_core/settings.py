@@ -10,7 +10,9 @@ naming the variable. ``docs/operations.md`` lists the same settings; a test keep
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,19 @@ COUNTS = (
     "serve_max_products",
     "serve_reload_seconds",
     "serve_threads",
+)
+
+# Upper bounds (decision D77): past them a value is a typo or would break what reads it (a port
+# beyond 65535 wraps, a reload interval beyond a timer's range kills the reload thread).
+COUNT_LIMITS = {
+    "serve_port": 65_535,
+    "serve_reload_seconds": 86_400,  # a day
+    "serve_threads": 256,
+    "serve_max_body_bytes": 1 << 30,  # 1 GiB
+}
+HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
 )
 
 
@@ -115,10 +130,34 @@ class Settings(BaseSettings):
     def _count(cls, raw: Any, info: ValidationInfo) -> int:
         if raw == "":
             return cls.model_fields[info.field_name].default
-        if isinstance(raw, int) or (isinstance(raw, str) and raw.isdigit()):
-            if int(raw) >= 1:
+        top = COUNT_LIMITS.get(info.field_name)
+        digits = isinstance(raw, str) and raw.isascii() and raw.isdigit()  # no Unicode digits
+        if (isinstance(raw, int) and not isinstance(raw, bool)) or digits:
+            if 1 <= int(raw) <= (top or int(raw)):
                 return int(raw)
-        raise ValueError("use a whole number of at least 1")
+        bound = f"1..{top:,}" if top else "at least 1"
+        raise ValueError(f"use a whole number in {bound} (ASCII digits)")
+
+    @field_validator("raw_dir", "warehouse_dir", mode="before")
+    @classmethod
+    def _folder(cls, raw: Any) -> Any:
+        if isinstance(raw, str) and not raw.strip():
+            raise ValueError("empty: name a folder, or unset the variable for the default")
+        return raw
+
+    @field_validator("serve_host", mode="before")
+    @classmethod
+    def _host(cls, raw: Any) -> Any:
+        """Empty is refused (uvicorn would listen on every address); anything else must be an
+        IP address or a host name."""
+        if not isinstance(raw, str) or not raw.strip():
+            raise ValueError("empty: use 127.0.0.1 (loopback, the default) or an address")
+        try:
+            ipaddress.ip_address(raw)
+        except ValueError:
+            if not HOSTNAME.fullmatch(raw):
+                raise ValueError("not an IP address or a host name") from None
+        return raw
 
     @field_validator("kernel_cache", mode="before")
     @classmethod

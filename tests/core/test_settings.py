@@ -147,3 +147,47 @@ def test_reading_settings_never_checks_folders(tmp_path):
         truth_dir: str = missing
 
     assert FreshClone().truth == Path(missing)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("RETAILSIM_WAREHOUSE_DIR", "", "empty: name a folder"),
+        ("RETAILSIM_RAW_DIR", " ", "empty: name a folder"),
+        ("RETAILSIM_SERVE_HOST", "", "empty: use 127.0.0.1"),
+        ("RETAILSIM_SERVE_HOST", "not a host", "not an IP address or a host name"),
+        ("RETAILSIM_SERVE_HOST", "host\n", "not an IP address or a host name"),
+        ("RETAILSIM_SERVE_PORT", "70000", "1..65,535"),
+        ("RETAILSIM_SERVE_PORT", "٨٠٠٠", "ASCII digits"),  # Arabic-Indic digits
+        ("RETAILSIM_SERVE_RELOAD_SECONDS", "100000000000", "1..86,400"),
+        ("RETAILSIM_SERVE_THREADS", "100000", "1..256"),
+        ("RETAILSIM_SERVE_MAX_BODY_BYTES", "100000000000000000000", "1..1,073,741,824"),
+    ],
+)
+def test_settings_that_cannot_be_right_are_refused_by_name(variable, value, says):
+    with pytest.raises(SettingsError, match=re.escape(variable)) as err:
+        load_settings({variable: value})
+    assert says in str(err.value)
+
+
+def test_hosts_and_bounds_that_are_right_are_kept():
+    s = load_settings(
+        {"RETAILSIM_SERVE_HOST": "::1", "RETAILSIM_SERVE_PORT": "65535"}
+        | {"RETAILSIM_SERVE_RELOAD_SECONDS": "86400", "RETAILSIM_SERVE_THREADS": "256"}
+    )
+    assert (s.serve_host, s.serve_port, s.serve_reload_seconds, s.serve_threads) == (
+        "::1",
+        65535,
+        86400,
+        256,
+    )
+    assert load_settings({"RETAILSIM_SERVE_HOST": "serve-1.internal"}).serve_host
+
+
+def test_a_host_beyond_loopback_is_said_at_start():
+    from retailsim_serve.__main__ import exposure_note
+
+    assert exposure_note("127.0.0.1") is None and exposure_note("::1") is None
+    assert exposure_note("localhost") is None
+    assert "not loopback" in exposure_note("0.0.0.0")
+    assert "not loopback" in exposure_note("serve-1.internal")
