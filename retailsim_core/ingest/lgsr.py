@@ -59,17 +59,17 @@ MISSION_CODES = (*MISSION_FOCI, UNKNOWN_CODE)
 STORE_FORMAT_CODES = ("LS", "MS", "SS", "XLS")
 STORE_REGION_CODES = tuple(f"{d}0{i}" for d in "ENSW" for i in (1, 2, 3))
 
-#: Identifier patterns (anchored). BASKET_ID is a 15-digit integer in LGSR; any
-#: positive integer that fits Int64 is accepted.
+#: Identifier patterns (anchored), ASCII digits only: `\d` matches any Unicode digit (D78).
+#: BASKET_ID is a 15-digit integer in LGSR; any that fits Int64 (18 digits) is accepted.
 ID_PATTERNS = {
-    "PROD_CODE": r"^PRD\d{7}$",
-    "PROD_CODE_10": r"^CL\d{5}$",
-    "PROD_CODE_20": r"^DEP\d{5}$",
-    "PROD_CODE_30": r"^G\d{5}$",
-    "PROD_CODE_40": r"^D\d{5}$",
-    "CUST_CODE": r"^CUST\d{10}$",
-    "STORE_CODE": r"^STORE\d{5}$",
-    "BASKET_ID": r"^\d{1,18}$",
+    "PROD_CODE": r"^PRD[0-9]{7}$",
+    "PROD_CODE_10": r"^CL[0-9]{5}$",
+    "PROD_CODE_20": r"^DEP[0-9]{5}$",
+    "PROD_CODE_30": r"^G[0-9]{5}$",
+    "PROD_CODE_40": r"^D[0-9]{5}$",
+    "CUST_CODE": r"^CUST[0-9]{10}$",
+    "STORE_CODE": r"^STORE[0-9]{5}$",
+    "BASKET_ID": r"^[0-9]{1,18}$",
 }
 CODE_SETS = {
     "CUST_PRICE_SENSITIVITY": PRICE_SENSITIVITY_CODES,

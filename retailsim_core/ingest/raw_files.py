@@ -9,7 +9,7 @@ from pathlib import Path
 from retailsim_core.calendar import week_of_shop_week
 
 # Any letter case: exports from case-insensitive file systems (decision D55).
-WEEK_FILE = re.compile(r"^transactions_(\d{6})\.csv(\.gz)?$", re.IGNORECASE)
+WEEK_FILE = re.compile(r"^transactions_([0-9]{6})\.csv(\.gz)?$", re.IGNORECASE)  # ASCII
 
 
 @dataclass(frozen=True, order=True)

@@ -24,6 +24,12 @@ from retailsim_core.ingest.lgsr import (
 BASKET_INCONSISTENT = "basket_inconsistent"
 
 
+# Bounds of one line (D78): the real sample's largest are 1,685 units and 2,594.90; a line past
+# these is a corrupt value (2,147,483,647 units, 1e308), not a purchase.
+MAX_QUANTITY = 100_000
+MAX_SPEND = 1_000_000.0
+
+
 def empty_cell(col: str) -> pl.Expr:
     return pl.col(col).is_null() | (pl.col(col) == "")
 
@@ -60,7 +66,9 @@ def week_rules(week: int) -> list[tuple[pl.Expr, str]]:
         (cond.fill_null(False), reason)
         for cond, reason in [
             (pl.col("_quantity") <= 0, "quantity_not_positive"),
+            (pl.col("_quantity") > MAX_QUANTITY, "quantity_out_of_range"),
             (pl.col("_spend") < 0, "spend_negative"),
+            (pl.col("_spend") > MAX_SPEND, "spend_out_of_range"),
             (~pl.col("_hour").is_between(0, 23), "hour_out_of_range"),
             (
                 ~pl.col("_date").is_between(monday, monday + dt.timedelta(days=6)),

@@ -83,3 +83,10 @@ def test_an_unparseable_spend_has_one_reason_not_a_spurious_sign_reason(tiny_dat
     assert not reasons[0] & {"spend_negative", "hour_out_of_range"}
     assert "unparseable:SHOP_DATE" in reasons[1]
     assert not reasons[1] & {"date_outside_week", "weekday_mismatch"}
+
+
+def test_a_week_file_name_needs_ascii_digits():
+    from retailsim_core.ingest.raw_files import WEEK_FILE
+
+    assert WEEK_FILE.match("transactions_200607.csv")
+    assert WEEK_FILE.match("transactions_\u0662\u0660\u0660\u0666\u0660\u0667.csv") is None

@@ -119,6 +119,14 @@ ROW_CASES = {
     "unknown basket type": ({"BASKET_TYPE": "Weekly"}, "unknown_code:BASKET_TYPE"),
     "unknown lifestage": ({"CUST_LIFESTAGE": "ZZ"}, "unknown_code:CUST_LIFESTAGE"),
     "basket id not an integer": ({"BASKET_ID": "99x"}, "unknown_code:BASKET_ID"),
+    # Unicode digits are digits to `\d` and to Python, not to LGSR (issue #38, D78).
+    "basket id in Arabic-Indic digits": ({"BASKET_ID": "99\u0660"}, "unknown_code:BASKET_ID"),
+    "product code in Arabic-Indic digits": (
+        {"PROD_CODE": "PRD09\u0660\u0660286"},
+        "unknown_code:PROD_CODE",
+    ),
+    "QUANTITY=2147483647": ({"QUANTITY": "2147483647"}, "quantity_out_of_range"),
+    "SPEND=1e308": ({"SPEND": "1e308"}, "spend_out_of_range"),
 }
 
 
