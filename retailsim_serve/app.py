@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from retailsim_core.serving.service import Context, RequestError, WorldModelService
@@ -107,6 +108,16 @@ def create_app(
     @app.exception_handler(RequestError)
     async def request_error(_: Request, err: RequestError):
         return JSONResponse({"field": err.field, "message": err.message}, err.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, err: RequestValidationError):
+        """FastAPI's 422 ``detail`` list without the offending input: echoing it failed on
+        non-finite numbers (NaN, 1e309) and would repeat whatever a client sent (D79)."""
+        detail = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
+            for e in err.errors()
+        ]
+        return JSONResponse({"detail": detail}, 422)
 
     def service() -> WorldModelService:
         return state["holder"].service

@@ -1,6 +1,7 @@
 """Every endpoint through FastAPI's TestClient on the tiny preset."""
 
 import datetime as dt
+import json
 
 import pytest
 
@@ -160,3 +161,14 @@ def test_bad_elasticity_input(client, context):
         "/v1/elasticities", json={"context": context | {"date": day}, "product_ids": ["A"]}
     )
     assert r.status_code == 422 and r.json()["field"] == "context.date"
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e309"])
+@pytest.mark.parametrize("field", ["hour", "k"])
+def test_non_finite_numbers_are_422_naming_the_field(client, context, number, field):
+    """Python's JSON reader takes NaN, Infinity and 1e309 (inf); echoing them in the 422 body
+    was a 500."""
+    body = json.dumps(context)[:-1] + f', "{field}": {number}}}'
+    r = client.post("/v1/next-basket", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and field in r.text
+    assert "input" not in r.json()["detail"][0]
