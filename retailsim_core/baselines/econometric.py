@@ -54,7 +54,9 @@ class HierarchicalLogLog:
         # Sorted after every group_by: sums in a fixed order, so the same panel gives the same
         # bytes (a group_by's row order is not fixed).
         weeks = off.group_by("week").agg(effect=pl.col("centred").mean()).sort("week")
-        off = off.join(weeks, on="week").with_columns(net=pl.col("y") - pl.col("effect"))
+        off = off.join(weeks, on="week", maintain_order="left").with_columns(
+            net=pl.col("y") - pl.col("effect")
+        )
         levels = (
             off.group_by("product_id", "store_id")
             .agg(level=pl.col("net").mean())

@@ -42,6 +42,7 @@ from retailsim_core.evaluation.response_metrics import (
     response_metrics,
 )
 from retailsim_core.models.world_model import WorldModel
+from retailsim_core.simulation.simulate import basket_units
 from retailsim_core.training_data.shelf import with_price_multipliers
 from retailsim_core.training_data.tensors import TrainingSet
 
@@ -181,14 +182,6 @@ def model_event_units(
         log_m[b, t] = -torch.log1p(-depth)  # back to the regular price: depth 0, no promo
         removed = {**batch, "shelf": with_price_multipliers(batch["shelf"], log_m)}
         for target, inputs in ((on, batch), (off, removed)):
-            units = _expected_units(model, inputs)[b, t].numpy()
+            units = basket_units(model, inputs)[b, t].numpy()
             np.add.at(target, cells["event"].to_numpy(), units)
     return pl.Series(on), pl.Series(off)
-
-
-def _expected_units(model: WorldModel, batch) -> torch.Tensor:
-    """(B, V) E[basket size] × P(product) of each basket's first slot."""
-    out, log_p = model.next_basket(batch)
-    size = torch.softmax(out.size_logits.double(), -1)
-    mean = (size * torch.arange(1, size.shape[1] + 1, dtype=size.dtype)).sum(1)
-    return (mean[:, None] * log_p.double().exp()).float()

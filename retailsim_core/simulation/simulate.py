@@ -148,6 +148,16 @@ def expected_units(
     return (basket_size[:, None] * first_slot_distribution(model, batch, log_multiplier)).sum(0)
 
 
+@torch.no_grad()
+def basket_units(model: WorldModel, batch: Batch) -> torch.Tensor:
+    """(B, V) each basket's expected units of every product, E[size] x P(product), from one
+    forward pass (``expected_units`` per basket, without gradients)."""
+    out, log_p = model.next_basket(batch)
+    size = torch.softmax(out.size_logits.double(), -1)
+    mean = (size * torch.arange(1, size.shape[1] + 1, dtype=size.dtype)).sum(1)
+    return (mean[:, None] * log_p.double().exp()).float()
+
+
 def jacobian_rows(
     model: WorldModel, batch: Batch, basket_size: torch.Tensor, products: np.ndarray
 ) -> np.ndarray:
