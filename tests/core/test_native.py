@@ -1,6 +1,7 @@
 """Building and loading the C kernels (native.load): the cache, the switch, a failed build."""
 
 import shutil
+import stat
 
 import pytest
 
@@ -40,3 +41,28 @@ def test_the_switch_or_a_failed_build_gives_none(
     with pytest.warns(UserWarning, match=f"{source.name} unavailable"):
         assert native.load(source, "compiled_prices", compile_flags, link_flags) is None
     assert not list(tmp_path.glob("*.so"))
+
+
+SOURCE, FLAGS, LINK = KERNELS[0]
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler on this machine")
+@pytest.mark.parametrize("what", ["folder", "library", "link"])
+def test_a_cache_others_can_write_is_not_loaded(monkeypatch, tmp_path, what):
+    """Whoever can write the cache could run code in every process: such a cache is refused
+    with a warning and the reference path is taken (D84)."""
+    cache = tmp_path / "kernels"
+    monkeypatch.setenv("RETAILSIM_KERNEL_CACHE", str(cache))
+    assert native.load(SOURCE, "compiled_prices", FLAGS, LINK) is not None
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700  # created private
+    (built,) = cache.glob("*.so")
+    if what == "folder":
+        cache.chmod(0o777)
+    elif what == "library":
+        built.chmod(0o666)
+    else:
+        planted = tmp_path / "planted.so"
+        shutil.move(built, planted)
+        built.symlink_to(planted)
+    with pytest.warns(UserWarning, match="kernel cache .* (written by others|is a link)"):
+        assert native.load(SOURCE, "compiled_prices", FLAGS, LINK) is None
