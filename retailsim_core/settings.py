@@ -28,6 +28,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout (editable ins
 WEEKS = ("train_end", "valid_end")
 SWITCHES = ("compiled_scan", "compiled_prices", "serve_onnx")
 COUNTS = (
+    "settle_seconds",
+    "max_week_file_mib",
     "serve_port",
     "serve_max_k",
     "serve_max_batch",
@@ -36,15 +38,21 @@ COUNTS = (
     "serve_max_products",
     "serve_reload_seconds",
     "serve_threads",
+    "serve_max_concurrent",
+    "serve_max_queued",
 )
 
 # Upper bounds (decision D77): past them a value is a typo or would break what reads it (a port
 # beyond 65535 wraps, a reload interval beyond a timer's range kills the reload thread).
 COUNT_LIMITS = {
+    "settle_seconds": 3_600,
+    "max_week_file_mib": 65_536,
     "serve_port": 65_535,
     "serve_reload_seconds": 86_400,  # a day
     "serve_threads": 256,
     "serve_max_body_bytes": 1 << 30,  # 1 GiB
+    "serve_max_concurrent": 256,
+    "serve_max_queued": 10_000,
 }
 HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -76,6 +84,12 @@ class Settings(BaseSettings):
         "the generator's planted truth (oracles, planted-truth checks); empty for real data",
         "data/ground_truth",
     )
+    settle_seconds: int = _setting(
+        2, "a week file is read once unchanged this long; the sensor waits as long (D83)"
+    )
+    max_week_file_mib: int = _setting(
+        1024, "most text (decompressed) of one week file; bounds ingestion memory (D83)"
+    )
     train_end: int = _setting(TemporalSplit.train_end, "last training week")
     valid_end: int = _setting(TemporalSplit.valid_end, "last validation week; test weeks follow")
     compiled_scan: bool = _setting(
@@ -104,6 +118,12 @@ class Settings(BaseSettings):
         10, "how often the app looks for a newer published checkpoint"
     )
     serve_threads: int = _setting(1, "PyTorch threads of the serving app (D64)")
+    serve_max_concurrent: int = _setting(
+        2, "simulations, elasticities and batches computed at once (D82)"
+    )
+    serve_max_queued: int = _setting(
+        16, "such requests waiting for a slot; past it 503 with Retry-After (D82)"
+    )
 
     @field_validator(*WEEKS, mode="before")
     @classmethod

@@ -1,11 +1,12 @@
 """Weekly operation: a schedule for the newest week and a sensor for new week files."""
 
 import json
+import time
 
 import dagster as dg
 
 from retailsim_core.calendar import week_key_of
-from retailsim_core.ingest.raw_files import list_week_files, unseen
+from retailsim_core.ingest.raw_files import list_week_files, settled, unseen
 from retailsim_core.tables import (
     AFFINITY_TABLE,
     METADATA_TABLE,
@@ -65,13 +66,16 @@ def weekly_refresh_schedule(context: dg.ScheduleEvaluationContext, raw_source: R
 )
 def new_week_file_sensor(context: dg.SensorEvaluationContext, raw_source: RawSourceResource):
     """Requests exactly the partition of each new (or replaced) week file. The cursor maps file
-    name -> fingerprint, so each version of a file is processed once."""
+    name -> fingerprint, so each version of a file is processed once. A file modified within
+    the settle time is left for a later tick (it may still be being copied; D83)."""
     seen = json.loads(context.cursor) if context.cursor else {}
-    files = list_week_files(raw_source.path)
+    listed = list_week_files(raw_source.path)
+    files = settled(listed, raw_source.read_limits.settle_seconds, time.time())
     fresh = unseen(files, seen)
     if not fresh:
-        return dg.SkipReason("no new week files")
-    context.update_cursor(json.dumps({f.name: f.fingerprint for f in files}, sort_keys=True))
+        growing = len(listed) - len(files)
+        return dg.SkipReason(f"no new week files ({growing} still changing)")
+    context.update_cursor(json.dumps(seen | {f.name: f.fingerprint for f in files}, sort_keys=True))
     return [
         dg.RunRequest(
             run_key=f"{f.name}:{f.fingerprint}",

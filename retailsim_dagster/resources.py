@@ -13,6 +13,7 @@ import dagster as dg
 
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.graph.graph_edges import GraphConfig
+from retailsim_core.ingest.file_reader import ReadLimits
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.settings import Settings, SettingsError, check_environment, load_settings
 from retailsim_core.split import TemporalSplit
@@ -46,6 +47,12 @@ class RawSourceResource(dg.ConfigurableResource):
     @property
     def path(self) -> Path:
         return Path(self.raw_dir)
+
+    @property
+    def read_limits(self) -> ReadLimits:
+        """When a week file counts as complete and how large it may be (RETAILSIM_SETTLE_SECONDS,
+        RETAILSIM_MAX_WEEK_FILE_MIB; D83)."""
+        return ReadLimits.of(load_settings())
 
     @property
     def truth(self) -> Path | None:

@@ -17,6 +17,7 @@ class WeekFile:
     week: int
     name: str
     fingerprint: str  # size and modification time: changes when the file is replaced
+    modified: float = 0.0  # modification time, seconds since the epoch
 
 
 def list_week_files(raw_dir: Path) -> list[WeekFile]:
@@ -33,10 +34,15 @@ def list_week_files(raw_dir: Path) -> list[WeekFile]:
         except ValueError:
             continue
         st = path.stat()
-        out.append(WeekFile(week, path.name, f"{st.st_size}:{st.st_mtime_ns}"))
+        out.append(WeekFile(week, path.name, f"{st.st_size}:{st.st_mtime_ns}", st.st_mtime))
     return sorted(out)
 
 
 def unseen(files: list[WeekFile], seen: dict[str, str]) -> list[WeekFile]:
     """Files not in ``seen`` (name -> fingerprint) or whose fingerprint changed."""
     return [f for f in files if seen.get(f.name) != f.fingerprint]
+
+
+def settled(files: list[WeekFile], settle_seconds: float, now: float) -> list[WeekFile]:
+    """Files not modified within the last ``settle_seconds`` (a copy in progress is not)."""
+    return [f for f in files if now - f.modified >= settle_seconds]

@@ -9,14 +9,21 @@ naming the file.
 from __future__ import annotations
 
 import csv
-import gzip
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from retailsim_core.calendar import shop_week_of, week_file_stem
+from retailsim_core.ingest.file_reader import (
+    ReadLimits,
+    WeekFileError,
+    read_csv_text,
+    read_header,
+    settled_stat,
+    unchanged_since,
+    week_text,
+)
 from retailsim_core.ingest.lgsr import (
     FULL_HEADER,
     HEADERS,
@@ -40,9 +47,8 @@ from retailsim_core.ingest.week_rules import (
 )
 from retailsim_core.storage.io import sha256_of
 
-
-class LGSRFileError(ValueError):
-    """A week file that cannot be ingested as a whole."""
+# One error for a week file that cannot be ingested as a whole, whichever step found it.
+LGSRFileError = WeekFileError
 
 
 @dataclass(frozen=True)
@@ -111,41 +117,11 @@ def expected_file_name(week: int) -> str:
     return f"{week_file_stem(week)}.csv[.gz]"
 
 
-def _read_header(path: Path) -> list[str]:
-    """The header line as written (a UTF-8 BOM removed), without reading the rest."""
-    opener = gzip.open if path.suffix == ".gz" else open
+def _header_columns(line: bytes, path: Path) -> list[str]:
+    """The header line's columns as written (a UTF-8 BOM removed)."""
     try:
-        with opener(path, "rb") as fh:  # decode the header line alone, not a buffer beyond it
-            return next(csv.reader([fh.readline().decode("utf-8-sig")]), [])
-    except (OSError, UnicodeDecodeError, EOFError, zlib.error, csv.Error) as err:
-        raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
-
-
-def _read_csv_text(path: Path) -> pl.DataFrame:
-    """Every cell as text. Strict UTF-8 first (polars memory-maps the file); a file with invalid
-    bytes is re-read with them replaced by U+FFFD, which no rule accepts, so those rows end in
-    quarantine (every column has a pattern, code set or type check) instead of failing the file.
-
-    ``record_number`` counts CSV records with the header as record 1, so it equals the line
-    number until a quoted field spans lines; after that it is the record's ordinal, not a line."""
-
-    def read(encoding):
-        return pl.read_csv(
-            path,
-            infer_schema=False,
-            encoding=encoding,
-            row_index_name="record_number",
-            row_index_offset=2,
-        )
-
-    try:
-        try:
-            return read("utf8")
-        except pl.exceptions.ComputeError as err:
-            if "utf-8" not in str(err).lower():
-                raise
-            return read("utf8-lossy")
-    except Exception as err:  # polars raises several types for malformed CSV
+        return next(csv.reader([line.decode("utf-8-sig")]), [])
+    except (UnicodeDecodeError, csv.Error) as err:
         raise LGSRFileError(f"{path}: cannot be read as CSV ({type(err).__name__}: {err})") from err
 
 
@@ -171,15 +147,18 @@ def detect_header(path: Path, columns: list[str]) -> str:
     )
 
 
-def read_week_text(path: Path) -> tuple[pl.DataFrame, str, str]:
+def read_week_text(path: Path, limits: ReadLimits = ReadLimits()) -> tuple[pl.DataFrame, str, str]:
     """(all cells as text, header variant, sha256 of the file as stored). Text loses nothing to
-    type inference; columns take the full-header names."""
-    if path.stat().st_size == 0:
+    type inference; columns take the full-header names. The file is read once complete and
+    within ``limits`` (``file_reader``)."""
+    st = settled_stat(path, limits)
+    if st.st_size == 0:
         raise LGSRFileError(f"{path}: is empty (0 bytes); expected an LGSR header and rows")
-    written = _read_header(path)
+    source = week_text(path, st, limits)
+    written = _header_columns(read_header(source, path), path)
     columns = [c.strip() for c in written]
     variant = detect_header(path, columns)
-    df = _read_csv_text(path)
+    df = read_csv_text(source, path)
     if df.height == 0:
         raise LGSRFileError(f"{path}: has a header but no rows")
     df = df.rename(dict(zip(written, columns, strict=True)))
@@ -190,7 +169,9 @@ def read_week_text(path: Path) -> tuple[pl.DataFrame, str, str]:
         )
     # Cells are kept verbatim: an empty field may read as null (``,,``) or "" (``""``), and the
     # rules treat both as empty. Padded codes are not silently trimmed; they fail validation.
-    return df, variant, sha256_of(path)
+    digest = sha256_of(path)
+    unchanged_since(path, st)  # the bytes hashed and parsed are the settled file's
+    return df, variant, digest
 
 
 def _recode(col: str, mapping: dict[str, str]) -> pl.Expr:
@@ -245,12 +226,12 @@ def validate_week(
     return kept, quarantine
 
 
-def ingest_week(raw_dir: Path, week: int) -> IngestResult:
+def ingest_week(raw_dir: Path, week: int, limits: ReadLimits = ReadLimits()) -> IngestResult:
     path = find_week_file(Path(raw_dir), week)
     if path is None:
         return IngestResult(
             week, None, RAW_TRANSACTIONS_SCHEMA.to_frame(), QUARANTINE_SCHEMA.to_frame(), None
         )
-    text, variant, digest = read_week_text(path)
+    text, variant, digest = read_week_text(path, limits)
     kept, quarantine = validate_week(text, week, path.name)
     return IngestResult(week, path.name, kept, quarantine, variant, digest)

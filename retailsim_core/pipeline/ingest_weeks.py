@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
+from retailsim_core.ingest.file_reader import ReadLimits
 from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.ingest.week_file import (
     IngestResult,
@@ -87,6 +88,7 @@ def ingest_weeks(
     weeks: Iterable[int],
     log: Callable[[str], None] = lambda _: None,
     replace_vanished: bool = False,
+    limits: ReadLimits = ReadLimits(),
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Ingest each week into ``raw_transactions`` and ``raw_transactions_quarantine``.
 
@@ -103,7 +105,7 @@ def ingest_weeks(
 
     def one_week(week: int) -> tuple[IngestResult, float]:
         start = time.perf_counter()
-        result = ingest_week(raw_dir, week)
+        result = ingest_week(raw_dir, week, limits)
         _write_week(warehouse, result)
         return result, time.perf_counter() - start
 

@@ -68,6 +68,7 @@ def raw_transactions(
         weeks,
         log=context.log.info,
         replace_vanished=raw_source.replace_vanished_weeks,
+        limits=raw_source.read_limits,
     )
     read, kept, rejected = (
         int(report[c].sum()) for c in ("rows_read", "rows_kept", "rows_rejected")

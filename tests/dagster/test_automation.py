@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import time
 
 import dagster as dg
 
@@ -16,6 +17,13 @@ def _copy(tiny_dataset, raw, *names):
     raw.mkdir(exist_ok=True)
     for name in names:
         shutil.copy(tiny_dataset["raw"] / name, raw / name)
+        _settle(raw / name)
+
+
+def _settle(path, ago=60.0):
+    """As if the file was last written ``ago`` seconds ago (past the settle time)."""
+    then = time.time() - ago
+    os.utime(path, (then, then))
 
 
 def _requests(result):
@@ -36,6 +44,7 @@ def test_sensor_requests_each_new_file_once(tiny_dataset, tmp_path):
     (raw / "transactions_200607.csv").write_text(
         (raw / "transactions_200607.csv").read_text() + "\n"
     )
+    _settle(raw / "transactions_200607.csv", ago=30.0)
     ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
     assert _requests(new_week_file_sensor(ctx)) == ["2006-04-10"]  # a replaced file runs again
     assert set(json.loads(ctx.cursor)) == {
@@ -43,6 +52,27 @@ def test_sensor_requests_each_new_file_once(tiny_dataset, tmp_path):
         "transactions_200608.csv",
         "transactions_200609.csv",
     }
+
+
+def test_sensor_waits_for_a_file_being_copied(tiny_dataset, tmp_path):
+    """A file modified within the settle time may still be growing: no run until it settles,
+    then exactly one."""
+    raw = tmp_path / "raw"
+    _copy(tiny_dataset, raw, "transactions_200607.csv")
+    resources = {"raw_source": RawSourceResource(raw_dir=str(raw))}
+    ctx = dg.build_sensor_context(resources=resources)
+    assert _requests(new_week_file_sensor(ctx)) == ["2006-04-10"]
+    text = (tiny_dataset["raw"] / "transactions_200608.csv").read_text()
+    (raw / "transactions_200608.csv").write_text(text[: len(text) // 3])  # half copied
+    ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
+    skip = new_week_file_sensor(ctx)
+    assert isinstance(skip, dg.SkipReason) and "1 still changing" in skip.skip_message
+    (raw / "transactions_200608.csv").write_text(text)
+    _settle(raw / "transactions_200608.csv")
+    ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
+    assert _requests(new_week_file_sensor(ctx)) == ["2006-04-17"]
+    ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
+    assert isinstance(new_week_file_sensor(ctx), dg.SkipReason)
 
 
 def test_sensor_ignores_other_files(tmp_path):
