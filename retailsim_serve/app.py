@@ -10,6 +10,7 @@ validation, or a limit of ``ServeSettings``), 404 for an unknown customer, store
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,7 +23,7 @@ from fastapi.responses import JSONResponse
 
 from retailsim_core.serving.service import Context, RequestError, WorldModelService
 from retailsim_serve import schemas as s
-from retailsim_serve.runtime import MicroBatcher, ServeSettings, ServiceHolder
+from retailsim_serve.runtime import Admission, Busy, MicroBatcher, ServeSettings, ServiceHolder
 
 
 def _context(body: s.TripContext) -> Context:
@@ -35,8 +36,10 @@ def _limit(field: str, value: int, most: int, status: int = 422) -> None:
 
 
 class BodyLimit:
-    """Pure ASGI middleware: a request body over ``limit`` bytes is answered 413 without being
-    read further (Content-Length, or the bytes actually received for chunked bodies)."""
+    """Pure ASGI middleware: a request body over ``limit`` bytes is answered 413 before the app
+    sees any of it. A declared Content-Length over the limit is refused unread; otherwise the
+    body is received here, at most ``limit`` bytes of it, and replayed to the app, so a chunked
+    body (no Content-Length) past the limit is a 413 too, not a parse error (a 400)."""
 
     def __init__(self, app, limit: int):
         self.app, self.limit = app, limit
@@ -47,30 +50,42 @@ class BodyLimit:
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             return await self._too_large(send)
-        seen = 0
-
-        async def counted():
-            nonlocal seen
+        parts, seen, more = [], 0, True
+        while more:
             message = await receive()
-            seen += len(message.get("body", b""))
+            if message["type"] != "http.request":  # the client went away
+                return
+            parts.append(message.get("body", b""))
+            seen += len(parts[-1])
             if seen > self.limit:
-                raise _TooLarge()
-            return message
+                return await self._too_large(send)
+            more = message.get("more_body", False)
+        body, replayed = b"".join(parts), False
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._too_large(send)
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: wait for the disconnect, as Starlette does
+
+        await self.app(scope, replay, send)
 
     async def _too_large(self, send):
-        response = JSONResponse(
+        response = AsciiJSON(
             {"field": "body", "message": f"request body over {self.limit} bytes"}, 413
         )
         await response({"type": "http"}, None, send)
 
 
-class _TooLarge(Exception):
-    pass
+class AsciiJSON(JSONResponse):
+    """JSON with non-ASCII characters escaped: whatever text a response repeats (an id in a
+    404, a mapping key in a 422's ``loc``) is written, never a UnicodeEncodeError (a 500)."""
+
+    def render(self, content) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode()
 
 
 def create_app(
@@ -89,6 +104,10 @@ def create_app(
         holder = await run_in_threadpool(ServiceHolder, load, checkpoint)
         state["holder"] = app.state.holder = holder
         state["batcher"] = MicroBatcher(holder, settings.max_batch)
+        # Made here, on the server's event loop, which its semaphore belongs to.
+        state["admission"] = app.state.admission = Admission(
+            settings.max_concurrent, settings.max_queued
+        )
         if watch:
             holder.watch(settings.reload_seconds)
         yield
@@ -98,6 +117,7 @@ def create_app(
         title="RetailSim world model",
         version="1",
         lifespan=lifespan,
+        default_response_class=AsciiJSON,
         description="What will this customer buy at this store? Next-basket rankings, simulated "
         "baskets at actual or counterfactual prices, and price elasticities, from the trained "
         "world model. Predictions see only what is known before the trip (the customer's "
@@ -107,7 +127,7 @@ def create_app(
 
     @app.exception_handler(RequestError)
     async def request_error(_: Request, err: RequestError):
-        return JSONResponse({"field": err.field, "message": err.message}, err.status)
+        return AsciiJSON({"field": err.field, "message": err.message}, err.status)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, err: RequestValidationError):
@@ -117,17 +137,28 @@ def create_app(
             {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
             for e in err.errors()
         ]
-        return JSONResponse({"detail": detail}, 422)
+        return AsciiJSON({"detail": detail}, 422)
+
+    @app.exception_handler(Busy)
+    async def busy(_: Request, __: Busy):
+        message = f"{settings.max_concurrent} requests computing and {settings.max_queued} waiting"
+        return AsciiJSON({"field": "request", "message": message}, 503, {"Retry-After": "1"})
+
+    async def heavy(work: Callable, *args):
+        """``work`` on a worker thread once a slot is free (``Admission``)."""
+        async with state["admission"].slot():
+            return await run_in_threadpool(work, *args)
 
     def service() -> WorldModelService:
         return state["holder"].service
 
+    # Async, so they are answered on the event loop even when every worker thread computes.
     @app.get("/health", response_model=s.Health)
-    def health():
+    async def health():
         return {"status": "ok", "checkpoint_id": service().checkpoint_id}
 
     @app.get("/v1/model")
-    def model_info() -> dict:
+    async def model_info() -> dict:
         """Checkpoint id, model config, training and served weeks, evaluation metrics."""
         return service().info() | {"limits": settings.__dict__, "reloads": state["holder"].reloads}
 
@@ -144,24 +175,23 @@ def create_app(
         return await asyncio.wrap_future(state["batcher"].submit(context, body.k))
 
     @app.post("/v1/next-basket/batch", response_model=s.BatchResponse)
-    def batch(body: s.BatchRequest):
+    async def batch(body: s.BatchRequest):
         """Many contexts in one call, scored in one pass."""
         _limit("k", body.k, settings.max_k)
         _limit("requests", len(body.requests), settings.max_batch, 413)
         svc = service()
-        results = svc.recommend([_context(r) for r in body.requests], body.k)
+        contexts = [_context(r) for r in body.requests]
+        results = await heavy(svc.recommend, contexts, body.k)
         # Built here, not re-validated by the response model: that doubled the time of a batch.
-        return JSONResponse({"results": results, "checkpoint_id": svc.checkpoint_id})
+        return AsciiJSON({"results": results, "checkpoint_id": svc.checkpoint_id})
 
     @app.post("/v1/simulate", response_model=s.SimulateResponse)
-    def simulate(body: s.SimulateRequest):
+    async def simulate(body: s.SimulateRequest):
         """Sampled baskets for a context, at the week's or counterfactual prices; seeded."""
         _limit("n_baskets", body.n_baskets, settings.max_simulations)
-        for product, m in body.price_multipliers.items():
-            if not 0 < m <= 100:
-                raise RequestError(f"price_multipliers.{product}", f"{m} is not in (0, 100]")
         svc = service()
-        baskets = svc.simulate(
+        baskets = await heavy(
+            svc.simulate,
             _context(body.context),
             body.n_baskets,
             body.seed,
@@ -171,13 +201,14 @@ def create_app(
         return {"baskets": baskets, "checkpoint_id": svc.checkpoint_id}
 
     @app.post("/v1/elasticities", response_model=s.ElasticityResponse)
-    def elasticities(body: s.ElasticityRequest):
-        """Own and cross price elasticities of the expected units of a product set."""
+    async def elasticities(body: s.ElasticityRequest):
+        """Own and cross price elasticities of the expected units of a product set (404 for a
+        product not on the store's shelf that week: its elasticity is not defined)."""
         _limit("product_ids", len(body.product_ids), settings.max_products)
         if len(set(body.product_ids)) != len(body.product_ids):
             raise RequestError("product_ids", "a product is listed twice")
         svc = service()
-        table = svc.elasticities(_context(body.context), body.product_ids)
+        table = await heavy(svc.elasticities, _context(body.context), body.product_ids)
         return {"elasticities": table.to_dicts(), "checkpoint_id": svc.checkpoint_id}
 
     return app

@@ -9,18 +9,20 @@ later ones start on the new one.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 
 from retailsim_core.serving.service import Context, WorldModelService
 from retailsim_core.settings import Settings, load_settings
-from retailsim_core.training.checkpoint import verified_id
+from retailsim_core.training.checkpoint import check_manifest
 
 log = logging.getLogger("retailsim_serve")
 
@@ -44,6 +46,8 @@ class ServeSettings:
     max_products: int = _default("max_products")
     reload_seconds: int = _default("reload_seconds")
     threads: int = _default("threads")
+    max_concurrent: int = _default("max_concurrent")
+    max_queued: int = _default("max_queued")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ServeSettings:
@@ -68,26 +72,43 @@ class ServiceHolder:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.reloads = 0
+        self._failed: str | None = None  # the id whose load failed: not retried until it changes
+        self._noted: str | None = None  # the last refusal logged: each is logged once
 
     def reload_if_new(self) -> bool:
-        """Load and swap in the checkpoint when its verified id differs from the one served."""
+        """Load and swap in the checkpoint when its verified id differs from the one served.
+        A refused or failing checkpoint is logged once with its reason, not at every check,
+        and a checkpoint whose load failed is not loaded again until its id changes."""
         with self._lock:
-            new_id = verified_id(self.checkpoint)
-            if new_id is None or new_id == self.service.checkpoint_id:
+            verdict = check_manifest(self.checkpoint)
+            new_id = verdict.checkpoint_id
+            if new_id is None:
+                self._note(f"checkpoint {self.checkpoint} not loaded: {verdict.reason}")
+                return False
+            if new_id == self.service.checkpoint_id or new_id == self._failed:
                 return False
             try:
                 fresh = self._load()
-            except Exception:  # a bad checkpoint must not take the running service down
-                log.exception(
-                    "reload of checkpoint %s failed; still serving %s",
+            except Exception as err:  # a bad checkpoint must not take the running service down
+                self._failed = new_id
+                log.warning(
+                    "reload of checkpoint %s failed (%s: %s); still serving %s",
                     new_id,
+                    type(err).__name__,
+                    err,
                     self.service.checkpoint_id,
                 )
                 return False
             self.service = fresh  # the swap: one reference assignment
             self.reloads += 1
+            self._noted = None
             log.info("now serving checkpoint %s", fresh.checkpoint_id)
             return True
+
+    def _note(self, message: str) -> None:
+        if message != self._noted:
+            self._noted = message
+            log.warning("%s; still serving %s", message, self.service.checkpoint_id)
 
     def watch(self, seconds: float) -> threading.Thread:
         def loop():
@@ -142,3 +163,37 @@ class MicroBatcher:
                         "checkpoint_id": service.checkpoint_id,
                     }
                 )
+
+
+class Busy(Exception):
+    """Every slot taken and the queue full: answered 503 with Retry-After."""
+
+
+class Admission:
+    """At most ``slots`` heavy requests (simulations, elasticities, batches) compute at once and
+    at most ``queued`` more wait for a slot; one more is refused with ``Busy`` at once rather
+    than queued behind minutes of work (D82). The event loop and the micro-batcher stay free,
+    so /health and single next-basket requests are answered while the slots are busy."""
+
+    def __init__(self, slots: int, queued: int):
+        self.slots, self.queued = slots, queued
+        self._free = asyncio.Semaphore(slots)
+        self._waiting = 0
+
+    @property
+    def waiting(self) -> int:
+        return self._waiting
+
+    @asynccontextmanager
+    async def slot(self):
+        if self._free.locked() and self._waiting >= self.queued:
+            raise Busy()
+        self._waiting += 1
+        try:
+            await self._free.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            yield
+        finally:
+            self._free.release()

@@ -1,12 +1,31 @@
-"""Request and response bodies; their field descriptions are the OpenAPI page's."""
+"""Request and response bodies; their field descriptions are the OpenAPI page's.
+
+Every number a request may carry has bounds the model can compute with (D80): a price
+multiplier in [0.01, 100] (beyond, the float32 log-price leaves the range the model was fitted
+on, and 1e-300 is -inf), a temperature in [0.01, 10], a seed in [0, 2^64 - 1] (the generator's
+range). Identifiers are UTF-8 text: a lone surrogate is refused here, not in the tables.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-ID = Field(min_length=1, max_length=64)
+MAX_SEED = 2**64 - 1
+
+
+def _utf8(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("not valid UTF-8 text (a lone surrogate)") from None
+    return text
+
+
+Id = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_utf8)]
+Multiplier = Annotated[float, Field(ge=0.01, le=100.0)]
 
 
 class Strict(BaseModel):
@@ -16,10 +35,8 @@ class Strict(BaseModel):
 class TripContext(Strict):
     """A customer walking into a store: all a prediction may know of the coming basket."""
 
-    customer_id: str | None = Field(
-        None, min_length=1, max_length=64, description="loyalty card id; omit for a new customer"
-    )
-    store_id: str = ID
+    customer_id: Id | None = Field(None, description="loyalty card id; omit for a new customer")
+    store_id: Id
     date: dt.date = Field(description="shop date, within the served calendar (see /v1/model)")
     hour: int = Field(12, ge=0, le=23, description="shop hour")
 
@@ -51,12 +68,13 @@ class BatchResponse(BaseModel):
 class SimulateRequest(Strict):
     context: TripContext
     n_baskets: int = Field(1, ge=1, description="baskets to draw (at most max_simulations)")
-    seed: int = Field(0, ge=0, description="same seed, same baskets")
-    price_multipliers: dict[str, float] = Field(
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="same seed, same baskets")
+    price_multipliers: dict[Id, Multiplier] = Field(
         default_factory=dict,
-        description="counterfactual prices: product id -> multiplier of its shelf price (> 0)",
+        description="counterfactual prices: product id -> multiplier of its shelf price, "
+        "in [0.01, 100]",
     )
-    temperature: float = Field(1.0, gt=0.0, le=10.0)
+    temperature: float = Field(1.0, ge=0.01, le=10.0, description="softens (> 1) or sharpens")
 
 
 class SimulateResponse(BaseModel):
@@ -66,7 +84,7 @@ class SimulateResponse(BaseModel):
 
 class ElasticityRequest(Strict):
     context: TripContext
-    product_ids: list[str] = Field(min_length=1, description="the product set")
+    product_ids: list[Id] = Field(min_length=1, description="the product set")
 
 
 class Elasticity(BaseModel):

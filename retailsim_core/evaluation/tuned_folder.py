@@ -73,7 +73,7 @@ def fit_key(tasks: EvalTasks, cfg: EvalConfig) -> str:
 def load_baselines(folder: Path, tasks: EvalTasks, cfg: EvalConfig) -> TunedBaselines:
     """The tuned baselines of ``folder``, checked against the warehouse ``tasks`` were read from:
     a missing, corrupt or stale folder is an error naming the asset to materialize."""
-    ckpt.published_id(folder, asset=BASELINES_TABLE)
+    ckpt.published_id(folder, asset=BASELINES_TABLE, required=FILES)
     content = ckpt.read_json(folder / TUNING_FILE)
     if content["fit_key"] != fit_key(tasks, cfg):
         raise ValueError(

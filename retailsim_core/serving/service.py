@@ -24,6 +24,7 @@ from retailsim_core.settings import load_settings
 from retailsim_core.simulation.simulate import elasticities as price_elasticities
 from retailsim_core.simulation.simulate import expected_basket_size, generate
 from retailsim_core.training_data.batch import Batch
+from retailsim_core.training_data.shelf import SHELF_FEATURES
 
 CHUNK = 128  # contexts scored together in a large batch
 
@@ -183,6 +184,16 @@ class WorldModelService:
         frame = self.contexts_frame([context], "context.")
         tokens = self.tokens_of(product_ids, "product_ids")
         batch = self.data.batch(frame)
+        off_shelf = np.flatnonzero(
+            batch["shelf"][0, tokens, SHELF_FEATURES.index("available")] == 0
+        )
+        if len(off_shelf):  # no shelf price before the week: its elasticity is not defined
+            raise RequestError(
+                f"product_ids[{off_shelf[0]}]",
+                f"{product_ids[off_shelf[0]]!r} is not on the shelf of store {context.store_id!r} "
+                "that week (no price before it)",
+                404,
+            )
         size = expected_basket_size(self.model, batch)
         table = price_elasticities(self.model, batch, size, tokens, self.categories)
         names = self.vocab.frame()

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -72,34 +74,93 @@ def restore_optimizer(
     optimizer.load_state_dict({"state": state, "param_groups": groups})
 
 
+def _id_of(files: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def write_manifest(folder: Path, names: tuple[str, ...] = DELIVERABLES) -> str:
-    """Publish the checkpoint: checksums of its files and an id derived from them (written
-    last, atomically, so a reader never sees a half-written checkpoint as a new one)."""
+    """Publish the checkpoint: checksums and sizes of its files and an id derived from the
+    checksums (written last, atomically, so a reader never sees a half-written checkpoint as a
+    new one)."""
     files = {name: sha256_of(folder / name) for name in names}
-    checkpoint_id = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
-    write_json(folder / MANIFEST, {"checkpoint_id": checkpoint_id, "files": files})
+    sizes = {name: (folder / name).stat().st_size for name in names}
+    checkpoint_id = _id_of(files)
+    write_json(folder / MANIFEST, {"checkpoint_id": checkpoint_id, "files": files, "bytes": sizes})
     return checkpoint_id
 
 
-def verified_id(folder: Path) -> str | None:
-    """The checkpoint id when the manifest exists and every file matches it, else None."""
+@dataclass(frozen=True)
+class Verdict:
+    """What a reader may trust of a folder: its id, or None and the reason it is refused."""
+
+    checkpoint_id: str | None
+    reason: str = ""
+
+
+def _bounded_sha256(path: Path, size: int) -> str | None:
+    """The sha256 of at most ``size`` bytes; None when the file holds more (it grew)."""
+    digest, left = hashlib.sha256(), size
+    with open(path, "rb") as fh:
+        while chunk := fh.read(min(left + 1, 1 << 20)):
+            left -= len(chunk)
+            if left < 0:
+                return None
+            digest.update(chunk)
+    return digest.hexdigest() if left == 0 else None
+
+
+def check_manifest(folder: Path, required: tuple[str, ...] = DELIVERABLES) -> Verdict:
+    """Trust a published folder only as far as its manifest is checked (D81): it names every
+    ``required`` file, each a regular file directly inside ``folder`` (no path, no link, no
+    device) of the size it states, whose checksum matches; the id is the one the checksums
+    give. Hashing reads at most the stated bytes, so a manifest cannot make a reader hash
+    /dev/zero or a file outside the folder."""
     try:
         manifest = read_json(folder / MANIFEST)
-        ok = all(sha256_of(folder / n) == h for n, h in manifest["files"].items())
-    except (OSError, ValueError, KeyError):
-        return None
-    return manifest["checkpoint_id"] if ok else None
+        files, claimed = dict(manifest["files"]), str(manifest["checkpoint_id"])
+        if "bytes" not in manifest:
+            return Verdict(None, "the manifest states no file sizes (an older version wrote it)")
+        sizes = dict(manifest["bytes"])
+    except FileNotFoundError:
+        return Verdict(None, f"{folder / MANIFEST} does not exist")
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return Verdict(None, f"{folder / MANIFEST} is not a manifest ({type(err).__name__})")
+    missing = [name for name in required if name not in files]
+    if missing:
+        return Verdict(None, f"the manifest does not name {', '.join(missing)}")
+    for name, expected in files.items():
+        if not isinstance(name, str) or Path(name).name != name or name in (".", ".."):
+            return Verdict(None, f"the manifest names {name!r}, not a file of the folder")
+        try:
+            info = (folder / name).lstat()
+        except OSError:
+            return Verdict(None, f"{name} is missing")
+        size = sizes.get(name)
+        if not stat.S_ISREG(info.st_mode):
+            return Verdict(None, f"{name} is not a regular file")
+        if not isinstance(size, int) or info.st_size != size:
+            return Verdict(None, f"{name} is {info.st_size} bytes, the manifest says {size}")
+        if _bounded_sha256(folder / name, size) != expected:
+            return Verdict(None, f"the checksum of {name} differs from the manifest's")
+    if claimed != _id_of(files):
+        return Verdict(None, f"the manifest's id {claimed!r} is not its files' id")
+    return Verdict(claimed)
 
 
-def published_id(folder: Path, asset: str) -> str:
-    """``verified_id``, or FileNotFoundError naming the folder and the asset that writes it."""
-    checkpoint_id = verified_id(folder)
-    if checkpoint_id is None:
+def verified_id(folder: Path, required: tuple[str, ...] = DELIVERABLES) -> str | None:
+    """The checkpoint id when ``check_manifest`` trusts the folder, else None."""
+    return check_manifest(folder, required).checkpoint_id
+
+
+def published_id(folder: Path, asset: str, required: tuple[str, ...] = DELIVERABLES) -> str:
+    """``verified_id``, or FileNotFoundError naming the folder, the reason and the asset that
+    writes it."""
+    verdict = check_manifest(folder, required)
+    if verdict.checkpoint_id is None:
         raise FileNotFoundError(
-            f"{folder}: nothing published (manifest missing or its checksums differ): "
-            f"materialize {asset}"
+            f"{folder}: nothing published ({verdict.reason}): materialize {asset}"
         )
-    return checkpoint_id
+    return verdict.checkpoint_id
 
 
 def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:

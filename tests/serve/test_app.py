@@ -125,6 +125,24 @@ def test_oversized_bodies_and_batches_are_413(client, context):
     assert r.status_code == 422 and "requests" in r.text
 
 
+def test_a_chunked_body_over_the_limit_is_413(client, context):
+    """No Content-Length: the bytes received decide (was 400 "error parsing the body")."""
+
+    def chunks(n):
+        for _ in range(n):
+            yield b" " * 1000
+
+    r = client.post("/v1/next-basket", content=chunks(10_000), headers={"content-type": "x"})
+    assert r.status_code == 413 and r.json()["field"] == "body"
+    small = json.dumps(context | {"k": 3}).encode()
+    r = client.post(
+        "/v1/next-basket",
+        content=iter([small[:10], small[10:]]),
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 200, r.text  # a chunked body within the limit is read whole
+
+
 def test_bad_batch_item_names_its_position(client, context):
     bad = context | {"store_id": "STORE99999"}
     r = client.post("/v1/next-basket/batch", json={"requests": [context, bad], "k": 5})
@@ -141,12 +159,41 @@ def test_bad_batch_item_names_its_position(client, context):
         ({"n_baskets": 0}, 422, "n_baskets"),
         ({"temperature": -2}, 422, "temperature"),
         ({"seed": -1}, 422, "seed"),
+        ({"seed": 2**64}, 422, "seed"),
+        ({"temperature": 1e-300}, 422, "temperature"),
+        ({"price_multipliers": {"X": 1e-300}}, 422, "price_multipliers"),
+        ({"price_multipliers": {"X": 5e-324}}, 422, "price_multipliers"),
+        ({"price_multipliers": {"X": 100.5}}, 422, "price_multipliers"),
     ],
 )
 def test_bad_simulation_input(client, context, body, status, field):
     r = client.post("/v1/simulate", json={"context": context} | body)
     assert r.status_code == status, r.text
     assert field in r.text
+
+
+def test_the_bounds_of_a_simulation_are_answered(client, context):
+    """The documented extremes compute: no NaN in the sampling probabilities (D80)."""
+    product = client.post("/v1/next-basket", json=context | {"k": 1}).json()["products"][0]
+    for body in (
+        {"price_multipliers": {product: 0.01}, "temperature": 0.01, "seed": 2**64 - 1},
+        {"price_multipliers": {product: 100.0}, "temperature": 10.0, "seed": 0},
+    ):
+        r = client.post("/v1/simulate", json={"context": context, "n_baskets": 2} | body)
+        assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize("where", ["product_ids", "price_multipliers", "store_id"])
+def test_a_lone_surrogate_is_a_422_not_a_500(client, context, where):
+    if where == "product_ids":
+        path, body = "/v1/elasticities", {"context": context, "product_ids": ["P\ud800"]}
+    elif where == "price_multipliers":
+        path, body = "/v1/simulate", {"context": context, "price_multipliers": {"\udfff": 0.5}}
+    else:
+        path, body = "/v1/next-basket", context | {"store_id": "\ud800"}
+    r = client.post(path, content=json.dumps(body), headers={"content-type": "application/json"})
+    assert r.status_code == 422 and where in r.text
+    r.text.encode("ascii")  # the answer is ASCII JSON whatever it repeats
 
 
 def test_bad_elasticity_input(client, context):

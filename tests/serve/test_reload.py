@@ -1,13 +1,21 @@
 """A newly published checkpoint is picked up without a dropped request; a half-written one is
 not."""
 
+import json
+import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import torch
 
-from retailsim_core.training.checkpoint import load_tensors, save_tensors, write_manifest
-from retailsim_serve.runtime import ServeSettings
+from retailsim_core.training.checkpoint import (
+    load_tensors,
+    published_id,
+    save_tensors,
+    write_manifest,
+)
+from retailsim_serve.runtime import ServeSettings, ServiceHolder
 from tests.serve.conftest import LIMITS, make_client
 
 
@@ -65,3 +73,57 @@ def test_the_watcher_finds_a_new_checkpoint_by_itself(tiny_warehouse, checkpoint
         while client.get("/health").json()["checkpoint_id"] != new:
             assert time.monotonic() < deadline, "no reload within 60 s"
             time.sleep(0.2)
+
+
+def _published(folder, value: float) -> str:
+    save_tensors(folder / "model.safetensors", {"w": torch.full((2,), value)})
+    (folder / "config.json").write_text("{}")
+    (folder / "vocabulary.parquet").write_bytes(b"x")
+    return write_manifest(folder)
+
+
+def _holder(folder, calls):
+    def load():
+        calls.append(1)
+        if (folder / "broken").exists():
+            raise ValueError("cannot read the weights")
+        return SimpleNamespace(checkpoint_id=published_id(folder, "trained_checkpoint"))
+
+    return ServiceHolder(load, folder)
+
+
+def test_a_forged_manifest_is_refused_once_and_a_later_good_one_loads(tmp_path, caplog):
+    first = _published(tmp_path, 1.0)
+    holder = _holder(tmp_path, calls := [])
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    real_files, real_sizes = manifest["files"], manifest["bytes"]
+    for files, sizes in (
+        ({}, {}),  # nothing named: was served under the manifest's invented id
+        ({"../../../../etc/hostname": "0" * 64}, {"../../../../etc/hostname": 5}),
+        ({"/dev/zero": "0" * 64}, {"/dev/zero": 1 << 40}),  # hung the reload thread
+    ):
+        files = files and real_files | files
+        sizes = sizes and real_sizes | sizes
+        forged = {"checkpoint_id": "feedfacefeedface", "files": files, "bytes": sizes}
+        (tmp_path / "manifest.json").write_text(json.dumps(manifest | forged))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="retailsim_serve"):
+            assert not any(holder.reload_if_new() for _ in range(3))
+        assert len(caplog.records) == 1 and "not loaded" in caplog.text  # once, with why
+        assert "Traceback" not in caplog.text
+    assert holder.service.checkpoint_id == first and len(calls) == 1
+    second = _published(tmp_path, 2.0)
+    assert holder.reload_if_new() and holder.service.checkpoint_id == second != first
+
+
+def test_a_checkpoint_that_fails_to_load_is_not_retried_until_it_changes(tmp_path, caplog):
+    _published(tmp_path, 1.0)
+    holder = _holder(tmp_path, calls := [])
+    (tmp_path / "broken").touch()
+    _published(tmp_path, 2.0)
+    with caplog.at_level(logging.WARNING, logger="retailsim_serve"):
+        assert not any(holder.reload_if_new() for _ in range(4))
+    assert len(calls) == 2 and len(caplog.records) == 1 and "cannot read" in caplog.text
+    (tmp_path / "broken").unlink()
+    third = _published(tmp_path, 3.0)
+    assert holder.reload_if_new() and holder.service.checkpoint_id == third

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from retailsim_core.serving.service import Context, RequestError
+from retailsim_core.training_data.shelf import SHELF_FEATURES
 
 
 @pytest.fixture(scope="module")
@@ -89,14 +90,31 @@ def test_an_unknown_product_price_is_refused(tiny_service, context):
     assert err.value.field == "price_multipliers"
 
 
+def _on_shelf(service, context) -> np.ndarray:
+    batch = service.data.batch(service.contexts_frame([context], "context."))
+    return batch["shelf"][0, 1:, SHELF_FEATURES.index("available")].numpy() > 0  # (V - 1,)
+
+
 def test_elasticities_cover_own_and_cross_pairs(tiny_service, context):
-    products = list(tiny_service.vocab.products[:6])
+    on = _on_shelf(tiny_service, context)
+    products = [p for p, sold in zip(tiny_service.vocab.products, on, strict=False) if sold][:6]
     table = tiny_service.elasticities(context, products)
     own = table.filter(table["kind"] == "own")
     assert sorted(own["product_id"].to_list()) == sorted(products)
     assert (own["product_id"] == own["other_id"]).all()
     assert table["elasticity"].is_finite().all()
     assert set(table["kind"]) <= {"own", "same_category", "top_cross"}
+
+
+def test_a_product_off_the_shelf_has_no_elasticity(tiny_service, context):
+    """Not sold at the store that week: not defined, so 404 rather than a silent 0.0 (D82)."""
+    on = _on_shelf(tiny_service, context)
+    names = tiny_service.vocab.products
+    sold, unsold = names[int(np.argmax(on))], names[int(np.argmin(on))]
+    assert not on.all()
+    with pytest.raises(RequestError, match="not on the shelf") as err:
+        tiny_service.elasticities(context, [sold, unsold])
+    assert err.value.status == 404 and err.value.field == "product_ids[1]"
 
 
 def test_info_names_the_checkpoint_and_its_weeks(tiny_service):
