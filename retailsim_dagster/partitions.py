@@ -1,21 +1,27 @@
-"""The one weekly partitioning shared by every weekly asset: LGSR's 117 shop weeks."""
-
-import datetime as dt
+"""The one weekly partitioning shared by every weekly asset: the source's weeks (LGSR's 117 shop
+weeks by default, The Complete Journey's 53 with RETAILSIM_SOURCE=completejourney)."""
 
 import dagster as dg
 
-from retailsim_core.calendar import FIRST_MONDAY, N_WEEKS, week_of_key
+from retailsim_core.calendar import SourceCalendar
+from retailsim_core.settings import source_calendar
 
-weekly_partitions = dg.WeeklyPartitionsDefinition(
-    start_date=FIRST_MONDAY.isoformat(),
-    end_date=(FIRST_MONDAY + dt.timedelta(weeks=N_WEEKS)).isoformat(),  # exclusive
-    day_offset=1,  # weeks start on Monday, like LGSR's
-)
+
+def partitions_of(calendar: SourceCalendar) -> dg.WeeklyPartitionsDefinition:
+    return dg.WeeklyPartitionsDefinition(
+        start_date=calendar.first_monday.isoformat(),
+        end_date=calendar.end.isoformat(),  # exclusive
+        day_offset=1,  # weeks start on Monday, like LGSR's
+    )
+
+
+CALENDAR = source_calendar()
+weekly_partitions = partitions_of(CALENDAR)
 
 
 def weeks_of(context: dg.AssetExecutionContext) -> list[int]:
-    """The LGSR weeks (1..117) of the run's partition or partition range."""
-    return [week_of_key(k) for k in context.partition_keys]
+    """The source's weeks (1..117 on LGSR) of the run's partition or partition range."""
+    return [CALENDAR.week_of_key(k) for k in context.partition_keys]
 
 
 # Steps that use every core share this concurrency pool: at most `pools.default_limit` of them

@@ -49,6 +49,12 @@ class RawSourceResource(dg.ConfigurableResource):
         return Path(self.raw_dir)
 
     @property
+    def source(self) -> str:
+        """What the raw folder holds: LGSR week files or a Complete Journey export
+        (RETAILSIM_SOURCE; D85)."""
+        return load_settings().source
+
+    @property
     def read_limits(self) -> ReadLimits:
         """When a week file counts as complete and how large it may be (RETAILSIM_SETTLE_SECONDS,
         RETAILSIM_MAX_WEEK_FILE_MIB; D83)."""
@@ -100,6 +106,7 @@ class PipelineConfigResource(dg.ConfigurableResource):
         return TemporalSplit(
             default.train_end if self.train_end is None else self.train_end,
             default.valid_end if self.valid_end is None else self.valid_end,
+            default.last_week,
         )
 
     @property

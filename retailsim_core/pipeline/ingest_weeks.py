@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
+from retailsim_core.ingest import completejourney
 from retailsim_core.ingest.file_reader import ReadLimits
 from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.ingest.week_file import (
@@ -38,10 +39,10 @@ INGEST_REPORT_SCHEMA = pl.Schema(
 )
 
 
-def _write_week(warehouse: Warehouse, result: IngestResult) -> None:
+def _write_week(warehouse: Warehouse, result: IngestResult, expected_file: str) -> None:
     manifest = {
         "status": "missing" if result.missing else "ok",
-        "expected_file": expected_file_name(result.week),
+        "expected_file": expected_file,
         "source_file": result.source_file,
         "header_variant": result.header_variant,
         "rows_read": result.rows_read,
@@ -89,6 +90,7 @@ def ingest_weeks(
     log: Callable[[str], None] = lambda _: None,
     replace_vanished: bool = False,
     limits: ReadLimits = ReadLimits(),
+    source: str = "lgsr",
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Ingest each week into ``raw_transactions`` and ``raw_transactions_quarantine``.
 
@@ -100,13 +102,18 @@ def ingest_weeks(
     raw_dir = Path(raw_dir)
     reports, reasons = [], []
     weeks = list(weeks)
-    check_raw_folder(raw_dir)
-    _refuse_vanished_files(raw_dir, warehouse, weeks, replace_vanished)
+    if source == "completejourney":  # one export of Parquet tables (D85)
+        export = completejourney.Export(raw_dir, limits)
+        read, expected = export.week, lambda _: completejourney.TRANSACTIONS_FILE
+    else:
+        check_raw_folder(raw_dir)
+        _refuse_vanished_files(raw_dir, warehouse, weeks, replace_vanished)
+        read, expected = (lambda w: ingest_week(raw_dir, w, limits)), expected_file_name
 
     def one_week(week: int) -> tuple[IngestResult, float]:
         start = time.perf_counter()
-        result = ingest_week(raw_dir, week, limits)
-        _write_week(warehouse, result)
+        result = read(week)
+        _write_week(warehouse, result, expected(week))
         return result, time.perf_counter() - start
 
     # Two weeks in flight: polars and hashlib release the GIL, so one week's single-threaded

@@ -69,6 +69,7 @@ def raw_transactions(
         log=context.log.info,
         replace_vanished=raw_source.replace_vanished_weeks,
         limits=raw_source.read_limits,
+        source=raw_source.source,
     )
     read, kept, rejected = (
         int(report[c].sum()) for c in ("rows_read", "rows_kept", "rows_rejected")

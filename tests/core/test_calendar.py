@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from retailsim_core import calendar as cal
+from retailsim_core.calendar import COMPLETE_JOURNEY, LGSR, week_key_of
 
 
 def test_lgsr_calendar_facts():
@@ -54,3 +55,18 @@ def test_uk_bank_holidays_and_seasons():
         dt.date(2005, 12, 27),
     ]  # Sunday 25th substituted
     assert [cal.season_of(m) for m in (1, 3, 6, 9, 12)] == [0, 1, 2, 3, 0]
+
+
+def test_the_complete_journey_calendar():
+    """Week 1 is the week of Monday 2016-12-26 (its one day of data is Sunday 2017-01-01)."""
+    cj = COMPLETE_JOURNEY
+    assert cj.week_key_of(1) == "2016-12-26" and cj.week_key_of(53) == "2017-12-25"
+    assert cj.week_of_date(dt.date(2017, 1, 1)) == 1 and cj.week_of_date(dt.date(2017, 1, 2)) == 2
+    assert all(cj.week_of_key(cj.week_key_of(w)) == w for w in range(1, 54))
+    assert cj.end == dt.date(2018, 1, 1)
+    for bad in (0, 54):
+        with pytest.raises(ValueError, match="outside completejourney's 1..53"):
+            cj.monday_of(bad)
+    with pytest.raises(ValueError, match="not a Monday"):
+        cj.week_of_key("2017-01-03")
+    assert LGSR.week_key_of(1) == week_key_of(1) and LGSR.n_weeks == 117

@@ -5,12 +5,14 @@ from pathlib import Path
 
 import pytest
 
+from retailsim_core.calendar import COMPLETE_JOURNEY, LGSR
 from retailsim_core.settings import (
     Settings,
     SettingsError,
     check_environment,
     documented,
     load_settings,
+    source_calendar,
 )
 from retailsim_core.split import TemporalSplit
 
@@ -61,6 +63,36 @@ def test_the_split_reads_its_weeks_through_the_settings():
     ).split == TemporalSplit(60, 70)
 
 
+def test_the_source_picks_its_calendar_and_default_split():
+    assert load_settings({}).calendar == LGSR
+    cj = load_settings({"RETAILSIM_SOURCE": "completejourney"})
+    assert cj.calendar == COMPLETE_JOURNEY and cj.split == TemporalSplit(36, 43, 53)
+    assert list(cj.split.test_weeks) == list(range(44, 54))  # the source's last week, not 117
+    mine = load_settings({"RETAILSIM_SOURCE": "completejourney", "RETAILSIM_TRAIN_END": "30"})
+    assert mine.split == TemporalSplit(30, 43, 53)
+    assert source_calendar({}) == LGSR
+    assert source_calendar({"RETAILSIM_SOURCE": "completejourney"}) == COMPLETE_JOURNEY
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"RETAILSIM_SOURCE": "dunnhumby"}, "not a source; use one of lgsr, completejourney"),
+        (
+            {"RETAILSIM_SOURCE": "completejourney", "RETAILSIM_VALID_END": "60"},
+            "valid_end < 53",
+        ),
+    ],
+)
+def test_a_source_or_split_outside_its_calendar_fails_naming_it(env, says):
+    with pytest.raises(SettingsError, match="RETAILSIM_(SOURCE|TRAIN_END)") as err:
+        check_environment(env)
+    assert says in str(err.value)
+    if "dunnhumby" in env.get("RETAILSIM_SOURCE", ""):
+        with pytest.raises(SettingsError, match="RETAILSIM_SOURCE='dunnhumby'"):
+            source_calendar(env)
+
+
 def _operations_table() -> dict[str, tuple[str, str]]:
     operations = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
     rows = re.findall(r"^\| `(RETAILSIM_\w+)` \| (.+?) \| (.+?) \|$", operations, re.M)
@@ -104,7 +136,7 @@ def test_names_are_read_in_any_letter_case_by_both_paths(monkeypatch):
 
 def test_empty_means_default_for_numbers_and_no_truth_for_the_truth_folder():
     settings = load_settings({"RETAILSIM_TRAIN_END": "", "RETAILSIM_TRUTH_DIR": ""})
-    assert settings.train_end == TemporalSplit.train_end and settings.truth is None
+    assert settings.split.train_end == TemporalSplit.train_end and settings.truth is None
 
 
 @pytest.mark.parametrize(
