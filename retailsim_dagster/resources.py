@@ -77,7 +77,7 @@ class WarehouseResource(dg.ConfigurableResource):
 
     @property
     def warehouse(self) -> Warehouse:
-        return Warehouse(Path(self.root))
+        return Warehouse(Path(self.root), load_settings().calendar)
 
 
 class PipelineConfigResource(dg.ConfigurableResource):

@@ -223,7 +223,7 @@ def app_from_environment() -> FastAPI:
 
     environment = check_environment()
     settings = ServeSettings.from_settings(environment)
-    warehouse = Warehouse(environment.warehouse_dir)
+    warehouse = Warehouse(environment.warehouse_dir, environment.calendar)
     checkpoint = warehouse.table_dir(CHECKPOINT_TABLE)
 
     def load() -> WorldModelService:

@@ -7,18 +7,22 @@ reasons). The mapping (docs/complete_journey.md, D85):
   weeks: in US Eastern time every line falls in its ``week`` (0 of 1,469,307 do not; in UTC
   9.8% of Monday-night lines would). Week 1 is the week of Monday 2016-12-26 (its only day with
   lines is Sunday 2017-01-01), week 53 that of 2017-12-25: ``week`` is the source's own.
-- **What.** ``product_id`` as text; the hierarchy department > product_category >
+- **Identifiers** take the canonical form the warehouse packs into integer keys, LGSR's prefix
+  and the source's number: product 1095275 is ``PRD1095275``, store 330 ``STORE00330``,
+  household 900 ``CUST0000000900`` (D85).
+- **What.** The hierarchy department > product_category >
   product_type becomes prod_code_30 > 20 > 10 (prod_code_40, LGSR's top level, is the
   department too: the source has three levels). A level the source leaves empty takes its
   parent's value, so the product sits directly under the parent.
-- **Who and where.** ``household_id`` and ``store_id`` as text; every household is carded.
+- **Who.** Every household is carded (``customer_id`` is never null).
 - **How much.** ``quantity``; ``spend`` is ``sales_value``, what the retailer received after
   the loyalty discount (the LGSR meaning of SPEND).
 - **Not in the source**: customer segments, the basket's size, type, price sensitivity and
   mission, store format and region. They are null, never a constant a model could learn from.
 - **Excluded lines** go to the quarantine with a reason: FUEL (gallons, quantities in the
   thousands) and COUPON departments and the COUPON/MISC ITEMS category (coupon counts), lines
-  of products missing from ``products``, and LGSR's line rules (quantity <= 0 or > 100,000,
+  of products missing from ``products``, lines the retailer received nothing for
+  (``spend_zero``: no price to learn from), and LGSR's line rules (quantity <= 0 or > 100,000,
   spend < 0 or > 1,000,000). A quarantined line shows the mapped fields under LGSR's column
   names; ``record_number`` is its 1-based row in the source's ``transactions`` table.
 """
@@ -100,6 +104,9 @@ def _rules(week: int) -> list[tuple[pl.Expr, str]]:
         (pl.col("quantity") <= 0, "quantity_not_positive"),
         (pl.col("quantity") > MAX_QUANTITY, "quantity_out_of_range"),
         (pl.col("sales_value") < 0, "spend_negative"),
+        # Free or fully couponed: the retailer received nothing, so the line has no price, and a
+        # zero price makes the base price 0 and every discount depth -inf (D85).
+        (pl.col("sales_value") == 0, "spend_zero"),
         (pl.col("sales_value") > MAX_SPEND, "spend_out_of_range"),
         (pl.col("shop_date").is_null(), "unparseable:transaction_timestamp"),
         (pl.col("_local_week") != week, "date_outside_week"),
@@ -164,12 +171,12 @@ def _raw_columns(week: int) -> list[pl.Expr]:
         "shop_hour",
         "quantity",
         pl.col("sales_value").alias("spend"),
-        pl.col("product_id").cast(text),
+        _code("PRD", "product_id", 7),
         _level("product_type", category).alias("prod_code_10"),
         category.alias("prod_code_20"),
         department.alias("prod_code_30"),
         department.alias("prod_code_40"),
-        pl.col("household_id").cast(text).alias("customer_id"),
+        _code("CUST", "household_id", 10).alias("customer_id"),
         *[
             pl.lit(None, text).alias(c)
             for c in ("cust_price_sensitivity", "cust_lifestage", "basket_size")
@@ -179,10 +186,18 @@ def _raw_columns(week: int) -> list[pl.Expr]:
             pl.lit(None, text).alias(c)
             for c in ("basket_price_sensitivity", "basket_type", "basket_dominant_mission")
         ],
-        pl.col("store_id").cast(text),
+        _code("STORE", "store_id", 5),
         pl.lit(None, text).alias("store_format"),
         pl.lit(None, text).alias("store_region"),
     ]
+
+
+def _code(prefix: str, column: str, width: int) -> pl.Expr:
+    """The canonical identifier: LGSR's prefix and the source's number, zero-padded to LGSR's
+    width (the warehouse packs product and store numbers into integer keys)."""
+    return pl.concat_str(pl.lit(prefix), pl.col(column).cast(pl.String).str.zfill(width)).alias(
+        column
+    )
 
 
 def _quarantine(bad: pl.DataFrame, week: int) -> pl.DataFrame:

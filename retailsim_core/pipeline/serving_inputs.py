@@ -31,7 +31,8 @@ def load_serving_data(
         .select("product_id", "store_id", "week", *PRICE_COLUMNS)
         .collect()
     )
-    return ServingData.build(inputs, prices, weeks, tensor_cfg), inputs
+    data = ServingData.build(inputs, prices, weeks, tensor_cfg, warehouse.calendar)
+    return data, inputs
 
 
 def load_service(

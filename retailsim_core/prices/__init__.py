@@ -131,7 +131,7 @@ def flag(name: str) -> pl.Expr:
 
 
 def cell_key() -> pl.Expr:
-    """Exact integer key from LGSR codes (ingestion guarantees PRD + 7 digits, STORE + 5 digits):
+    """Exact integer key from canonical codes (PRD + at least 7 digits, STORE + 5 digits; D85):
     joins and group-bys on one Int64 are several times faster than on two strings."""
     product_num = pl.col("product_id").str.slice(3).cast(pl.Int64)
     return (product_num * STORE_SPAN + pl.col("store_id").str.slice(5).cast(pl.Int64)).alias("cell")

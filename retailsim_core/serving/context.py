@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.calendar import FIRST_MONDAY
+from retailsim_core.calendar import LGSR, SourceCalendar
 from retailsim_core.ingest.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
 from retailsim_core.settings import load_settings
 from retailsim_core.tables import (
@@ -69,9 +69,9 @@ def served_weeks(sample_weeks: list[int], checkpoint_config: dict) -> list[int]:
     return weeks
 
 
-def week_of_date(dates: pl.Expr) -> pl.Expr:
-    """Calendar week (1 = the week of Monday 2006-04-10) of a date column."""
-    return ((dates - pl.lit(FIRST_MONDAY)).dt.total_days() // 7 + 1).cast(pl.Int64)
+def week_of_date(dates: pl.Expr, calendar: SourceCalendar = LGSR) -> pl.Expr:
+    """The source's week (LGSR: 1 = the week of Monday 2006-04-10) of a date column."""
+    return ((dates - pl.lit(calendar.first_monday)).dt.total_days() // 7 + 1).cast(pl.Int64)
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ class ServingData:
     store_t5: tuple[np.ndarray, np.ndarray, np.ndarray]  # T5 numeric, codes, is_new by store_row
     shelf: ShelfPrices
     price_features: pl.DataFrame  # product_id, store_id, week, PRICE_COLUMNS of served weeks
+    calendar: SourceCalendar = LGSR  # the source's weeks: dates <-> weeks
 
     @classmethod
     def build(
@@ -100,6 +101,7 @@ class ServingData:
         prices: pl.DataFrame,
         weeks: list[int],
         tensor_cfg: TensorConfig,
+        calendar: SourceCalendar = LGSR,
     ) -> ServingData:
         """From the served weeks' model inputs and price features (product_id, store_id, week,
         PRICE_COLUMNS of every cell of those weeks)."""
@@ -155,13 +157,15 @@ class ServingData:
             store_t5=t5,
             shelf=inputs.shelf,
             price_features=prices,
+            calendar=calendar,
         )
 
     @property
     def dates(self) -> tuple[dt.date, dt.date]:
         """First and last date of the served weeks."""
-        first = FIRST_MONDAY + dt.timedelta(weeks=self.weeks[0] - 1)
-        return first, FIRST_MONDAY + dt.timedelta(weeks=self.weeks[-1], days=-1)
+        monday = self.calendar.first_monday
+        first = monday + dt.timedelta(weeks=self.weeks[0] - 1)
+        return first, monday + dt.timedelta(weeks=self.weeks[-1], days=-1)
 
     @cached_property
     def lookups(self) -> dict[str, dict]:
@@ -191,7 +195,9 @@ class ServingData:
         """``contexts`` (CONTEXT_SCHEMA) with their week, the customer's rank and first trip row
         (null for a new or unknown customer), its snapshot row, the store's code (null when
         unknown) and its T5 and shelf rows of the week."""
-        c = contexts.cast(dict(CONTEXT_SCHEMA)).with_columns(week=week_of_date(pl.col("date")))
+        c = contexts.cast(dict(CONTEXT_SCHEMA)).with_columns(
+            week=week_of_date(pl.col("date"), self.calendar)
+        )
         look = self.lookups
         none = (None, None)
         customers = [look["customer"].get(k, none) for k in c["customer_id"]]

@@ -16,7 +16,6 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.calendar import FIRST_MONDAY
 from retailsim_core.evaluation.scorers import world_model_scorer
 from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData
 from retailsim_core.serving.onnx_scoring import OnnxScorer
@@ -172,7 +171,7 @@ class WorldModelService:
         frame = self.contexts_frame([context], "context.")
         log_m = self._repricing(price_multipliers)
         batch = self.data.batch(pl.concat([frame] * n))
-        week = (context.date - FIRST_MONDAY).days // 7 + 1
+        week = self.data.calendar.week_of_date(context.date)
         book = self.data.price_book([context.store_id] * n, [week] * n)
         baskets = generate(
             self.model, batch, book, seed=seed, log_multiplier=log_m, temperature=temperature

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
-from retailsim_core.calendar import week_key_of
+from retailsim_core.calendar import LGSR, SourceCalendar
 from retailsim_core.storage.io import (
     atomic_write_text,
     process_alive,
@@ -69,6 +69,8 @@ def _inside(path: Path, parent: Path) -> Path:
 @dataclass(frozen=True)
 class Warehouse:
     root: Path
+    # Names the week folders (``week=<its Monday>``); the week number is in each manifest.
+    calendar: SourceCalendar = LGSR
 
     # ---------------------------------------------------------------- paths
     @property
@@ -86,7 +88,9 @@ class Warehouse:
         return path
 
     def partition_dir(self, table: str, week: int) -> Path:
-        return _inside(self.table_dir(table) / f"week={week_key_of(week)}", self.table_dir(table))
+        return _inside(
+            self.table_dir(table) / f"week={self.calendar.week_key_of(week)}", self.table_dir(table)
+        )
 
     def _location(self, table: str, week: int | None) -> Path:
         return self.table_dir(table) if week is None else self.partition_dir(table, week)

@@ -80,8 +80,9 @@ def test_a_complete_journey_export_is_ingested_through_dagster(tmp_path):
         env=env,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", COMPLETE_JOURNEY)
     assert wh.weeks("raw_transactions") == [2, 3]
+    assert (tmp_path / "wh" / "raw_transactions" / "week=2017-01-02").is_dir()  # its Monday
     week2 = wh.manifest("raw_transactions", 2)
     assert (week2["rows_read"], week2["rows_kept"], week2["rows_rejected"]) == (3, 1, 2)
     assert week2["source_file"] == "transactions.parquet"
@@ -92,4 +93,6 @@ def test_a_complete_journey_export_is_ingested_through_dagster(tmp_path):
         "unknown_product",
     ]
     kept = wh.scan("raw_transactions").collect()
-    assert kept["store_id"].to_list() == ["330", "331"] and kept["week"].to_list() == [2, 3]
+    assert kept["store_id"].to_list() == ["STORE00330", "STORE00331"] and kept[
+        "week"
+    ].to_list() == [2, 3]

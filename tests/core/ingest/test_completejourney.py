@@ -49,7 +49,8 @@ def test_a_line_maps_to_the_canonical_row():
     assert row["shop_date"] == dt.date(2017, 1, 3) and row["shop_hour"] == 12
     assert row["shop_weekday"] == 3  # LGSR's 1 = Sunday: Tuesday is 3
     assert (row["quantity"], row["spend"]) == (1, 1.5)
-    assert (row["product_id"], row["customer_id"], row["store_id"]) == ("1", "900", "330")
+    ids = (row["product_id"], row["customer_id"], row["store_id"])
+    assert ids == ("PRD0000001", "CUST0000000900", "STORE00330")
     assert (row["prod_code_10"], row["prod_code_20"]) == ("SOUP: CANNED", "SOUP")
     assert row["prod_code_30"] == row["prod_code_40"] == "GROCERY"
     for absent in ("basket_type", "basket_dominant_mission", "store_format", "store_region"):
@@ -81,6 +82,7 @@ def test_the_utc_night_belongs_to_the_local_day_and_week():
         (_line(1, quantity=0), "quantity_not_positive"),
         (_line(1, quantity=200_000), "quantity_out_of_range"),
         (_line(1, value=-0.5), "spend_negative"),
+        (_line(1, value=0.0), "spend_zero"),
         (_line(1, value=2e6), "spend_out_of_range"),
         (_line(1, when=dt.datetime(2017, 1, 20, 12)), "date_outside_week"),
     ],
