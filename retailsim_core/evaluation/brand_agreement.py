@@ -61,7 +61,7 @@ def brand_agreement(pseudo: pl.DataFrame, products: pl.DataFrame) -> dict:
     return {
         "products": both.height,
         "manufacturers": both["manufacturer_id"].n_unique(),
-        "pseudo_brands": both["pseudo_brand_id"].n_unique(),
+        "pseudo_brand_ids": both["pseudo_brand_id"].n_unique(),
         "pseudo_brand_vs_manufacturer": partition_agreement(
             both, "pseudo_brand_id", "manufacturer_id"
         ),

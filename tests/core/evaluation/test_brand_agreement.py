@@ -46,7 +46,7 @@ def test_brand_agreement_reads_tiers_and_private_labels():
         }
     )
     out = brand_agreement(pseudo, products)
-    assert out["products"] == 5 and out["manufacturers"] == 2 and out["pseudo_brands"] == 3
+    assert out["products"] == 5 and out["manufacturers"] == 2 and out["pseudo_brand_ids"] == 3
     assert out["private_share_by_tier"] == {
         "budget": {"products": 3, "private": 1.0},
         "premium": {"products": 2, "private": 0.0},
