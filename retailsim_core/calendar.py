@@ -74,6 +74,14 @@ class SourceCalendar:
     n_weeks: int
     train_end: int
     valid_end: int
+    holidays: str = "uk"  # whose public holidays the calendar inputs flag: "uk" | "us"
+
+    @property
+    def holiday_dates(self) -> list[dt.date]:
+        """The public holidays of the calendar's years and one either side, sorted."""
+        rule = {"uk": uk_bank_holidays, "us": us_federal_holidays}[self.holidays]
+        first, last = self.first_monday.year, self.end.year
+        return sorted({d for y in range(first - 1, last + 2) for d in rule(y)})
 
     def monday_of(self, week: int) -> dt.date:
         if not 1 <= week <= self.n_weeks:
@@ -98,13 +106,6 @@ class SourceCalendar:
     def end(self) -> dt.date:
         """The Monday after the last week (exclusive end)."""
         return self.first_monday + dt.timedelta(weeks=self.n_weeks)
-
-
-LGSR = SourceCalendar("lgsr", FIRST_MONDAY, N_WEEKS, train_end=80, valid_end=95)
-COMPLETE_JOURNEY = SourceCalendar(
-    "completejourney", dt.date(2016, 12, 26), 53, train_end=36, valid_end=43
-)
-CALENDARS = {c.source: c for c in (LGSR, COMPLETE_JOURNEY)}
 
 
 def lgsr_weekday(date: dt.date) -> int:
@@ -158,6 +159,33 @@ def uk_bank_holidays(year: int) -> list[dt.date]:
     return sorted(taken)
 
 
+def us_federal_holidays(year: int) -> list[dt.date]:
+    """US federal holidays on their own dates (The Complete Journey's stores are American): a
+    grocery's holiday is the day itself, not the weekday an office observes it on."""
+    nth = _weekday_on_or_after
+    return sorted(
+        [
+            dt.date(year, 1, 1),
+            nth(dt.date(year, 1, 15), 0),  # Martin Luther King Jr. Day: third Monday of January
+            nth(dt.date(year, 2, 15), 0),  # Washington's Birthday: third Monday of February
+            nth(dt.date(year, 5, 25), 0),  # Memorial Day: last Monday of May
+            dt.date(year, 7, 4),
+            nth(dt.date(year, 9, 1), 0),  # Labor Day: first Monday of September
+            nth(dt.date(year, 10, 8), 0),  # Columbus Day: second Monday of October
+            dt.date(year, 11, 11),
+            nth(dt.date(year, 11, 22), 3),  # Thanksgiving: fourth Thursday of November
+            dt.date(year, 12, 25),
+        ]
+    )
+
+
 def season_of(month: int) -> int:
     """Meteorological season: 0 winter (Dec-Feb), 1 spring, 2 summer, 3 autumn."""
     return (month % 12) // 3
+
+
+LGSR = SourceCalendar("lgsr", FIRST_MONDAY, N_WEEKS, train_end=80, valid_end=95)
+COMPLETE_JOURNEY = SourceCalendar(
+    "completejourney", dt.date(2016, 12, 26), 53, train_end=36, valid_end=43, holidays="us"
+)
+CALENDARS = {c.source: c for c in (LGSR, COMPLETE_JOURNEY)}

@@ -89,6 +89,7 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
         edges=edges,
         substitutes=substitute_token_pairs(edges, vocab),
         copurchase=copurchase_token_pairs(edges, vocab),
+        calendar=warehouse.calendar,
     )
 
 

@@ -260,7 +260,7 @@ class ServingData:
             ),
             "customer_numeric": t1_numeric,
             "history_alpha": history_alpha(end - start),
-            "calendar": calendar_inputs(date, ctx.hour, week, since),
+            "calendar": calendar_inputs(date, ctx.hour, week, since, self.calendar),
             "store_codes": t5_codes,
             "store_numeric": t5_numeric,
             "store_is_new": t5_is_new,

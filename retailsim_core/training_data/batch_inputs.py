@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from retailsim_core.calendar import N_WEEKS, uk_bank_holidays
+from retailsim_core.calendar import LGSR, SourceCalendar
 from retailsim_core.ingest.lgsr import (
     BASKET_TYPE_CODES,
     MISSION_CODES,
@@ -55,7 +55,6 @@ MISSION_COLUMNS = (
     "mission_consistency",
 )
 STORE_COLUMNS = ("traffic", "size_proxy", "regional_competition", "age")
-HOLIDAYS = sorted({d for y in range(2005, 2010) for d in uk_bank_holidays(y)})
 
 
 def codes(col: str, vocab: tuple[str, ...]) -> pl.Expr:
@@ -157,18 +156,22 @@ def days_since_last_trip(index: TripIndex, ctx: BasketContext, encoder_start) ->
 
 
 def calendar_inputs(
-    date: pl.Series, hour: np.ndarray, week: np.ndarray, days_since_last: np.ndarray
+    date: pl.Series,
+    hour: np.ndarray,
+    week: np.ndarray,
+    days_since_last: np.ndarray,
+    calendar: SourceCalendar = LGSR,
 ) -> np.ndarray:
-    """(B, 7) T3: ISO week, weekday, hour, bank holiday, season, week / N_WEEKS, days since the
-    customer's last trip (-1 without one)."""
+    """(B, 7) T3: ISO week, weekday, hour, public holiday (the source's country's), season,
+    week / the source's weeks, days since the customer's last trip (-1 without one)."""
     return np.stack(
         [
             date.dt.week().to_numpy(),
             (date.dt.weekday() % 7 + 1).to_numpy(),
             hour,
-            date.is_in(HOLIDAYS).to_numpy(),
+            date.is_in(calendar.holiday_dates).to_numpy(),
             ((date.dt.month() % 12) // 3).to_numpy(),  # calendar.season_of, vectorised
-            np.asarray(week) / N_WEEKS,
+            np.asarray(week) / calendar.n_weeks,
             days_since_last,
         ],
         axis=1,

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from retailsim_core.calendar import LGSR, SourceCalendar
 from retailsim_core.training_data.shelf import ShelfPrices
 from retailsim_core.training_data.tensors import TensorConfig, TrainingSet
 from retailsim_core.training_data.tokens import ProductVocab
@@ -36,6 +37,7 @@ class ModelInputs:
     edges: pl.DataFrame  # the product graph's edges
     substitutes: torch.Tensor  # (2, E) substitution edges of the product graph, as tokens
     copurchase: tuple[torch.Tensor, torch.Tensor]  # (2, E) co-purchase edges as tokens, (E,) lifts
+    calendar: SourceCalendar = LGSR  # the source's weeks and holidays (calendar inputs)
 
     def training_set(
         self, samples: pl.DataFrame, cfg: TensorConfig = TensorConfig()
@@ -50,6 +52,7 @@ class ModelInputs:
             self.store_features,
             cfg,
             self.shelf,
+            self.calendar,
         )
 
     @property

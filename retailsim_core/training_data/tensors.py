@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from retailsim_core.calendar import LGSR, SourceCalendar
 from retailsim_core.ingest.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
 from retailsim_core.training_data.batch import Batch, to_batch
 from retailsim_core.training_data.batch_inputs import (
@@ -72,8 +73,10 @@ class TrainingSet:
         stores: pl.DataFrame,
         cfg: TensorConfig = TensorConfig(),
         shelf: ShelfPrices | None = None,
+        calendar: SourceCalendar = LGSR,
     ):
         self.cfg, self.vocab, self.n, self.shelf = cfg, vocab, samples.height, shelf
+        self.calendar = calendar
         self.index = TripIndex.build(store.trips, vocab)
         self.trips = self.index.arrays
         self.trip_tokens, self.trip_offsets = self.trips.tokens, self.trips.offsets
@@ -152,7 +155,9 @@ class TrainingSet:
         date = basket["shop_date"]
         self.basket_day = date.cast(pl.Int32).to_numpy()
         since = days_since_last_trip(self.index, self.basket_context, self.hist_start)
-        self.t3 = calendar_inputs(date, basket["shop_hour"].to_numpy(), s["week"].to_numpy(), since)
+        self.t3 = calendar_inputs(
+            date, basket["shop_hour"].to_numpy(), s["week"].to_numpy(), since, self.calendar
+        )
         self.t5_numeric, self.t5_codes, self.t5_is_new = store_inputs(basket, stores)
         self.t6 = basket.select(
             codes("basket_type", BASKET_TYPES),

@@ -70,3 +70,24 @@ def test_the_complete_journey_calendar():
     with pytest.raises(ValueError, match="not a Monday"):
         cj.week_of_key("2017-01-03")
     assert LGSR.week_key_of(1) == week_key_of(1) and LGSR.n_weeks == 117
+
+
+def test_each_source_flags_its_own_countrys_holidays():
+    assert [d.isoformat() for d in cal.us_federal_holidays(2017)] == [
+        "2017-01-01",
+        "2017-01-16",
+        "2017-02-20",
+        "2017-05-29",
+        "2017-07-04",
+        "2017-09-04",
+        "2017-10-09",
+        "2017-11-11",
+        "2017-11-23",
+        "2017-12-25",
+    ]
+    # LGSR's list is the one its calendar inputs always used: the UK's of 2005-2009
+    assert LGSR.holiday_dates == sorted(
+        {d for y in range(2005, 2010) for d in cal.uk_bank_holidays(y)}
+    )
+    cj = COMPLETE_JOURNEY.holiday_dates
+    assert dt.date(2017, 11, 23) in cj and dt.date(2017, 12, 26) not in cj  # no Boxing Day
