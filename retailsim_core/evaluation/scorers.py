@@ -18,7 +18,7 @@ from retailsim_core.baselines import counting as bl
 from retailsim_core.evaluation.oracle_scorers import honest_oracle_scorer, oracle_scorer
 from retailsim_core.evaluation.tasks import EvalTasks
 from retailsim_core.models.losses import shown_products
-from retailsim_core.models.world_model import WorldModel
+from retailsim_core.models.world_model import MISSION_COLUMNS, WorldModel
 from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tokens import PAD
 
@@ -84,6 +84,16 @@ def world_model_masked_scorer(model: WorldModel) -> MaskedScorer:
     return score
 
 
+# Methods that read the basket's mission (a label LGSR has and other sources may not).
+MISSION_METHODS = ("world_model | given mission", "Mission-P-TopFreq")
+
+
+def has_missions(basket_labels: np.ndarray) -> bool:
+    """Whether any basket has a mission type or focus (T6 columns MISSION_COLUMNS; 0 = absent).
+    A source without them (The Complete Journey) gets no mission-conditioned methods (D85)."""
+    return bool((np.asarray(basket_labels)[:, list(MISSION_COLUMNS)] > 0).any())
+
+
 def method_scorers(
     tasks: EvalTasks,
     tuned: dict,
@@ -116,6 +126,10 @@ def method_scorers(
         except ValueError as err:  # a truth folder of other raw files: no oracle, said
             note = f"oracle skipped: {err}"
             log(note)
+    if not has_missions(data.t6):
+        for name in MISSION_METHODS:  # nothing to condition on: they would repeat others
+            scorers.pop(name)
+        log(f"no mission labels in the source: {', '.join(MISSION_METHODS)} left out")
     masked = {
         "world_model": world_model_masked_scorer(model),
         "P-TopFreq + co-purchase": tuned["copurchase"],
