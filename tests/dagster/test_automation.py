@@ -52,6 +52,11 @@ def test_sensor_requests_each_new_file_once(tiny_dataset, tmp_path):
         "transactions_200608.csv",
         "transactions_200609.csv",
     }
+    (raw / "transactions_200608.csv").unlink()
+    _copy(tiny_dataset, raw, "transactions_200611.csv")
+    ctx = dg.build_sensor_context(cursor=ctx.cursor, resources=resources)
+    assert _requests(new_week_file_sensor(ctx)) == ["2006-05-08"]
+    assert "transactions_200608.csv" not in json.loads(ctx.cursor)  # gone: out of the cursor
 
 
 def test_sensor_waits_for_a_file_being_copied(tiny_dataset, tmp_path):
