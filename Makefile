@@ -83,7 +83,8 @@ completejourney-data: install
 
 completejourney-ingest: completejourney-data $(DAGSTER_HOME)/dagster.yaml
 	$(CJ_ENV) $(VENV)/bin/dagster asset materialize -m retailsim_dagster.definitions \
-	  --select raw_transactions,raw_transactions_quarantine --partition-range 2016-12-26...2017-12-25
+	  --select raw_transactions,raw_transactions_quarantine,source_promotions \
+	  --partition-range 2016-12-26...2017-12-25
 
 recover: install $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m retailsim_dagster.recovery

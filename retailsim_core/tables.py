@@ -19,14 +19,22 @@ from retailsim_core.features.feature_tables import PRICE_FEATURES_SCHEMA, STORE_
 from retailsim_core.graph.graph_edges import EDGES_SCHEMA, NODES_SCHEMA
 from retailsim_core.graph.product_embeddings import ID_MAP_SCHEMA
 from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.ingest.promotion_plan import (
+    PROMOTIONS_QUARANTINE_SCHEMA,
+    SOURCE_PROMOTIONS_SCHEMA,
+)
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
 from retailsim_core.training_data.sample_buckets import METADATA_SCHEMA, SAMPLES_SCHEMA
 from retailsim_core.training_data.trips import TRIPS_SCHEMA
 
 # Folder names under the warehouse root; each is also the name of the asset that writes it,
-# except the product graph's two tables, written by the asset ``product_graph``.
+# except the product graph's and the source promotions' two tables each, written by the assets
+# ``product_graph`` and ``source_promotions``.
 RAW_TABLE = "raw_transactions"
 QUARANTINE_TABLE = "raw_transactions_quarantine"
+PROMOTIONS_TABLE = "source_promotions"  # the asset; its two tables below
+PROMOTION_CELLS_TABLE = f"{PROMOTIONS_TABLE}/cells"
+PROMOTIONS_QUARANTINE_TABLE = f"{PROMOTIONS_TABLE}/quarantine"
 PRICES_TABLE = "derived_prices"
 PRODUCT_GRAPH_TABLE = "product_graph"  # the asset; its two tables below
 GRAPH_NODES_TABLE = f"{PRODUCT_GRAPH_TABLE}/nodes"
@@ -62,6 +70,20 @@ def _tables(*tables: Table) -> dict[str, Table]:
 TABLES = _tables(
     Table(RAW_TABLE, RAW_TABLE, True, RAW_TRANSACTIONS_SCHEMA, "a validated LGSR line"),
     Table(QUARANTINE_TABLE, QUARANTINE_TABLE, True, QUARANTINE_SCHEMA, "a rejected line and why"),
+    Table(
+        PROMOTION_CELLS_TABLE,
+        PROMOTIONS_TABLE,
+        True,
+        SOURCE_PROMOTIONS_SCHEMA,
+        "a product x store x week on display or in the mailer",
+    ),
+    Table(
+        PROMOTIONS_QUARANTINE_TABLE,
+        PROMOTIONS_TABLE,
+        True,
+        PROMOTIONS_QUARANTINE_SCHEMA,
+        "a rejected promotion row and why",
+    ),
     Table(PRICES_TABLE, PRICES_TABLE, True, DERIVED_PRICES_SCHEMA, "a product x store x week"),
     Table(GRAPH_NODES_TABLE, PRODUCT_GRAPH_TABLE, False, NODES_SCHEMA, "a product or category"),
     Table(GRAPH_EDGES_TABLE, PRODUCT_GRAPH_TABLE, False, EDGES_SCHEMA, "a graph edge"),

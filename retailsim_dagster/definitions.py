@@ -11,6 +11,7 @@ from retailsim_dagster.assets import (
     model,
     product_graph,
     raw_transactions,
+    source_promotions,
     training_data,
 )
 from retailsim_dagster.automation import new_week_file_sensor, weekly_job, weekly_refresh_schedule
@@ -28,6 +29,7 @@ STEP_PROCESSES = {
 # One module per domain: its assets and, next to them, their checks.
 DOMAINS = [
     raw_transactions,
+    source_promotions,
     derived_prices,
     product_graph,
     customer_snapshots,

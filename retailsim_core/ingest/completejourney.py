@@ -86,8 +86,9 @@ def check_schema(lf: pl.LazyFrame, schema: pl.Schema, table: str) -> pl.LazyFram
     return lf.select(schema.names())
 
 
-def _rules(week: int) -> list[tuple[pl.Expr, str]]:
-    """(failure condition, reason) per line rule; every failing rule is reported."""
+def product_rules() -> list[tuple[pl.Expr, str]]:
+    """(failure condition, reason) of a row's product (joined from ``products``): unknown, or
+    of an excluded department or category. Shared by every table that names a product."""
     return [
         (pl.col("department").is_null(), "unknown_product"),
         # An unknown product has no department: that is its one reason, not three.
@@ -99,6 +100,26 @@ def _rules(week: int) -> list[tuple[pl.Expr, str]]:
             pl.col("product_category").is_in(EXCLUDED_CATEGORIES).fill_null(False),
             "excluded:coupon_misc_category",
         ),
+    ]
+
+
+def with_reasons(lf: pl.LazyFrame, rules: list[tuple[pl.Expr, str]]) -> pl.LazyFrame:
+    """``lf`` with ``_bad`` (any rule fails; a null condition fails) and ``reason`` (every
+    failing rule's reason, ";"-separated)."""
+    return lf.with_columns(
+        _bad=pl.any_horizontal(c.fill_null(True) for c, _ in rules),
+        reason=pl.concat_str(
+            [pl.when(c.fill_null(True)).then(pl.lit(r)) for c, r in rules],
+            separator=";",
+            ignore_nulls=True,
+        ),
+    )
+
+
+def _rules(week: int) -> list[tuple[pl.Expr, str]]:
+    """(failure condition, reason) per line rule; every failing rule is reported."""
+    return [
+        *product_rules(),
         (pl.col("quantity") <= 0, "quantity_not_positive"),
         (pl.col("quantity") > MAX_QUANTITY, "quantity_out_of_range"),
         (pl.col("sales_value") < 0, "spend_negative"),
@@ -141,15 +162,7 @@ def week_lines(
             _local_week=(pl.col("shop_date") - pl.lit(monday)).dt.total_days() // 7 + week
         )
     )
-    rules = _rules(week)
-    checked = lines.with_columns(
-        _bad=pl.any_horizontal(c.fill_null(True) for c, _ in rules),
-        reason=pl.concat_str(
-            [pl.when(c.fill_null(True)).then(pl.lit(r)) for c, r in rules],
-            separator=";",
-            ignore_nulls=True,
-        ),
-    ).collect()
+    checked = with_reasons(lines, _rules(week)).collect()
     kept = checked.filter(~pl.col("_bad")).sort("record_number").select(_raw_columns(week))
     bad = checked.filter(pl.col("_bad")).sort("record_number")
     kept = kept.cast(dict(RAW_TRANSACTIONS_SCHEMA)).select(RAW_TRANSACTIONS_SCHEMA.names())
@@ -168,12 +181,12 @@ def _raw_columns(week: int) -> list[pl.Expr]:
         "shop_hour",
         "quantity",
         pl.col("sales_value").alias("spend"),
-        _code("PRD", "product_id", 7),
+        canonical_id("PRD", "product_id", 7),
         _level("product_type", category).alias("prod_code_10"),
         category.alias("prod_code_20"),
         department.alias("prod_code_30"),
         department.alias("prod_code_40"),
-        _code("CUST", "household_id", 10).alias("customer_id"),
+        canonical_id("CUST", "household_id", 10).alias("customer_id"),
         *[
             pl.lit(None, text).alias(c)
             for c in ("cust_price_sensitivity", "cust_lifestage", "basket_size")
@@ -183,13 +196,13 @@ def _raw_columns(week: int) -> list[pl.Expr]:
             pl.lit(None, text).alias(c)
             for c in ("basket_price_sensitivity", "basket_type", "basket_dominant_mission")
         ],
-        _code("STORE", "store_id", 5),
+        canonical_id("STORE", "store_id", 5),
         pl.lit(None, text).alias("store_format"),
         pl.lit(None, text).alias("store_region"),
     ]
 
 
-def _code(prefix: str, column: str, width: int) -> pl.Expr:
+def canonical_id(prefix: str, column: str, width: int) -> pl.Expr:
     """The canonical identifier: LGSR's prefix and the source's number, zero-padded to LGSR's
     width (the warehouse packs product and store numbers into integer keys)."""
     return pl.concat_str(pl.lit(prefix), pl.col(column).cast(pl.String).str.zfill(width)).alias(
@@ -224,6 +237,22 @@ def _quarantine(bad: pl.DataFrame, week: int) -> pl.DataFrame:
 
 
 TABLES = (TRANSACTIONS_FILE, PRODUCTS_FILE)
+
+
+def manufacturers(folder: Path) -> pl.DataFrame | None:
+    """product_id (canonical), manufacturer_id, brand (National / Private) of the export's
+    ``products.parquet``, or None where the folder has none: what pseudo-brands are checked
+    against (``evaluation/brand_agreement.py``)."""
+    path = Path(folder) / PRODUCTS_FILE
+    if not path.is_file():
+        return None
+    return (
+        check_schema(pl.scan_parquet(path), PRODUCTS_SCHEMA, PRODUCTS_FILE)
+        .select(canonical_id("PRD", "product_id", 7), "manufacturer_id", "brand")
+        .unique("product_id", keep="first")
+        .sort("product_id")
+        .collect()
+    )
 
 
 class Export:

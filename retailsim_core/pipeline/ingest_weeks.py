@@ -142,13 +142,13 @@ def ingest_weeks(
                 f"[{i}/{len(weeks)}] week {result.week}: {status}, {result.rows_read:,} read, "
                 f"{result.quarantine.height:,} rejected, {seconds:.2f}s"
             )
-    report = pl.DataFrame(reports, schema=INGEST_REPORT_SCHEMA)
-    reason_counts = (
-        pl.concat(reasons)
-        .group_by("reason")
-        .len("rows")
-        .sort("rows", "reason", descending=[True, False])
-        if reasons
-        else pl.DataFrame(schema={"reason": pl.String, "rows": pl.UInt32})
-    )
-    return report, reason_counts
+    return pl.DataFrame(reports, schema=INGEST_REPORT_SCHEMA), reason_counts(reasons)
+
+
+def reason_counts(reasons: list[pl.DataFrame]) -> pl.DataFrame:
+    """reason, rows: how many quarantined rows give each reason, most first, from frames of
+    one ``reason`` per row (split from the ";"-joined lists)."""
+    if not reasons:
+        return pl.DataFrame(schema={"reason": pl.String, "rows": pl.UInt32})
+    counts = pl.concat(reasons).group_by("reason").len("rows")
+    return counts.sort("rows", "reason", descending=[True, False])

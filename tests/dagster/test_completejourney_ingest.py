@@ -13,6 +13,7 @@ import pytest
 
 from retailsim_core.calendar import COMPLETE_JOURNEY
 from retailsim_core.ingest.completejourney import PRODUCTS_SCHEMA, TRANSACTIONS_SCHEMA
+from retailsim_core.ingest.promotion_plan import SOURCE_SCHEMA
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_dagster.partitions import partitions_of
 
@@ -44,8 +45,17 @@ def _export(folder: Path) -> None:
     pl.DataFrame(lines, schema=TRANSACTIONS_SCHEMA, orient="row").write_parquet(
         folder / "transactions.parquet"
     )
+    promotions = [  # week 2: a cell named twice, a fuel product; week 3: a mailer
+        (1, 330, "3", "0", 2),
+        (1, 330, "0", "A", 2),
+        (2, 330, "1", "0", 2),
+        (1, 331, "0", "D", 3),
+    ]
+    pl.DataFrame(promotions, schema=SOURCE_SCHEMA, orient="row").write_parquet(
+        folder / "promotions.parquet"
+    )
     then = 0  # written long ago: settled
-    for name in ("products.parquet", "transactions.parquet"):
+    for name in ("products.parquet", "transactions.parquet", "promotions.parquet"):
         os.utime(folder / name, (then, then))
 
 
@@ -69,7 +79,7 @@ def test_a_complete_journey_export_is_ingested_through_dagster(tmp_path):
             "-m",
             "retailsim_dagster.definitions",
             "--select",
-            "raw_transactions,raw_transactions_quarantine",
+            "raw_transactions,raw_transactions_quarantine,source_promotions",
             "--partition-range",
             "2017-01-02...2017-01-09",
         ],
@@ -96,3 +106,14 @@ def test_a_complete_journey_export_is_ingested_through_dagster(tmp_path):
     assert kept["store_id"].to_list() == ["STORE00330", "STORE00331"] and kept[
         "week"
     ].to_list() == [2, 3]
+    promo2 = wh.manifest("source_promotions/cells", 2)
+    assert (promo2["rows_read"], promo2["rows_kept"], promo2["rows_rejected"]) == (3, 2, 1)
+    assert promo2["status"] == "ok" and promo2["cells"] == 1
+    cells = wh.scan("source_promotions/cells").collect().sort("week")
+    assert cells.select("week", "store_id", "display", "mailer").rows() == [
+        (2, "STORE00330", True, True),
+        (3, "STORE00331", False, True),
+    ]
+    assert wh.scan("source_promotions/quarantine").collect()["reason"].to_list() == [
+        "excluded:fuel_or_coupon_department"
+    ]
