@@ -22,6 +22,8 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
+from retailsim_core.training_data.shelf import MAX_DEPTH
+
 CELL = ("product_id", "store_id", "week")
 SALES_SCHEMA = pl.Schema(
     {"product_id": pl.String, "store_id": pl.String, "week": pl.Int32, "units": pl.Float64}
@@ -173,6 +175,27 @@ def planted_promotions(calendar: pl.DataFrame, stores: pl.DataFrame) -> pl.LazyF
     )
 
 
+def table_promotions(cells: pl.LazyFrame, depths: pl.LazyFrame) -> pl.LazyFrame:
+    """``PROMOTIONS_SCHEMA`` from a source's promotion table (``SOURCE_PROMOTIONS_SCHEMA``
+    cells: display and mailer flags, set whether or not anything sold), kind "display",
+    "mailer" or "display+mailer". The table says nothing of a price cut, so ``depth`` is the
+    cut the other stores of the zone showed that week (``regional_promotions`` rows, the
+    cell's own sales never read), null where none did."""
+    kind = (
+        pl.when(pl.col("display") & pl.col("mailer"))
+        .then(pl.lit("display+mailer"))
+        .when(pl.col("display"))
+        .then(pl.lit("display"))
+        .otherwise(pl.lit("mailer"))
+    )
+    return (
+        cells.select("product_id", "store_id", pl.col("week").cast(pl.Int32), kind=kind)
+        .join(depths.select(*CELL, "depth"), on=CELL, how="left")
+        .select(PROMOTIONS_SCHEMA.names())
+        .cast(dict(PROMOTIONS_SCHEMA))
+    )
+
+
 def regional_promotions(cells: pl.LazyFrame, stores: pl.DataFrame) -> pl.LazyFrame:
     """``PROMOTIONS_SCHEMA`` where no promotion table exists: a cell is promoted when another
     store of its region observed the product on promotion that week (leave-one-store-out, as
@@ -182,7 +205,14 @@ def regional_promotions(cells: pl.LazyFrame, stores: pl.DataFrame) -> pl.LazyFra
     seen = (
         cells.filter(pl.col("promo") & pl.col("observed"))
         .join(stores.lazy().unique("store_id"), on="store_id")
-        .select("product_id", "store_id", "store_region", "week", "discount_depth")
+        .select(
+            "product_id",
+            "store_id",
+            "store_region",
+            "week",
+            # deeper cuts are data errors (design §2.2.2), as on the shelf
+            pl.col("discount_depth").clip(0.0, MAX_DEPTH),
+        )
     )
     region = seen.group_by("product_id", "store_region", "week").agg(
         n=pl.len(), depth_sum=pl.col("discount_depth").fill_null(0.0).sum()
@@ -190,7 +220,8 @@ def regional_promotions(cells: pl.LazyFrame, stores: pl.DataFrame) -> pl.LazyFra
     candidates = cells.select(*CELL).join(stores.lazy().unique("store_id"), on="store_id")
     own = seen.select(*CELL, own_depth=pl.col("discount_depth").fill_null(0.0), own=pl.lit(1))
     return (
-        candidates.join(region, on=["product_id", "store_region", "week"])
+        # A source without regions (null) is one zone: the chain (D86).
+        candidates.join(region, on=["product_id", "store_region", "week"], nulls_equal=True)
         .join(own, on=CELL, how="left")
         .with_columns(others=pl.col("n") - pl.col("own").fill_null(0))
         .filter(pl.col("others") > 0)

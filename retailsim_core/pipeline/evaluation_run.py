@@ -20,10 +20,15 @@ import torch
 from retailsim_core.evaluation import protocol
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.price_checks import PriceInputs, simulation_rows
-from retailsim_core.evaluation.promotion_events import planted_promotions, regional_promotions
+from retailsim_core.evaluation.promotion_events import (
+    planted_promotions,
+    regional_promotions,
+    table_promotions,
+)
 from retailsim_core.evaluation.tasks import EvalTasks, build_tasks
 from retailsim_core.evaluation.tuned_folder import load_baselines
 from retailsim_core.pipeline.price_weeks import promotion_cells
+from retailsim_core.pipeline.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.truth import bind_truth
 from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.split import TemporalSplit
@@ -33,6 +38,7 @@ from retailsim_core.tables import (
     CHECKPOINT_TABLE,
     PRICE_FEATURES_TABLE,
     PRICES_TABLE,
+    PROMOTION_CELLS_TABLE,
     REPORT_TABLE,
     SAMPLES_TABLE,
 )
@@ -132,15 +138,22 @@ def with_event_inputs(
     trips: pl.DataFrame,
     truth_dir: Path | None,
 ) -> PriceInputs:
-    """The promotion events' inputs (D76): the trip store, and promotions known before the
-    sales: the generator's planted calendar when the truth is bound, else the leave-one-store-
-    out regional promotions of ``derived_prices`` (validation and test weeks)."""
+    """The promotion events' inputs (D76, D86): the trip store, and promotions known before
+    the sales, the best the data has: the generator's planted calendar when the truth is bound,
+    else the source's promotion table where it has one for the evaluated weeks, else the
+    leave-one-store-out regional promotions of ``derived_prices`` (validation and test
+    weeks)."""
     stores = trips.select("store_id", "store_region").unique("store_id")
+    weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.train_end]
+    known = known_promotion_weeks(warehouse, weeks)
     if truth_dir is not None and (truth_dir / PLANTED_PROMOTIONS).exists():
         calendar = pl.read_parquet(truth_dir / PLANTED_PROMOTIONS)
         promotions, source = planted_promotions(calendar, stores), "planted calendar"
+    elif known:
+        depths = regional_promotions(promotion_cells(warehouse, weeks), stores)
+        promotions = table_promotions(warehouse.scan(PROMOTION_CELLS_TABLE, known), depths)
+        source = "the source's promotion table (display, mailer; depth from other stores)"
     else:
-        weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.train_end]
         cells = promotion_cells(warehouse, weeks)
         promotions = regional_promotions(cells, stores)
         source = "other stores of the region, same week (leave-one-store-out)"

@@ -19,8 +19,10 @@ from retailsim_core.evaluation.promotion_events import (
     regional_promotions,
     sales_panel,
     split_half_ceiling,
+    table_promotions,
 )
 from retailsim_core.graph.substitution import PROMOTION_CELLS_SCHEMA
+from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
 
 
 def _sales(rows):
@@ -149,4 +151,38 @@ def test_regional_promotions_never_read_the_cells_own_promotion():
         ("S1", pytest.approx(0.4)),
         ("S2", pytest.approx(0.2)),
         ("S3", pytest.approx(0.3)),
+    ]
+
+
+def test_a_source_without_regions_is_one_zone():
+    cells = pl.LazyFrame(
+        [("A", "S1", 7, True, True, 3, 0.2), ("A", "S2", 7, False, True, 0, None)],
+        schema=PROMOTION_CELLS_SCHEMA,
+        orient="row",
+    )
+    stores = pl.DataFrame(
+        {"store_id": ["S1", "S2"], "store_region": [None, None]},
+        schema_overrides={"store_region": pl.String},
+    )
+    got = regional_promotions(cells, stores).collect()
+    assert got.select("store_id", "depth").rows() == [("S2", pytest.approx(0.2))]
+
+
+def test_table_promotions_name_the_kind_and_take_the_depth_from_other_stores():
+    cells = pl.LazyFrame(
+        [
+            (7, "A", "S1", True, False, "3", "0", 1),
+            (7, "A", "S2", False, True, "0", "A", 1),
+            (7, "B", "S1", True, True, "5", "D", 2),
+        ],
+        schema=SOURCE_PROMOTIONS_SCHEMA,
+        orient="row",
+    )
+    depths = _promos([("A", "S2", 7, "price", 0.25)])
+    got = table_promotions(cells, depths).collect().sort(CELL)
+    assert got.schema == PROMOTIONS_SCHEMA
+    assert got.rows() == [
+        ("A", "S1", 7, "display", None),
+        ("A", "S2", 7, "mailer", 0.25),
+        ("B", "S1", 7, "display+mailer", None),
     ]
