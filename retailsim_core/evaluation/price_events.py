@@ -5,7 +5,8 @@ baskets hold the product) with its promotion and without it, in the same context
 
 - the world model: sum over the store-week's test baskets of E[basket size] × P(product), with
   the shelf it reads, then with the event products' shelf promotions removed (their price back
-  to regular, depth 0); if its shelf shows no promotion, both predictions agree;
+  to regular, depth 0, off display and out of the mailer); if its shelf shows no promotion,
+  both predictions agree;
 - the baselines of ``baselines/econometric.py``, fitted on the validation weeks' panel.
 
 Then ``response_metrics`` against the observed lifts, the split-half ceiling, and the tables
@@ -43,10 +44,11 @@ from retailsim_core.evaluation.response_metrics import (
 )
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.simulation.simulate import basket_units
-from retailsim_core.training_data.shelf import with_price_multipliers
+from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
 from retailsim_core.training_data.tensors import TrainingSet
 
-SHELF_DEPTH = 1  # the depth among a product's shelf features (log_rel, depth, promo, available)
+SHELF_DEPTH = SHELF_FEATURES.index("discount_depth")
+SHELF_PLAN = [SHELF_FEATURES.index("display"), SHELF_FEATURES.index("mailer")]
 METHODS = {  # name -> (promoted column, unpromoted column) of the events table
     "world_model": ("predicted_units", "predicted_units_no_promotion"),
     **{
@@ -180,7 +182,10 @@ def model_event_units(
         log_m = torch.zeros(len(part), model.vocab_size)
         depth = batch["shelf"][b, t, SHELF_DEPTH].clamp(max=0.95)  # (B, V, S) shelf
         log_m[b, t] = -torch.log1p(-depth)  # back to the regular price: depth 0, no promo
-        removed = {**batch, "shelf": with_price_multipliers(batch["shelf"], log_m)}
+        shelf = with_price_multipliers(batch["shelf"], log_m)  # (B, V, S), a new tensor
+        for column in SHELF_PLAN:  # off display, out of the mailer
+            shelf[b, t, column] = 0.0
+        removed = {**batch, "shelf": shelf}
         for target, inputs in ((on, batch), (off, removed)):
             units = basket_units(model, inputs)[b, t].numpy()
             np.add.at(target, cells["event"].to_numpy(), units)

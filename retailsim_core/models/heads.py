@@ -14,7 +14,7 @@ A slot's distribution is a mixture of two proper distributions (decision D51):
 - ``pi(h)``: the share of repeats, from the slot's state; 0 for a customer with no history.
 
 Glossary: B baskets, U history products of a basket, F history features, M scored slots,
-V vocabulary, D d_model, G product embedding width, R shelf features the price response reads.
+V vocabulary, D d_model, G product embedding width, P product responses, K categories.
 """
 
 from __future__ import annotations
@@ -32,15 +32,24 @@ from retailsim_core.training_data.history_features import (
 from retailsim_core.training_data.shelf import SHELF_FEATURES
 from retailsim_core.training_data.tokens import PAD
 
-RESPONSE_SHELF_FEATURES = ("log_relative_price", "discount_depth", "available")
-_RESPONSE_COLUMNS = [SHELF_FEATURES.index(name) for name in RESPONSE_SHELF_FEATURES]
-# Response features = RESPONSE_SHELF_FEATURES + substitutes' depth; the context weights read the
-# even columns (log relative price, available), the product weights the odd ones (depth,
-# substitutes' depth): strided views, no copies in the scoring hot path.
-_CONTEXT_RESPONSE_COLUMNS = slice(0, None, 2)
-_PRODUCT_RESPONSE_COLUMNS = slice(1, None, 2)
-assert RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS] == ("log_relative_price", "available")
-assert RESPONSE_SHELF_FEATURES[_PRODUCT_RESPONSE_COLUMNS] == ("discount_depth",)
+# The price response reads the shelf in two groups: per-context weights on the price level and
+# availability, per-product (pooled by category) weights on what a promotion changes.
+CONTEXT_SHELF_FEATURES = ("log_relative_price", "available")
+PRODUCT_SHELF_FEATURES = ("discount_depth", "display", "mailer")
+_RESPONSE_COLUMNS = [
+    SHELF_FEATURES.index(n) for n in CONTEXT_SHELF_FEATURES + PRODUCT_SHELF_FEATURES
+]
+# Product responses: own depth, substitutes' depth, display, mailer; the substitutes' lowers the
+# score, the others raise it (sign-constrained, D45, D87). Initial raw values: softplus(0) = 0.69
+# on the own depth; softplus(-4) = 0.018 (near zero, with a usable gradient under Adam). The
+# plan responses (display, mailer) are pooled by category; the price responses are per product.
+PRODUCT_RESPONSES = ("discount_depth", "substitutes_depth", "display", "mailer")
+POOLED_RESPONSES = ("display", "mailer")
+_POOLED = len(PRODUCT_RESPONSES) - len(POOLED_RESPONSES)
+assert PRODUCT_RESPONSES[_POOLED:] == POOLED_RESPONSES
+_SIGNS = (1.0, -1.0, 1.0, 1.0)
+_INITIAL_RAW = (0.0, -4.0, 0.0, 0.0)  # display, mailer: their category's start is -4
+_INITIAL_CATEGORY_RAW = (-4.0, -4.0)
 # Appended to F: the history counts of the given mission's trips (conditional mode), and of the
 # product's substitutes (product-graph edges): a shopper who buys either of two substitutes
 # buys the pair's "slot", and which member depends on this week's prices.
@@ -51,21 +60,31 @@ NEG = -1e4  # "impossible" in log space: finite, so no NaN gradients through log
 
 
 class PriceResponse(nn.Module):
-    """Candidate-side price scores (decisions D39, D45). Features f of candidate c: its shelf log
-    relative price, discount depth and available flag, and the mean discount depth of c's
-    substitutes (product-graph edges). The step-shaped promo flag is left out: its derivative is
-    0, so a response learned on it would be invisible to autograd elasticities. Score:
+    """Candidate-side price and promotion scores (decisions D39, D45, D87). Features of
+    candidate c: its shelf log relative price and available flag (context features), and its
+    own discount depth, the mean depth of its substitutes (product-graph edges), and whether it
+    is on display or in the mailer (product features). The step-shaped promo flag is left out:
+    its derivative is 0, so a response learned on it would be invisible to autograd
+    elasticities. Score:
 
         sum_s f[c, s] * w_s(h)  +  exp(k(h)) * sum_p f[c, p] * a[c, p]
-        s in (log relative price, available),  p in (depth, substitutes' depth)
 
     w(h): how this context reacts to the price level and to availability; a[c]: the product's own
     response to its promotions and to its substitutes' (its elasticities), scaled per context by
-    exp(k(h)). a is sign-constrained (softplus): a product's own promotion never lowers its score
-    and a substitute's never raises it; only magnitudes are learned (D45). w and k start at zero,
-    a_own at softplus(0) = 0.69, a_sub near zero."""
+    exp(k(h)). The price responses are the product's own: a[c] = softplus(d[c]) * sign (D45);
+    the plan responses are pooled, a[c] = softplus(b[category(c)] + d[c]): a category's response
+    plus the product's deviation from it, so a rarely displayed product starts at, and moves
+    with, its category's until its own promotions say otherwise. Signs are fixed: a product's
+    own promotion never lowers its score and a substitute's never raises it; only magnitudes
+    are learned. w and k start at zero."""
 
-    def __init__(self, d_model: int, vocab_size: int, substitutes: torch.Tensor):
+    def __init__(
+        self,
+        d_model: int,
+        vocab_size: int,
+        substitutes: torch.Tensor,
+        categories: torch.Tensor | None = None,
+    ):
         super().__init__()
         self.register_buffer(
             "substitute_edges", substitutes.long().reshape(2, -1)
@@ -75,38 +94,43 @@ class PriceResponse(nn.Module):
         self.register_buffer(
             "inverse_degree", 1.0 / degree.clamp(min=1.0), persistent=False
         )  # (V,)
+        if categories is None:
+            categories = torch.zeros(vocab_size, dtype=torch.long)
+        self.register_buffer("category_of", categories.long().reshape(vocab_size))  # (V,)
         self.register_buffer("response_columns", torch.tensor(_RESPONSE_COLUMNS), persistent=False)
-        self.context_weights = nn.Linear(
-            d_model, len(RESPONSE_SHELF_FEATURES[_CONTEXT_RESPONSE_COLUMNS])
-        )
+        self.context_weights = nn.Linear(d_model, len(CONTEXT_SHELF_FEATURES))
         self.scale = nn.Linear(d_model, 1)
         for layer in (self.context_weights, self.scale):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
-        # softplus(0) = 0.69, softplus(-4) = 0.018 (near zero with a usable gradient under Adam)
+        n_categories = int(self.category_of.max()) + 1 if vocab_size else 1
+        self.raw_category_weights = nn.Parameter(
+            torch.tensor(_INITIAL_CATEGORY_RAW).repeat(n_categories, 1)
+        )  # (K, 2) the plan responses' category parts
         self.raw_product_weights = nn.Parameter(
-            torch.tensor([0.0, -4.0]).repeat(vocab_size, 1)
-        )  # (V, 2)
-        self.register_buffer("product_signs", torch.tensor([1.0, -1.0]), persistent=False)
+            torch.tensor(_INITIAL_RAW).repeat(vocab_size, 1)
+        )  # (V, P); for the plan responses, deviations from the category
+        self.register_buffer("product_signs", torch.tensor(_SIGNS), persistent=False)
 
     @property
     def product_weights(self) -> torch.Tensor:
-        """(V, 2) a[c]: >= 0 on the own depth, <= 0 on the substitutes' depth."""
-        return F.softplus(self.raw_product_weights) * self.product_signs
+        """(V, P) a[c]: >= 0 on the own depth, display and mailer, <= 0 on the substitutes'."""
+        pooled = F.pad(self.raw_category_weights[self.category_of], (_POOLED, 0))  # (V, P)
+        return F.softplus(self.raw_product_weights + pooled) * self.product_signs
 
     def features(self, shelf: torch.Tensor) -> torch.Tensor:
-        """(B, V, S) shelf -> (B, V, R + 1) response features: R shelf columns + substitutes'
-        depth.
-        """
+        """(B, V, S) shelf -> (B, V, 2 + P) response features: the context features, then own
+        depth, substitutes' depth, display, mailer."""
         src, dst = self.substitute_edges
         depth = shelf[..., SHELF_FEATURES.index("discount_depth")]  # (B, V)
         sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) * self.inverse_degree
-        return torch.cat([shelf.index_select(-1, self.response_columns), sub[..., None]], dim=-1)
+        picked = shelf.index_select(-1, self.response_columns)  # (B, V, 5)
+        return torch.cat([picked[..., :3], sub[..., None], picked[..., 3:]], dim=-1)
 
     def forward(self, h: torch.Tensor, feats: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        """h (M, D) states of slots in basket rows ``rows`` (M,); feats (B, V, R + 1) -> (M, V)."""
-        context = feats[..., _CONTEXT_RESPONSE_COLUMNS]
-        product = feats[..., _PRODUCT_RESPONSE_COLUMNS]
+        """h (M, D) states of slots in basket rows ``rows`` (M,); feats (B, V, 2 + P) -> (M, V)."""
+        context = feats[..., : len(CONTEXT_SHELF_FEATURES)]
+        product = feats[..., len(CONTEXT_SHELF_FEATURES) :]
         own = (product * self.product_weights).sum(-1)  # (B, V)
         out = torch.exp(self.scale(h)) * own[rows]  # (M, V)
         for s, w in enumerate(self.context_weights(h).unbind(-1)):  # 2 features

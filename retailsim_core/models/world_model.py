@@ -112,7 +112,7 @@ class ModelOutput:
     hidden: torch.Tensor  # (B, L + 1, D) decoder states, position 0 = context token
     repeat: tuple | None  # RepeatHead encodings of the history products
     repeat_products: torch.Tensor | None  # (B, U) their tokens, [PAD] in unused slots
-    shelf: torch.Tensor | None  # (B, V, R + 1) candidate price features
+    shelf: torch.Tensor | None  # (B, V, 2 + P) candidate price and promotion features
     season: torch.Tensor | None = None  # (B, V, 2) products' seasonal lifts on the basket's day
     has_history: torch.Tensor | None = None  # (B,) the customer has at least one earlier trip
     aux_logits: dict[str, torch.Tensor] = field(default_factory=dict)  # name -> (B, classes)
@@ -223,6 +223,7 @@ class WorldModel(nn.Module):
         n_t1_numeric: int,
         substitutes: torch.Tensor | None = None,
         copurchase: tuple[torch.Tensor, torch.Tensor] | None = None,
+        categories: torch.Tensor | None = None,  # (V,) category code per token (D87)
     ):
         super().__init__()
         self.cfg, self.vocab_size = cfg, product_table.shape[0]
@@ -243,7 +244,7 @@ class WorldModel(nn.Module):
         self.query = nn.Linear(cfg.d_model, cfg.d_model)
         if substitutes is None:
             substitutes = torch.zeros(2, 0, dtype=torch.long)
-        self.price_response = PriceResponse(cfg.d_model, self.vocab_size, substitutes)
+        self.price_response = PriceResponse(cfg.d_model, self.vocab_size, substitutes, categories)
         if copurchase is None:
             copurchase = (torch.zeros(2, 0, dtype=torch.long), torch.zeros(0))
         self.copurchase = CopurchaseResponse(cfg.d_model, self.vocab_size, *copurchase)
@@ -297,7 +298,7 @@ class WorldModel(nn.Module):
             )
             repeat = self.repeat_head.encode(raw, products, self.product_table)
         shelf = batch.get("shelf") if self.cfg.shelf_prices else None
-        shelf = self.price_response.features(shelf) if shelf is not None else None  # (B, V, R + 1)
+        shelf = self.price_response.features(shelf) if shelf is not None else None  # (B, V, 2 + P)
         return ModelOutput(
             hidden=out,
             repeat=repeat,

@@ -40,6 +40,7 @@ from retailsim_core.tables import (
     MISSIONS_TABLE,
     PRICE_FEATURES_TABLE,
     PRICES_TABLE,
+    PROMOTION_CELLS_TABLE,
     SAMPLES_TABLE,
     STORE_FEATURES_TABLE,
 )
@@ -47,11 +48,12 @@ from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
 from retailsim_core.training.loop import train
 from retailsim_core.training.model_setup import build_model, fit_feature_scaling
+from retailsim_core.training.response_prior import plan_lifts, start_plan_responses
 from retailsim_core.training.train_config import TrainConfig, phase_schedule
 from retailsim_core.training.validation import popularity_scores
 from retailsim_core.training_data.model_inputs import ModelInputs
 from retailsim_core.training_data.sample_buckets import SAMPLES_SCHEMA
-from retailsim_core.training_data.shelf import ShelfPrices
+from retailsim_core.training_data.shelf import PLAN_SCHEMA, ShelfPrices
 from retailsim_core.training_data.tensors import PRICE_COLUMNS, TensorConfig
 from retailsim_core.training_data.tokens import ProductVocab
 
@@ -129,8 +131,36 @@ def _prices_and_shelf(
             .select(observed_columns)
             .collect()
         )
-        shelves.append(ShelfPrices.build(features, observed, regions, vocab))
+        plan = promotion_plan(warehouse, observed_weeks)
+        shelves.append(ShelfPrices.build(features, observed, regions, vocab, plan))
     return pl.concat(kept), ShelfPrices.concat(shelves, vocab)
+
+
+def promotion_plan(warehouse: Warehouse, weeks: list[int]) -> pl.DataFrame | None:
+    """The source's promotion plan of ``weeks`` (``PLAN_SCHEMA``; D86, D87), or None where no
+    week of them has one: a source without a plan (LGSR) or a warehouse ingested before it."""
+    known = [w for w in weeks if w in set(warehouse.weeks(PROMOTION_CELLS_TABLE))]
+    if not known:
+        return None
+    return (
+        warehouse.scan(PROMOTION_CELLS_TABLE, known)
+        .select(PLAN_SCHEMA.names())
+        .cast(dict(PLAN_SCHEMA))
+        .collect()
+    )
+
+
+def training_plan_lifts(
+    warehouse: Warehouse, split: TemporalSplit, inputs: ModelInputs
+) -> np.ndarray | None:
+    """(V, 2) display and mailer lifts of the training weeks (``response_prior.plan_lifts``),
+    or None where those weeks have no promotion plan."""
+    weeks = list(range(1, split.train_end + 1))
+    plan = promotion_plan(warehouse, weeks)
+    if plan is None:
+        return None
+    trips = inputs.store.trips.filter(pl.col("week") <= split.train_end)
+    return plan_lifts(trips, plan, inputs.vocab.frame(), inputs.categories)
 
 
 @dataclass(frozen=True)
@@ -180,7 +210,12 @@ def train_world_model(
         train_cfg.seed,
         inputs.substitutes,
         inputs.copurchase,
+        torch.from_numpy(inputs.categories),
     )
+    lifts = training_plan_lifts(warehouse, split, inputs)
+    if lifts is not None:  # a source with a promotion plan (D87)
+        start_plan_responses(model.price_response, lifts)
+        log(f"plan responses start at the training weeks' lifts (median {np.median(lifts, 0)})")
     fit_feature_scaling(model, train_data, train_cfg.seed)
     popularity = popularity_scores(train_data, np.arange(len(train_data)))
     folder = folder or warehouse.table_dir(CHECKPOINT_TABLE)

@@ -177,6 +177,7 @@ def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
             torch.zeros_like(weights["copurchase.edges"]),
             torch.zeros_like(weights["copurchase.log_lift"]),
         ),
+        weights["price_response.category_of"],  # sizes the category responses
     )
     model.load_state_dict(weights)
     model.train(False)

@@ -304,11 +304,13 @@ def _run_epochs(
 
 
 def _param_groups(step: nn.Module, model, cfg: TrainConfig) -> list[dict]:
-    """Everything at the phase LR with weight decay, except the per-product price responses:
-    a larger LR and no decay (decay would pull rarely promoted products' elasticities to 0)."""
-    price = model.price_response.raw_product_weights
-    others = [p for p in step.parameters() if p is not price]
+    """Everything at the phase LR with weight decay, except the price responses of categories
+    and products: a larger LR and no decay (decay would pull rarely promoted products'
+    elasticities to 0; pooling comes from the shared category term, D87)."""
+    response = model.price_response
+    price = [response.raw_category_weights, response.raw_product_weights]
+    others = [p for p in step.parameters() if all(p is not q for q in price)]
     return [
         {"params": others},
-        {"params": [price], "weight_decay": 0.0, "lr_scale": cfg.price_lr_scale},
+        {"params": price, "weight_decay": 0.0, "lr_scale": cfg.price_lr_scale},
     ]

@@ -33,6 +33,7 @@ def build_model(
     seed: int,
     substitutes: torch.Tensor | None = None,
     copurchase: tuple[torch.Tensor, torch.Tensor] | None = None,
+    categories: torch.Tensor | None = None,
 ) -> WorldModel:
     torch.manual_seed(seed)
-    return WorldModel(cfg, product_table, n_t1_numeric, substitutes, copurchase)
+    return WorldModel(cfg, product_table, n_t1_numeric, substitutes, copurchase, categories)

@@ -11,7 +11,12 @@ the week without that leak:
   same region in week W (leave-one-store-out; promotions are planned by region, and in a real
   deployment the promotion calendar is an input known in advance), 0 where none of them sold it;
 - log relative price = regular + log(1 - depth); the promo flag; an available flag (the store's
-  assortment to date, i.e. a W-1 price row).
+  assortment to date, i.e. a W-1 price row);
+- whether the product is on display or in the mailer at the store that week, from the source's
+  promotion plan (``source_promotions``, D86, D87): set before the week, whether or not anything
+  sells; 0 where the source has no plan (LGSR).
+
+A source without regions (null) is one zone: the chain.
 
 Counterfactual simulation sets these directly (``with_price_multipliers``).
 
@@ -29,7 +34,23 @@ import torch
 
 from retailsim_core.training_data.tokens import ProductVocab
 
-SHELF_FEATURES = ("log_relative_price", "discount_depth", "promo_flag", "available")
+SHELF_FEATURES = (
+    "log_relative_price",
+    "discount_depth",
+    "promo_flag",
+    "available",
+    "display",
+    "mailer",
+)
+PLAN_SCHEMA = pl.Schema(  # the promotion plan a shelf reads (``source_promotions`` cells)
+    {
+        "product_id": pl.String,
+        "store_id": pl.String,
+        "week": pl.Int64,
+        "display": pl.Boolean,
+        "mailer": pl.Boolean,
+    }
+)
 PROMO_DEPTH = 0.05  # design §2.2.2: promotion at a depth above 5%
 MAX_DEPTH = 0.7  # design §2.2.2 business rule: deeper discounts are data errors
 
@@ -48,11 +69,15 @@ class ShelfPrices:
         observed: pl.DataFrame,
         store_regions: pl.DataFrame,
         vocab: ProductVocab,
+        plan: pl.DataFrame | None = None,
     ) -> ShelfPrices:
         """``price_features`` rows of week W-1 give the store's assortment and regular prices for
         baskets of week W; ``observed`` (product_id, store_id, store_region, week, discount_depth:
         derived_prices cells observed that week) gives week W's promotions via ``regional_depth``;
-        ``store_regions``: store_id -> store_region."""
+        ``store_regions``: store_id -> store_region; ``plan``: week W's promotion plan
+        (``PLAN_SCHEMA``; None: no plan, display and mailer 0)."""
+        if plan is None:
+            plan = pl.DataFrame(schema=PLAN_SCHEMA)
         regular = price_features.select(
             "store_id",
             (pl.col("week").cast(pl.Int64) + 1).alias("week"),
@@ -68,7 +93,12 @@ class ShelfPrices:
             ),
             on=["store_id", "week", "product_id"],
             how="left",
-        ).with_columns(pl.col("depth").fill_null(0.0))
+        )
+        cells = cells.join(
+            plan.select(PLAN_SCHEMA.names()).cast(dict(PLAN_SCHEMA)),
+            on=["store_id", "week", "product_id"],
+            how="left",
+        ).with_columns(pl.col("depth").fill_null(0.0), pl.col("display", "mailer").fill_null(False))
         keys = (
             cells.select("store_id", "week").unique().sort("store_id", "week").with_row_index("row")
         )
@@ -81,6 +111,8 @@ class ShelfPrices:
                 depth,
                 (depth > PROMO_DEPTH).astype(np.float64),
                 np.ones(len(r)),
+                cells["display"].cast(pl.Float64).to_numpy(),
+                cells["mailer"].cast(pl.Float64).to_numpy(),
             ],
             axis=-1,
         )  # (cells, S)
@@ -160,7 +192,7 @@ def regional_depth(
     return (
         cells.with_columns(pl.col("week").cast(pl.Int64))
         .join(region_of, on="store_id", how="inner")
-        .join(zone, on=["product_id", "store_region", "week"], how="inner")
+        .join(zone, on=["product_id", "store_region", "week"], how="inner", nulls_equal=True)
         .join(own, on=["store_id", "week", "product_id"], how="left")
         .with_columns(others=pl.col("n") - pl.col("own").is_not_null().cast(pl.UInt32))
         .filter(pl.col("others") > 0)
@@ -176,10 +208,11 @@ def regional_depth(
 def with_price_multipliers(shelf: torch.Tensor, log_multiplier: torch.Tensor) -> torch.Tensor:
     """Shelf features after multiplying prices by ``exp(log_multiplier)`` (V,) or (B, V),
     differentiably: log relative price shifts by log m; depth = 1 - (1 - depth) * m (>= 0);
-    the promo flag follows the new depth. Unavailable products stay unavailable. (B, V, S)."""
+    the promo flag follows the new depth. Unavailable products stay unavailable; display and
+    mailer are not prices and stay as they are. (B, V, S)."""
     available = shelf[..., 3]
     m = torch.exp(log_multiplier)
     log_rel = shelf[..., 0] + log_multiplier * available
     depth = torch.clamp(1 - (1 - shelf[..., 1]) * m, min=0.0) * available
     promo = (depth > PROMO_DEPTH).to(shelf.dtype) * available
-    return torch.stack([log_rel, depth, promo, available], dim=-1)
+    return torch.cat([torch.stack([log_rel, depth, promo, available], dim=-1), shelf[..., 4:]], -1)

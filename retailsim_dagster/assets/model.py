@@ -20,6 +20,7 @@ from retailsim_core.tables import (
     MISSIONS_TABLE,
     ONNX_TABLE,
     PRICE_FEATURES_TABLE,
+    PROMOTIONS_TABLE,
     REPORT_TABLE,
     SAMPLES_TABLE,
     STORE_FEATURES_TABLE,
@@ -38,6 +39,7 @@ _INPUTS = [
     AFFINITY_TABLE,
     MISSIONS_TABLE,
     EMBEDDINGS_TABLE,
+    PROMOTIONS_TABLE,  # the shelf's display and mailer flags (D87)
 ]
 
 

@@ -6,10 +6,13 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+import torch
 
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.price_events import SHELF_DEPTH, model_event_units
+from retailsim_core.models.heads import POOLED_RESPONSES
 from retailsim_core.pipeline.evaluation_run import load_tasks
+from retailsim_core.training_data.shelf import SHELF_FEATURES
 
 
 def test_the_model_responds_only_where_its_shelf_shows_the_promotion(
@@ -63,3 +66,34 @@ def test_promotional_arc_elasticities_on_literal_products():
     assert out["products"] == 2
     assert out["observed"] == pytest.approx(np.median(expected))
     assert out["world_model"] == pytest.approx(np.median(expected) / 2)
+
+
+def test_removing_a_promotion_takes_the_product_off_display_and_out_of_the_mailer(
+    tiny_warehouse, tiny_checkpoint
+):
+    """An event on display with no price cut: the model's two predictions differ by the display
+    response alone, and only for the displayed cells."""
+    tasks = load_tasks(
+        tiny_warehouse["warehouse"], tiny_warehouse["split"], EvalConfig(), tiny_checkpoint
+    )
+    data, samples, model = tasks.data, tasks.samples, tasks.model
+    rows = np.flatnonzero(samples["split"].to_numpy() == "test")[:64]
+    s = len(SHELF_FEATURES)
+    table = data.shelf.table  # every stored cell holds its S values, zeros included
+    column = table.indices % s
+    table.data[column == SHELF_FEATURES.index("display")] = 1.0  # every shelf cell displayed
+    with torch.no_grad():
+        model.price_response.raw_category_weights[:, POOLED_RESPONSES.index("display")] = 3.0
+    shelf = data[rows]["shelf"]
+    undiscounted = (shelf[..., SHELF_DEPTH] == 0) & (shelf[..., 3] > 0)
+    b, t = np.nonzero(undiscounted.numpy())
+    products = data.vocab.frame().sort("token")["product_id"].to_list()
+    events = (
+        samples[rows][b]
+        .select("store_id", pl.col("week").cast(pl.Int32))
+        .with_columns(product_id=pl.Series([products[i - 1] for i in t]))
+        .unique(maintain_order=True)
+        .head(50)
+    )
+    on, off = model_event_units(model, data, rows, samples, events)
+    assert events.height > 0 and (on > off).all()

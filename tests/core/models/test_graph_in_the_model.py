@@ -3,6 +3,7 @@ co-purchase edges a checkpoint carries."""
 
 import torch
 
+from retailsim_core.models.heads import PRODUCT_RESPONSES
 from retailsim_core.training.model_setup import build_model
 from tests.core.models.conftest import CFG, rows_with_history
 
@@ -15,7 +16,8 @@ def test_a_substitutes_price_cut_lowers_a_products_probability_when_the_weight_s
         CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges
     ).eval()
     with torch.no_grad():
-        m.price_response.raw_product_weights[1, -1] = 4.0  # product 1 loses share to 2's promotions
+        # product 1 loses share to 2's promotions
+        m.price_response.raw_product_weights[1, PRODUCT_RESPONSES.index("substitutes_depth")] = 4.0
     shelf = batch["shelf"].clone()
     shelf[:, 2, 1] = 0.0
     with torch.no_grad():

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from retailsim_core.models.heads import NEG, PriceResponse, mixture_log_probs
+from retailsim_core.models.heads import NEG, PRODUCT_RESPONSES, PriceResponse, mixture_log_probs
 from retailsim_core.models.losses import focal_loss
 from retailsim_core.training.corruption import basket_queries, suffix_mask
 from retailsim_core.training_data.tokens import PAD
@@ -123,27 +123,46 @@ def test_basket_queries_ask_one_slot_for_every_product():
 
 def test_price_response_matches_hand_computation_with_substitutes():
     # Vocabulary of 4 tokens; products 1 and 2 are substitutes (both directions), 3 has none.
+    # Shelf: log_rel, depth, promo, available, display, mailer.
     pr = PriceResponse(d_model=2, vocab_size=4, substitutes=torch.tensor([[1, 2], [2, 1]]))
     shelf = torch.tensor(
-        [[[0.0, 0.0, 0.0, 0.0], [-0.2, 0.2, 1.0, 1.0], [0.1, 0.5, 1.0, 1.0], [0.3, 0.0, 0.0, 1.0]]]
+        [
+            [
+                [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+                [-0.2, 0.2, 1.0, 1.0, 1.0, 0.0],
+                [0.1, 0.5, 1.0, 1.0, 0.0, 1.0],
+                [0.3, 0.0, 0.0, 1.0, 0.0, 0.0],
+            ]
+        ]
     )
-    feats = pr.features(shelf)  # log_rel, depth, available, substitutes' depth
-    torch.testing.assert_close(feats[0, 1], torch.tensor([-0.2, 0.2, 1.0, 0.5]))
-    torch.testing.assert_close(feats[0, 2], torch.tensor([0.1, 0.5, 1.0, 0.2]))
-    torch.testing.assert_close(feats[0, 3], torch.tensor([0.3, 0.0, 1.0, 0.0]))
+    feats = pr.features(shelf)  # log_rel, available, depth, substitutes' depth, display, mailer
+    torch.testing.assert_close(feats[0, 1], torch.tensor([-0.2, 1.0, 0.2, 0.5, 1.0, 0.0]))
+    torch.testing.assert_close(feats[0, 2], torch.tensor([0.1, 1.0, 0.5, 0.2, 0.0, 1.0]))
+    torch.testing.assert_close(feats[0, 3], torch.tensor([0.3, 1.0, 0.0, 0.0, 0.0, 0.0]))
+    inverse_softplus = torch.tensor([2.0, 3.0, 0.7, 0.4]).expm1().log()
     with torch.no_grad():
-        pr.raw_product_weights[1] = (
-            torch.tensor([2.0, 3.0]).expm1().log()
-        )  # softplus^-1: a = (2, -3)
+        pr.raw_category_weights[:] = 0.0
+        pr.raw_product_weights[1] = inverse_softplus  # a = (2, -3, 0.7, 0.4)
         pr.context_weights.bias[:] = torch.tensor([0.5, 0.1])  # log relative price, available
         pr.scale.bias[:] = math.log(2.0)
-    got = pr(torch.zeros(1, 2), feats, torch.tensor([0]))[
-        :, [1, 3]
-    ]  # products 1 and 3 of basket row 0
-    # product 1: 0.5 * -0.2 + 0.1 * 1 + 2 * (2 * 0.2 - 3 * 0.5); product 3: 0.5 * 0.3 + 0.1 * 1
+    got = pr(torch.zeros(1, 2), feats, torch.tensor([0]))[:, [1, 3]]  # products 1, 3 of row 0
+    # product 1: 0.5 * -0.2 + 0.1 * 1 + 2 * (2 * 0.2 - 3 * 0.5 + 0.7 * 1)
+    # product 3: 0.5 * 0.3 + 0.1 * 1 + 2 * (softplus(0) * 0 ...) = 0.25
     torch.testing.assert_close(
-        got, torch.tensor([[0.5 * -0.2 + 0.1 + 2 * (0.4 - 1.5), 0.15 + 0.1]])
+        got, torch.tensor([[0.5 * -0.2 + 0.1 + 2 * (0.4 - 1.5 + 0.7), 0.15 + 0.1]])
     )
+
+
+def test_a_rare_product_starts_at_and_moves_with_its_categorys_response():
+    categories = torch.tensor([0, 1, 1, 2])
+    pr = PriceResponse(2, 4, torch.zeros(2, 0, dtype=torch.long), categories)
+    assert pr.raw_category_weights.shape == (3, 2)  # display, mailer
+    torch.testing.assert_close(pr.product_weights[1], pr.product_weights[2])
+    with torch.no_grad():
+        pr.raw_category_weights[1, 0] = 2.0  # display
+    a = pr.product_weights[:, PRODUCT_RESPONSES.index("display")]
+    assert a[1] == a[2] and a[1] > a[3]  # both products of category 1 moved, category 2 did not
+    assert (pr.product_weights[:, 1] <= 0).all() and (pr.product_weights[:, [0, 2, 3]] >= 0).all()
 
 
 def test_copurchase_response_is_the_mean_log_lift_from_the_shown_products():

@@ -8,7 +8,7 @@ from polars.testing import assert_frame_equal
 from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
 from retailsim_core.tables import PRICE_FEATURES_TABLE, PRICES_TABLE, SAMPLES_TABLE
-from retailsim_core.training_data.shelf import ShelfPrices
+from retailsim_core.training_data.shelf import SHELF_FEATURES, ShelfPrices
 from retailsim_core.training_data.tensors import PRICE_COLUMNS
 
 KEY = ["product_id", "store_id", "week"]
@@ -60,4 +60,4 @@ def test_no_week_gives_an_empty_shelf(tiny_warehouse):
     inputs = load_model_inputs(tiny_warehouse["warehouse"], [1])  # week 1 has no week before it
     empty = ShelfPrices.concat([], inputs.vocab)
     assert empty.keys.height == 0 and empty.table.shape == inputs.shelf.table[:0].shape
-    assert inputs.shelf.dense(np.array([-1])).shape[1:] == (inputs.vocab.size, 4)
+    assert inputs.shelf.dense(np.array([-1])).shape[1:] == (inputs.vocab.size, len(SHELF_FEATURES))

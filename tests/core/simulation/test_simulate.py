@@ -12,7 +12,7 @@ from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.simulation.rl_env import CategoryPricingEnv
 from retailsim_core.simulation.simulate import elasticities, expected_units, generate, price_book
 from retailsim_core.training.checkpoint import load_model
-from retailsim_core.training_data.shelf import ShelfPrices, with_price_multipliers
+from retailsim_core.training_data.shelf import SHELF_FEATURES, ShelfPrices, with_price_multipliers
 from retailsim_core.training_data.tokens import ProductVocab
 
 
@@ -143,16 +143,16 @@ def test_shelf_of_week_w_is_last_weeks_regular_price_with_the_regions_promotions
     dense = shelf.dense(rows)
     # S1, week 5: P1's regular position is week 4's 0.8 / (1 - 0.2) = 1.0; this week's depth is
     # S2's 0.3 (same region), never S1's own 0.5 nor S3's (another region).
-    np.testing.assert_allclose(dense[0, 1], [np.log(0.7), 0.3, 1.0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(dense[0, 1], [np.log(0.7), 0.3, 1.0, 1.0, 0.0, 0.0], atol=1e-6)
     np.testing.assert_allclose(
-        dense[0, 2], [np.log(2.0), 0.0, 0.0, 1.0], atol=1e-6
+        dense[0, 2], [np.log(2.0), 0.0, 0.0, 1.0, 0.0, 0.0], atol=1e-6
     )  # no other store sold P2
     np.testing.assert_allclose(
-        dense[1, 1], [np.log(9.0 / 0.5), 0.0, 0.0, 1.0], atol=1e-6
+        dense[1, 1], [np.log(9.0 / 0.5), 0.0, 0.0, 1.0, 0.0, 0.0], atol=1e-6
     )  # week 6: no week-6 sales
     assert rows[2] == -1 and not dense[2].any()  # S3 had no week-4 prices
     np.testing.assert_array_equal(shelf.dense(rows[:2]), dense[:2])  # all rows known: the fast path
-    assert shelf.dense(np.zeros(0, dtype=np.int64)).shape == (0, vocab.size, 4)
+    assert shelf.dense(np.zeros(0, dtype=np.int64)).shape == (0, vocab.size, len(SHELF_FEATURES))
     # No leakage: what the basket's own store sold in week W never changes its shelf.
     for own in (0.0, 0.1, 0.69):
         other = ShelfPrices.build(*_shelf_inputs(own_depth=own), vocab)
@@ -175,11 +175,11 @@ def test_counterfactual_prices_reprice_the_shelf_exactly():
     # P1: price x 1.5 at depth 0.3 -> depth 1 - 0.7 * 1.5 < 0 -> 0, no promotion; log relative +
     # log 1.5.
     np.testing.assert_allclose(
-        repriced[0, 1].numpy(), [np.log(0.7 * 1.5), 0.0, 0.0, 1.0], atol=1e-6
+        repriced[0, 1].numpy(), [np.log(0.7 * 1.5), 0.0, 0.0, 1.0, 0.0, 0.0], atol=1e-6
     )
     # P2 at half price: a 50% promotion.
     np.testing.assert_allclose(
-        repriced[0, 2].numpy(), [np.log(2.0 * 0.5), 0.5, 1.0, 1.0], atol=1e-6
+        repriced[0, 2].numpy(), [np.log(2.0 * 0.5), 0.5, 1.0, 1.0, 0.0, 0.0], atol=1e-6
     )
 
 

@@ -1,0 +1,67 @@
+"""The plan responses' empirical-Bayes start: training-week lifts per product, shrunk toward
+the category, floored at the response's sign, set exactly on the price response."""
+
+import numpy as np
+import polars as pl
+import torch
+import torch.nn.functional as F
+
+from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
+from retailsim_core.models.heads import PRODUCT_RESPONSES, PriceResponse
+from retailsim_core.training.response_prior import FLOOR, plan_lifts, start_plan_responses
+
+VOCAB = pl.DataFrame({"product_id": ["A", "B", "C"], "token": [1, 2, 3]})
+CATEGORIES = np.array([0, 1, 1, 2])  # PAD, then A and B share a category, C its own
+
+
+def _world():
+    """One store, weeks 1-8: A sells 1 a week, 4 in its displayed weeks 3 and 6; B sells 2 a
+    week, in the mailer in week 4 with no change; C is never promoted."""
+    rows, basket = [], 0
+    for week in range(1, 9):
+        a = 4 if week in (3, 6) else 1
+        for i in range(max(a, 2)):
+            basket += 1
+            products = (["A"] if i < a else []) + (["B"] if i < 2 else []) + ["C"]
+            rows.append((basket, "S1", week, products))
+    trips = pl.DataFrame(rows, schema=["basket_id", "store_id", "week", "products"], orient="row")
+    plan = pl.DataFrame(
+        [
+            (3, "A", "S1", True, False, "1", "0", 1),
+            (6, "A", "S1", True, False, "1", "0", 1),
+            (4, "B", "S1", False, True, "0", "A", 1),
+        ],
+        schema=SOURCE_PROMOTIONS_SCHEMA,
+        orient="row",
+    )
+    return trips, plan
+
+
+def test_lifts_follow_the_training_weeks_and_unpromoted_products_take_the_pooled_one():
+    trips, plan = _world()
+    lifts = plan_lifts(trips, plan, VOCAB, CATEGORIES)
+    display, mailer = lifts[:, 0], lifts[:, 1]
+    assert display[1] > 0.2  # A: log(5 / 2) = 0.92 from two cells, shrunk toward the pool
+    assert abs(mailer[2]) < 0.05  # B: no change in its mailer week
+    # C was never promoted: the pooled responses (every promoted cell, shrunk)
+    assert 0 < display[3] < display[1]
+
+
+def test_no_promoted_sale_gives_no_start():
+    trips, plan = _world()
+    assert plan_lifts(trips, plan.filter(pl.col("product_id") == "Z"), VOCAB, CATEGORIES) is None
+
+
+def test_the_start_is_set_exactly_and_pooled_by_category():
+    pr = PriceResponse(2, 4, torch.zeros(2, 0, dtype=torch.long), torch.from_numpy(CATEGORIES))
+    lifts = np.array([[0.0, 0.0], [0.6, 0.2], [0.2, -0.3], [0.4, 0.1]])
+    start_plan_responses(pr, lifts)
+    columns = [PRODUCT_RESPONSES.index("display"), PRODUCT_RESPONSES.index("mailer")]
+    got = pr.product_weights[:, columns].detach()
+    torch.testing.assert_close(
+        got, torch.from_numpy(np.maximum(lifts, FLOOR)).float(), atol=1e-4, rtol=1e-4
+    )
+    # the category of A and B holds their median; the own-depth responses are untouched
+    raw_ab = pr.raw_category_weights[1, 0]  # the display column of the pooled responses
+    assert float(F.softplus(raw_ab)) > 0.2 and float(F.softplus(raw_ab)) < 0.6
+    assert (pr.raw_product_weights[:, 0] == 0).all()
