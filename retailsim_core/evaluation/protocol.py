@@ -34,7 +34,12 @@ from retailsim_core.evaluation.price_events import EventCheck, price_event_check
 from retailsim_core.evaluation.report import write_report
 from retailsim_core.evaluation.scorers import METHOD_INPUTS, method_scorers
 from retailsim_core.evaluation.scoring import concat_results, score_rows
-from retailsim_core.evaluation.summary import intervals, nested_metrics, slices
+from retailsim_core.evaluation.summary import (
+    intervals,
+    nested_metrics,
+    slices,
+    vocabulary_coverage,
+)
 from retailsim_core.evaluation.tasks import EvalTasks
 from retailsim_core.evaluation.tuning import TunedBaselines, baseline_scorers
 
@@ -136,6 +141,7 @@ def finish(
         "substitution": response.get("substitution"),
         "observed_response": response["observed"],
         "price_events": response.get("events"),
+        "vocabulary_coverage": _coverage(tasks, prices),
         "seconds": round(time.perf_counter() - started, 1),
     }
     write_report(
@@ -167,6 +173,15 @@ def event_check(tasks: EvalTasks, prices: PriceInputs, seed: int) -> EventCheck:
         prices.promotion_source,
         seed,
     )
+
+
+def _coverage(tasks: EvalTasks, prices: PriceInputs) -> dict | None:
+    """The vocabulary's share of the test baskets' purchases (issue #35: a vocabulary policy
+    is judged by what it leaves out)."""
+    if prices.trips is None:
+        return None
+    test = tasks.samples["basket_id"].filter(tasks.samples["split"] == "test")
+    return vocabulary_coverage(prices.trips, test, tasks.data.vocab.frame())
 
 
 def _headline(summary: dict) -> str:

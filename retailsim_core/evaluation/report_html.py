@@ -239,6 +239,7 @@ def render_report(
         f"{tuning['validation_samples']:,} validation baskets. Every method is scored on the same "
         "samples. "
         "Intervals are 95% customer-cluster bootstrap intervals.</p>",
+        *_coverage_line(tuning.get("vocabulary_coverage")),
         *([f"<p><b>{html.escape(note)}</b></p>"] if note else []),
         "<h2>What each method sees</h2>",
         _inputs_table(tuning.get("method_inputs", {})),
@@ -298,3 +299,14 @@ def markdown_summary(metrics: dict) -> str:
     return "\n".join(
         lines + [""] + [f"- {v}" for v in verdict(metrics, None, headline_slice(metrics))]
     )
+
+
+def _coverage_line(coverage: dict | None) -> list[str]:
+    if not coverage or not coverage.get("purchases"):
+        return []
+    return [
+        f"<p>The vocabulary ({coverage['vocabulary']:,} products) names "
+        f"{coverage['purchase_share']:.1%} of the test baskets' purchases and "
+        f"{coverage['products_covered']:,} of the {coverage['products']:,} products they hold; "
+        "no token-based method can predict the rest.</p>"
+    ]

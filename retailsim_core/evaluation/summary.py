@@ -85,3 +85,27 @@ def intervals(
             for m, r in results.masked_ranks.items()
         }
     return out
+
+
+def vocabulary_coverage(trips: pl.DataFrame, baskets: pl.Series, vocab: pl.DataFrame) -> dict:
+    """How much of what ``baskets`` (basket ids) bought the model can name: of their
+    purchases (basket x product) and of their distinct products, the share in ``vocab``
+    (product_id). A product outside it is never predicted by any token-based method."""
+    bought = (
+        trips.lazy()
+        .filter(pl.col("basket_id").is_in(baskets.implode()))
+        .select("basket_id", product_id=pl.col("products"))
+        .explode("product_id")
+        .drop_nulls("product_id")
+        .with_columns(known=pl.col("product_id").is_in(vocab["product_id"].implode()))
+        .collect()
+    )
+    products = bought.unique("product_id")
+    return {
+        "purchases": bought.height,
+        "purchases_covered": int(bought["known"].sum()),
+        "purchase_share": float(bought["known"].mean()) if bought.height else None,
+        "products": products.height,
+        "products_covered": int(products["known"].sum()),
+        "vocabulary": vocab.height,
+    }
