@@ -3,9 +3,11 @@
 import dagster as dg
 import polars as pl
 
+from retailsim_core.evaluation.brand_agreement import brand_agreement
 from retailsim_core.features.brands import PSEUDO_BRANDS_SCHEMA
 from retailsim_core.features.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
 from retailsim_core.graph.product_embeddings import nearest_neighbours, train_embeddings
+from retailsim_core.ingest.completejourney import manufacturers
 from retailsim_core.models.graphsage import GraphSAGEConfig
 from retailsim_core.pipeline.embeddings import all_products, write_embeddings
 from retailsim_core.pipeline.feature_weeks import (
@@ -25,7 +27,11 @@ from retailsim_core.tables import (
 )
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
-from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
+from retailsim_dagster.resources import (
+    PipelineConfigResource,
+    RawSourceResource,
+    WarehouseResource,
+)
 
 
 @dg.asset(
@@ -119,6 +125,37 @@ def pseudo_brand_tiers(warehouse: WarehouseResource) -> dg.AssetCheckResult:
             **{f"share_{k}": v for k, v in shares.items()},
             "ids_contiguous": contiguous,
             "expected_mid_share": 0.6,
+        },
+    )
+
+
+@dg.asset_check(
+    asset=BRANDS_TABLE,
+    description="pseudo-brands against the source's manufacturers (ARI, NMI) and price tiers "
+    "against National / Private brands, where the source has them (The Complete Journey)",
+)
+def pseudo_brands_vs_manufacturers(
+    warehouse: WarehouseResource, raw_source: RawSourceResource
+) -> dg.AssetCheckResult:
+    makers = manufacturers(raw_source.path) if raw_source.source == "completejourney" else None
+    if makers is None:
+        return dg.AssetCheckResult(passed=True, metadata={"note": "the source names no makers"})
+    got = brand_agreement(warehouse.warehouse.read_table(BRANDS_TABLE), makers)
+    pseudo, by_type = got["pseudo_brand_vs_manufacturer"], got["product_type_vs_manufacturer"]
+    tiers = got["private_share_by_tier"]
+    return dg.AssetCheckResult(
+        # Informational: agreement is reported, and a tier order that puts private labels in
+        # the dearer tiers would mean the tiers do not measure price position.
+        passed=tiers.get("value", {}).get("private", 0)
+        >= tiers.get("premium", {}).get("private", 0),
+        metadata={
+            "products": got["products"],
+            "manufacturers": got["manufacturers"],
+            "pseudo_brand_ari": pseudo["ari"],
+            "pseudo_brand_nmi": pseudo["nmi"],
+            "product_type_ari": by_type["ari"],
+            "product_type_nmi": by_type["nmi"],
+            **{f"private_share_{t}": v["private"] for t, v in tiers.items()},
         },
     )
 
