@@ -40,6 +40,7 @@ COUNTS = (
     "serve_threads",
     "serve_max_concurrent",
     "serve_max_queued",
+    "sequential_seconds",
 )
 
 # Upper bounds (decision D77): past them a value is a typo or would break what reads it (a port
@@ -53,6 +54,7 @@ COUNT_LIMITS = {
     "serve_max_body_bytes": 1 << 30,  # 1 GiB
     "serve_max_concurrent": 256,
     "serve_max_queued": 10_000,
+    "sequential_seconds": 86_400,  # a day
 }
 HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -98,6 +100,11 @@ class Settings(BaseSettings):
     train_end: int | None = _setting(None, "last training week", "80 (LGSR), 36 (Complete Journey)")
     valid_end: int | None = _setting(
         None, "last validation week; test weeks follow", "95 (LGSR), 43 (Complete Journey)"
+    )
+    sequential_seconds: int = _setting(
+        60,
+        "CPU seconds each of SASRec and BERT4Rec may train; an epoch starts only within it "
+        "(large: to validation convergence, patience 3)",
     )
     compiled_scan: bool = _setting(
         True, "0 runs the PyTorch selective scan instead of the compiled one", "1"

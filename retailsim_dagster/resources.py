@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from retailsim_core.baselines.sequential import SequentialConfig
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.graph.graph_edges import GraphConfig
 from retailsim_core.ingest.file_reader import ReadLimits
@@ -98,7 +99,11 @@ class PipelineConfigResource(dg.ConfigurableResource):
 
     @property
     def evaluation(self) -> EvalConfig:
-        return EvalConfig(max_test_samples=self.eval_test_samples or None, seed=self.model_seed)
+        return EvalConfig(
+            max_test_samples=self.eval_test_samples or None,
+            seed=self.model_seed,
+            sequential=SequentialConfig(max_seconds=float(load_settings().sequential_seconds)),
+        )
 
     @property
     def split(self) -> TemporalSplit:

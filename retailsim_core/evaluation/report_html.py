@@ -243,6 +243,7 @@ def render_report(
         *([f"<p><b>{html.escape(note)}</b></p>"] if note else []),
         "<h2>What each method sees</h2>",
         _inputs_table(tuning.get("method_inputs", {})),
+        *_budget_line(tuning),
         "<p>Rows told the basket's mission (the conditional use) are compared only with each "
         "other.</p>",
         "<h2>Verdict</h2><ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in lines) + "</ul>",
@@ -309,4 +310,24 @@ def _coverage_line(coverage: dict | None) -> list[str]:
         f"{coverage['purchase_share']:.1%} of the test baskets' purchases and "
         f"{coverage['products_covered']:,} of the {coverage['products']:,} products they hold; "
         "no token-based method can predict the rest.</p>"
+    ]
+
+
+def _budget_line(tuning: dict) -> list[str]:
+    """Whether SASRec and BERT4Rec stopped on their validation curve or on their CPU budget
+    (RETAILSIM_SEQUENTIAL_SECONDS): a budget-limited baseline is not a converged one."""
+    out = []
+    for name in ("SASRec", "BERT4Rec"):
+        info = tuning.get(name) or {}
+        if info.get("stopped_by") == "time budget":
+            out.append(
+                f"{name} is budget-limited: {info.get('epochs')} epoch(s) in "
+                f"{info.get('seconds', 0):.0f} s (best {info.get('best_epoch')}), stopped by its "
+                "CPU budget, not by its validation curve"
+            )
+    if not out:
+        return []
+    return [
+        "<p>" + html.escape("; ".join(out)) + ". RETAILSIM_SEQUENTIAL_SECONDS raises the budget "
+        "(a large value trains to validation convergence).</p>"
     ]

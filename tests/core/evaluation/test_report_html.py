@@ -77,3 +77,24 @@ def test_the_events_section_says_what_a_stand_in_cannot_show():
     assert "0.680" in planted and STAND_IN_CAVEAT not in planted
     assert STAND_IN_CAVEAT in stand_in
     assert events_section({"events": 0}) == []
+
+
+def test_a_budget_limited_sequential_baseline_is_said_to_be_one():
+    from retailsim_core.evaluation.report_html import _budget_line, _coverage_line
+
+    tuning = {
+        "SASRec": {"stopped_by": "time budget", "epochs": 1, "seconds": 46.3, "best_epoch": 1},
+        "BERT4Rec": {"stopped_by": "patience", "epochs": 9, "seconds": 300.0, "best_epoch": 6},
+    }
+    (line,) = _budget_line(tuning)
+    assert "SASRec is budget-limited: 1 epoch(s) in 46 s" in line and "BERT4Rec" not in line
+    assert _budget_line({"SASRec": {"stopped_by": "patience"}}) == []
+    coverage = {
+        "vocabulary": 3,
+        "purchase_share": 0.6,
+        "products_covered": 2,
+        "products": 4,
+        "purchases": 5,
+    }
+    (text,) = _coverage_line(coverage)
+    assert "names 60.0% of the test baskets' purchases and 2 of the 4 products" in text
