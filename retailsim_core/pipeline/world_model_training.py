@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from retailsim_core.evaluation.response_prior import plan_lifts, start_plan_responses
 from retailsim_core.models.inputs import (
     copurchase_token_pairs,
     graphsage_rows,
@@ -48,7 +49,6 @@ from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
 from retailsim_core.training.loop import train
 from retailsim_core.training.model_setup import build_model, fit_feature_scaling
-from retailsim_core.training.response_prior import plan_lifts, start_plan_responses
 from retailsim_core.training.train_config import TrainConfig, phase_schedule
 from retailsim_core.training.validation import popularity_scores
 from retailsim_core.training_data.model_inputs import ModelInputs

@@ -6,9 +6,9 @@ import polars as pl
 import torch
 import torch.nn.functional as F
 
+from retailsim_core.evaluation.response_prior import FLOOR, plan_lifts, start_plan_responses
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
 from retailsim_core.models.heads import PRODUCT_RESPONSES, PriceResponse
-from retailsim_core.training.response_prior import FLOOR, plan_lifts, start_plan_responses
 
 VOCAB = pl.DataFrame({"product_id": ["A", "B", "C"], "token": [1, 2, 3]})
 CATEGORIES = np.array([0, 1, 1, 2])  # PAD, then A and B share a category, C its own
