@@ -31,6 +31,7 @@ from retailsim_core.models.world_model import WorldModel, WorldModelConfig, para
 from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.graph_tables import load_graph
 from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA
+from retailsim_core.pipeline.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.training_data_weeks import build_trip_store
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet
@@ -139,7 +140,7 @@ def _prices_and_shelf(
 def promotion_plan(warehouse: Warehouse, weeks: list[int]) -> pl.DataFrame | None:
     """The source's promotion plan of ``weeks`` (``PLAN_SCHEMA``; D86, D87), or None where no
     week of them has one: a source without a plan (LGSR) or a warehouse ingested before it."""
-    known = [w for w in weeks if w in set(warehouse.weeks(PROMOTION_CELLS_TABLE))]
+    known = known_promotion_weeks(warehouse, weeks)  # read from a plan, not "no_table"
     if not known:
         return None
     return (
