@@ -1,12 +1,19 @@
-"""The plan responses' empirical-Bayes start: training-week lifts per product, shrunk toward
-the category, floored at the response's sign, set exactly on the price response."""
+"""The plan responses' empirical-Bayes start: training-week rate ratios per product, shrunk
+toward the category's and the category's toward the overall one (gamma-Poisson), floored at
+the response's sign, set exactly on the price response."""
 
 import numpy as np
 import polars as pl
+import pytest
 import torch
 import torch.nn.functional as F
 
-from retailsim_core.evaluation.response_prior import FLOOR, plan_lifts, start_plan_responses
+from retailsim_core.evaluation.response_prior import (
+    FLOOR,
+    PSEUDO_UNITS,
+    plan_lifts,
+    start_plan_responses,
+)
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
 from retailsim_core.models.heads import PRODUCT_RESPONSES, PriceResponse
 
@@ -37,14 +44,19 @@ def _world():
     return trips, plan
 
 
-def test_lifts_follow_the_training_weeks_and_unpromoted_products_take_the_pooled_one():
+def test_lifts_are_shrunk_rate_ratios_and_unpromoted_products_take_their_categorys():
     trips, plan = _world()
     lifts = plan_lifts(trips, plan, VOCAB, CATEGORIES)
     display, mailer = lifts[:, 0], lifts[:, 1]
-    assert display[1] > 0.2  # A: log(5 / 2) = 0.92 from two cells, shrunk toward the pool
-    assert abs(mailer[2]) < 0.05  # B: no change in its mailer week
-    # C was never promoted: the pooled responses (every promoted cell, shrunk)
-    assert 0 < display[3] < display[1]
+    m = PSEUDO_UNITS
+    # display: A sold 8 in its 2 displayed weeks against 2 expected at its unpromoted rate
+    overall = (8 + m) / (2 + m)
+    category = (8 + m * overall) / (2 + m)
+    assert display[1] == pytest.approx(np.log((8 + m * category) / (2 + m)))
+    assert display[2] == pytest.approx(np.log(category))  # B: never displayed, its category's
+    assert display[3] == pytest.approx(np.log(overall))  # C: a category never displayed
+    # mailer: B sold 2 against 2 expected, a rate ratio of 1 whatever the shrinkage
+    assert mailer[2] == pytest.approx(0.0)
 
 
 def test_no_promoted_sale_gives_no_start():
