@@ -35,6 +35,7 @@ class PriceInputs:
     trips: pl.DataFrame | None = None  # the trip store: basket_id, store_id, week, products
     promotions: pl.LazyFrame | None = None  # PROMOTIONS_SCHEMA cells known before the sales
     promotion_source: str = ""  # where ``promotions`` come from (the report says it)
+    fit_baskets: pl.Series | None = None  # training weeks' sample baskets the baselines fit on
 
 
 def simulation_rows(rows: np.ndarray) -> np.ndarray:

@@ -7,7 +7,8 @@ baskets hold the product) with its promotion and without it, in the same context
   the shelf it reads, then with the event products' shelf promotions removed (their price back
   to regular, depth 0, off display and out of the mailer); if its shelf shows no promotion,
   both predictions agree;
-- the baselines of ``baselines/econometric.py``, fitted on the validation weeks' panel.
+- the baselines of ``baselines/econometric.py``, fitted on the training and validation weeks'
+  panel (their evaluated baskets: the training weeks' samples and the validation baskets).
 
 Then ``response_metrics`` against the observed lifts, the split-half ceiling, and the tables
 behind them (``price_events.parquet``, one row per event; ``price_event_products.parquet``).
@@ -75,21 +76,26 @@ def price_event_check(
     source: str,
     seed: int,
     n_boot: int = 500,
+    fit_baskets: pl.Series | None = None,
 ) -> EventCheck:
     """``samples``: the validation and test baskets of ``data`` (row-aligned); ``trips``: the
     trip store (basket_id, store_id, week, products); ``promotions``: ``PROMOTIONS_SCHEMA``
     rows known without the cells' own sales, from ``source``; ``categories``: product_id,
-    category."""
+    category; ``fit_baskets``: the training weeks' basket ids the baselines fit on besides the
+    validation baskets (None: the validation weeks alone)."""
     split = samples["split"].to_numpy()
     test_rows = np.flatnonzero(split == "test")
     test_weeks = sorted(samples["week"].filter(samples["split"] == "test").unique().to_list())
-    valid_weeks = sorted(samples["week"].filter(samples["split"] == "validation").unique())
-    panel = sales_panel(basket_sales(trips, samples["basket_id"]), promotions).collect()
+    baskets = samples["basket_id"]
+    if fit_baskets is not None:
+        baskets = pl.concat([fit_baskets.cast(baskets.dtype), baskets])
+    panel = sales_panel(basket_sales(trips, baskets), promotions).collect()
     events = promotion_events(panel.lazy(), test_weeks)
     observed = product_lifts(panel.lazy(), test_weeks)
     if events.height == 0:
         return EventCheck({"source": source, "events": 0}, events, observed)
-    fit = panel.filter(pl.col("week").is_in(valid_weeks))
+    fit = panel.filter(pl.col("week") < test_weeks[0])  # training and validation weeks
+    fit_weeks = fit["week"].unique().sort()
     hier = HierarchicalLogLog.fit(fit, categories).predict(events)
     base = unpromoted_level(fit, events)
     depth = events["depth"].fill_null(np.nan).to_numpy()
@@ -117,7 +123,7 @@ def price_event_check(
         "source": source,
         "events": table.height,
         "weeks": [test_weeks[0], test_weeks[-1]],
-        "fitted_weeks": [valid_weeks[0], valid_weeks[-1]] if valid_weeks else None,
+        "fitted_weeks": [fit_weeks[0], fit_weeks[-1]] if len(fit_weeks) else None,
         "ceiling": split_half_ceiling(panel.lazy(), test_weeks),
         "methods": {name: s.summary for name, s in scored.items()},
         "world_model_vs": {

@@ -172,6 +172,7 @@ def event_check(tasks: EvalTasks, prices: PriceInputs, seed: int) -> EventCheck:
         categories,
         prices.promotion_source,
         seed,
+        fit_baskets=prices.fit_baskets,
     )
 
 

@@ -44,6 +44,7 @@ from retailsim_core.tables import (
 )
 from retailsim_core.training.checkpoint import load_model
 from retailsim_core.training_data.model_inputs import ModelInputs
+from retailsim_core.training_data.sample_buckets import SAMPLES_SCHEMA
 from retailsim_core.training_data.tokens import ProductVocab
 
 PLANTED_PROMOTIONS = "promotions.parquet"  # the generator's calendar in its truth folder
@@ -138,26 +139,39 @@ def with_event_inputs(
     trips: pl.DataFrame,
     truth_dir: Path | None,
 ) -> PriceInputs:
-    """The promotion events' inputs (D76, D86): the trip store, and promotions known before
+    """The promotion events' inputs (D76, D86): the trip store, the training weeks' sample
+    baskets (the baselines fit on training and validation weeks), and promotions known before
     the sales, the best the data has: the generator's planted calendar when the truth is bound,
     else the source's promotion table where it has one for the evaluated weeks, else the
-    leave-one-store-out regional promotions of ``derived_prices`` (validation and test
-    weeks)."""
+    leave-one-store-out regional promotions of ``derived_prices``."""
     stores = trips.select("store_id", "store_region").unique("store_id")
-    weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.train_end]
-    known = known_promotion_weeks(warehouse, weeks)
+    weeks = warehouse.weeks(PRICES_TABLE)
+    known = known_promotion_weeks(warehouse, [w for w in weeks if w > split.train_end])
     if truth_dir is not None and (truth_dir / PLANTED_PROMOTIONS).exists():
         calendar = pl.read_parquet(truth_dir / PLANTED_PROMOTIONS)
         promotions, source = planted_promotions(calendar, stores), "planted calendar"
     elif known:
         depths = regional_promotions(promotion_cells(warehouse, weeks), stores)
-        promotions = table_promotions(warehouse.scan(PROMOTION_CELLS_TABLE, known), depths)
+        plan = warehouse.scan(PROMOTION_CELLS_TABLE, known_promotion_weeks(warehouse, weeks))
+        promotions = table_promotions(plan, depths)
         source = "the source's promotion table (display, mailer; depth from other stores)"
     else:
-        cells = promotion_cells(warehouse, weeks)
-        promotions = regional_promotions(cells, stores)
+        promotions = regional_promotions(promotion_cells(warehouse, weeks), stores)
         source = "other stores of the region, same week (leave-one-store-out)"
-    return dataclasses.replace(prices, trips=trips, promotions=promotions, promotion_source=source)
+    train_weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w <= split.train_end]
+    fit_baskets = (
+        warehouse.scan(SAMPLES_TABLE, train_weeks, schema=SAMPLES_SCHEMA)
+        .filter(~pl.col("truncated"))
+        .select("basket_id")
+        .collect()["basket_id"]
+    )
+    return dataclasses.replace(
+        prices,
+        trips=trips,
+        promotions=promotions,
+        promotion_source=source,
+        fit_baskets=fit_baskets,
+    )
 
 
 def price_inputs(

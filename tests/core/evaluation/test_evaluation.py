@@ -203,8 +203,8 @@ def test_cold_start_slice_holds_every_cold_start_test_basket(report):
 
 def test_promotion_events_are_test_weeks_known_before_the_sales(report, tiny_warehouse):
     """The D76 check: events of test weeks only, promotions from the planted calendar (the
-    truth is bound here), baselines fitted on validation weeks, every method's two predictions
-    and the report's section."""
+    truth is bound here), baselines fitted on training and validation weeks (never a test
+    week), every method's two predictions and the report's section."""
     result, wh = report
     split = tiny_warehouse["split"]
     folder = wh.table_dir(REPORT_TABLE)
@@ -213,8 +213,8 @@ def test_promotion_events_are_test_weeks_known_before_the_sales(report, tiny_war
     assert summary["source"] == "planted calendar"
     assert events.height == summary["events"] > 0
     assert events["week"].min() > split.valid_end
-    assert split.train_end < summary["fitted_weeks"][0] <= summary["fitted_weeks"][1]
-    assert summary["fitted_weeks"][1] <= split.valid_end
+    first, last = summary["fitted_weeks"]
+    assert first <= split.train_end < last <= split.valid_end
     units = [c for c in events.columns if c.endswith("units") or c.endswith("promotion")]
     assert set(units) >= {"observed_units", "predicted_units", "predicted_units_no_promotion"}
     assert all((events[c] >= 0).all() for c in units)
