@@ -149,7 +149,7 @@ def basket_sales(trips: pl.DataFrame, baskets: pl.Series) -> pl.LazyFrame:
         trips.lazy()
         .filter(pl.col("basket_id").is_in(baskets.implode()))
         .select("store_id", "week", product_id=pl.col("products"))
-        .explode("product_id")
+        .explode("product_id", empty_as_null=False)
         .group_by("product_id", "store_id", "week")
         .agg(units=pl.len())
         .select(SALES_SCHEMA.names())

@@ -21,7 +21,14 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.evaluation.response_prior import plan_lifts, start_plan_responses
+from retailsim_core.evaluation.promotion_events import regional_promotions
+from retailsim_core.evaluation.response_prior import (
+    depth_responses,
+    plan_lifts,
+    start_depth_responses,
+    start_plan_responses,
+)
+from retailsim_core.models.heads import PriceResponse
 from retailsim_core.models.inputs import (
     copurchase_token_pairs,
     graphsage_rows,
@@ -30,7 +37,7 @@ from retailsim_core.models.inputs import (
 from retailsim_core.models.world_model import WorldModel, WorldModelConfig, parameter_count
 from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.graph_tables import load_graph
-from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA
+from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA, promotion_cells
 from retailsim_core.pipeline.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.training_data_weeks import build_trip_store
 from retailsim_core.split import TemporalSplit
@@ -151,17 +158,30 @@ def promotion_plan(warehouse: Warehouse, weeks: list[int]) -> pl.DataFrame | Non
     )
 
 
-def training_plan_lifts(
-    warehouse: Warehouse, split: TemporalSplit, inputs: ModelInputs
-) -> np.ndarray | None:
-    """(V, 2) display and mailer lifts of the training weeks (``response_prior.plan_lifts``),
-    or None where those weeks have no promotion plan."""
+def start_responses(
+    response: PriceResponse,
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    inputs: ModelInputs,
+    log: Callable[[str], None],
+) -> None:
+    """Start the own-depth responses, and the display and mailer responses where the training
+    weeks have a promotion plan, at the training weeks' rate ratios (``response_prior``; D87,
+    D88). The depth is the shelf's: a cut the region's other stores showed (D45)."""
     weeks = list(range(1, split.train_end + 1))
-    plan = promotion_plan(warehouse, weeks)
-    if plan is None:
-        return None
     trips = inputs.store.trips.filter(pl.col("week") <= split.train_end)
-    return plan_lifts(trips, plan, inputs.vocab.frame(), inputs.categories)
+    vocab = inputs.vocab.frame()
+    stores = trips.select("store_id", "store_region").unique("store_id")
+    cuts = regional_promotions(promotion_cells(warehouse, weeks), stores)
+    own = depth_responses(trips, cuts, vocab, inputs.categories)
+    if own is not None:
+        start_depth_responses(response, own)
+        log(f"own-depth responses start at the training weeks' (median {np.median(own):.2f})")
+    plan = promotion_plan(warehouse, weeks)
+    lifts = None if plan is None else plan_lifts(trips, plan, vocab, inputs.categories)
+    if lifts is not None:  # a source with a promotion plan
+        start_plan_responses(response, lifts)
+        log(f"plan responses start at the training weeks' lifts (median {np.median(lifts, 0)})")
 
 
 @dataclass(frozen=True)
@@ -213,10 +233,7 @@ def train_world_model(
         inputs.copurchase,
         torch.from_numpy(inputs.categories),
     )
-    lifts = training_plan_lifts(warehouse, split, inputs)
-    if lifts is not None:  # a source with a promotion plan (D87)
-        start_plan_responses(model.price_response, lifts)
-        log(f"plan responses start at the training weeks' lifts (median {np.median(lifts, 0)})")
+    start_responses(model.price_response, warehouse, split, inputs, log)
     fit_feature_scaling(model, train_data, train_cfg.seed)
     popularity = popularity_scores(train_data, np.arange(len(train_data)))
     folder = folder or warehouse.table_dir(CHECKPOINT_TABLE)

@@ -1,6 +1,6 @@
-"""The plan responses' empirical-Bayes start: training-week rate ratios per product, shrunk
-toward the category's and the category's toward the overall one (gamma-Poisson), floored at
-the response's sign, set exactly on the price response."""
+"""The responses' empirical-Bayes start: training-week rate ratios per product, shrunk toward
+the category's and the category's toward the overall one (gamma-Poisson), floored at the
+response's sign, set exactly on the price response; the own-depth response per unit of depth."""
 
 import numpy as np
 import polars as pl
@@ -8,10 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from retailsim_core.evaluation.promotion_events import PROMOTIONS_SCHEMA
 from retailsim_core.evaluation.response_prior import (
     FLOOR,
     PSEUDO_UNITS,
+    depth_responses,
     plan_lifts,
+    start_depth_responses,
     start_plan_responses,
 )
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
@@ -77,3 +80,47 @@ def test_the_start_is_set_exactly_and_pooled_by_category():
     raw_ab = pr.raw_category_weights[1, 0]  # the display column of the pooled responses
     assert float(F.softplus(raw_ab)) > 0.2 and float(F.softplus(raw_ab)) < 0.6
     assert (pr.raw_product_weights[:, 0] == 0).all()
+
+
+def _cuts(rows):
+    return pl.DataFrame(
+        [(p, "S1", w, "price", d) for p, w, d in rows], schema=PROMOTIONS_SCHEMA, orient="row"
+    ).lazy()
+
+
+def test_depth_responses_are_log_rate_ratios_per_unit_of_depth():
+    trips, _ = _world()
+    # A cut by 0.5 in weeks 3 and 6 (where it sold 4 against 1); B cut by 0.2 in week 4
+    own = depth_responses(
+        trips, _cuts([("A", 3, 0.5), ("A", 6, 0.5), ("B", 4, 0.2)]), VOCAB, CATEGORIES
+    )
+    m = PSEUDO_UNITS
+    overall, depth = (8 + 2 + m) / (2 + 2 + m), (0.5 + 0.5 + 0.2) / 3  # B: 2 sold, 2 expected
+    category = (10 + m * overall) / (4 + m)  # A and B: the same mean depth as the whole
+    # a prior ratio is per unit of depth: at depth d it is category ** (d / depth)
+    assert own[1] == pytest.approx(np.log((8 + m * category ** (0.5 / depth)) / (2 + m)) / 0.5)
+    assert own[2] == pytest.approx(np.log((2 + m * category ** (0.2 / depth)) / (2 + m)) / 0.2)
+    assert own[3] == pytest.approx(np.log(overall) / depth)  # C: never cut, the overall one
+    # B sold no more when cut: shrunk toward its category, it still responds less than A
+    assert own[1] > own[2] > 0
+
+
+def test_a_cut_of_depth_zero_is_no_cut():
+    trips, _ = _world()
+    assert depth_responses(trips, _cuts([("A", 3, 0.0)]), VOCAB, CATEGORIES) is None
+
+
+def test_the_depth_start_is_set_exactly_and_leaves_the_plan_responses():
+    pr = PriceResponse(2, 4, torch.zeros(2, 0, dtype=torch.long), torch.from_numpy(CATEGORIES))
+    before = pr.raw_category_weights.detach().clone()
+    own = np.array([0.0, 2.5, -1.0, 0.3])
+    start_depth_responses(pr, own)
+    got = pr.product_weights[:, PRODUCT_RESPONSES.index("discount_depth")].detach()
+    torch.testing.assert_close(got, torch.tensor([FLOOR, 2.5, FLOOR, 0.3]), atol=1e-5, rtol=1e-5)
+    assert torch.equal(pr.raw_category_weights.detach(), before)
+    assert (
+        pr.raw_product_weights[:, 1:]
+        == PriceResponse(
+            2, 4, torch.zeros(2, 0, dtype=torch.long), torch.from_numpy(CATEGORIES)
+        ).raw_product_weights[:, 1:]
+    ).all()
