@@ -305,8 +305,8 @@ def _run_epochs(
 
 def _param_groups(step: nn.Module, model, cfg: TrainConfig) -> list[dict]:
     """Everything at the phase LR with weight decay, except the price responses of categories
-    and products: a larger LR and no decay (decay would pull rarely promoted products'
-    elasticities to 0; pooling comes from the shared category term, D87)."""
+    and products: ``price_lr_scale`` times the LR and no decay (decay would pull rarely promoted
+    products' elasticities to 0; pooling comes from the shared category term, D87)."""
     response = model.price_response
     price = [response.raw_category_weights, response.raw_product_weights]
     others = [p for p in step.parameters() if all(p is not q for q in price)]
