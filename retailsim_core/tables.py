@@ -52,6 +52,8 @@ CHECKPOINT_TABLE = "trained_checkpoint"
 BASELINES_TABLE = "tuned_baselines"
 REPORT_TABLE = "evaluation_report"
 ONNX_TABLE = "onnx_scoring_graph"
+HOLDOUT_TABLE = "holdout_checkpoint"
+PRICING_TABLE = "pricing_policy"
 
 
 @dataclass(frozen=True)
@@ -100,4 +102,6 @@ TABLES = _tables(
     Table(BASELINES_TABLE, BASELINES_TABLE, False, None, "tuning.json + safetensors + manifest"),
     Table(REPORT_TABLE, REPORT_TABLE, False, None, "metrics JSON/Parquet, report.html"),
     Table(ONNX_TABLE, ONNX_TABLE, False, None, "scoring.onnx + manifest"),
+    Table(HOLDOUT_TABLE, HOLDOUT_TABLE, False, None, "safetensors + JSON + manifest"),
+    Table(PRICING_TABLE, PRICING_TABLE, False, None, "results.json, paths, PPO safetensors"),
 )

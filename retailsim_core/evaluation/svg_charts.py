@@ -103,3 +103,32 @@ def loss_curve_svg(losses: list[float], width: int = 480, height: int = 200) -> 
         f"{losses[-1]:.3f}</text>"
         f"</svg>"
     )
+
+
+def lines(series: dict[str, list[float]], title: str, width: int = 560, height: int = 240) -> str:
+    """Several named series over the same x positions, one polyline each, with a legend."""
+    values = [v for ys in series.values() for v in ys] or [0.0]
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or 1.0
+    count = max((len(ys) for ys in series.values()), default=1)
+    plot_w, plot_h = width - 170, height - 50
+
+    def point(i: int, v: float) -> str:
+        return f"{50 + i * plot_w / max(count - 1, 1):.1f},{25 + (hi - v) * plot_h / span:.1f}"
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">',
+        f'<text x="10" y="15" font-size="12">{html.escape(title)}</text>',
+        f'<text x="4" y="{29}" font-size="10">{hi:.3f}</text>',
+        f'<text x="4" y="{25 + plot_h}" font-size="10">{lo:.3f}</text>',
+    ]
+    for k, (name, ys) in enumerate(series.items()):
+        colour = COLOURS[k % len(COLOURS)]
+        pts = " ".join(point(i, v) for i, v in enumerate(ys))
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{pts}"/>')
+        parts.append(
+            f'<text x="{width - 110}" y="{30 + 14 * k}" font-size="11" fill="{colour}">'
+            f"{html.escape(name)}</text>"
+        )
+    parts.append(f'<text x="50" y="{height - 8}" font-size="11">week 1..{count}</text></svg>')
+    return "".join(parts)

@@ -184,6 +184,16 @@ def start_responses(
         log(f"plan responses start at the training weeks' lifts (median {np.median(lifts, 0)})")
 
 
+def sample_customers(samples: pl.DataFrame, share: float, seed: int) -> pl.DataFrame:
+    """The rows of a seeded ``share`` of the customers (all rows at share 1)."""
+    if share >= 1.0:
+        return samples
+    customers = np.sort(samples["customer_id"].unique().to_numpy())
+    n = max(1, round(share * len(customers)))
+    kept = np.random.default_rng(seed).choice(customers, size=n, replace=False)
+    return samples.filter(pl.col("customer_id").is_in(kept.tolist()))
+
+
 @dataclass(frozen=True)
 class TrainingSummary:
     """What a training run returns; the fields before ``history`` are config.json's summary."""
@@ -209,15 +219,19 @@ def train_world_model(
     log: Callable[[str], None] = lambda _: None,
     model_out: bool = False,
     folder: Path | None = None,
+    customer_share: float = 1.0,
 ) -> TrainingSummary:
     """Train on training weeks, early-stop on validation weeks, write the checkpoint folder (rank 0
     only under torchrun; default the warehouse's ``trained_checkpoint``). ``model_out`` adds the
-    trained model to the summary."""
+    trained model to the summary; ``customer_share`` < 1 trains on the training baskets of that
+    share of the customers (a seeded draw; the held-out simulator of ``pricing_run``)."""
     start = time.perf_counter()
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     inputs = load_model_inputs(warehouse, range(1, split.valid_end + 1))
     usable = inputs.samples.filter(~pl.col("truncated"))  # design §4.7.5 case 5
-    train_samples = usable.filter(pl.col("split") == "train")
+    train_samples = sample_customers(
+        usable.filter(pl.col("split") == "train"), customer_share, train_cfg.seed
+    )
     train_data = inputs.training_set(train_samples, tensor_cfg)
     valid_data = inputs.training_set(usable.filter(pl.col("split") == "validation"), tensor_cfg)
     log(

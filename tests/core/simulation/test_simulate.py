@@ -1,15 +1,12 @@
-"""Basket generation, expected units, autograd elasticities, shelf prices and the pricing
-environment.
-"""
+"""Basket generation, expected units, autograd elasticities and shelf prices (the pricing
+environment: tests/core/pricing)."""
 
 import numpy as np
 import polars as pl
 import pytest
 import torch
-from gymnasium.utils.env_checker import check_env
 
 from retailsim_core.pipeline.world_model_training import load_model_inputs
-from retailsim_core.simulation.rl_env import CategoryPricingEnv
 from retailsim_core.simulation.simulate import elasticities, expected_units, generate, price_book
 from retailsim_core.training.checkpoint import load_model
 from retailsim_core.training_data.shelf import SHELF_FEATURES, ShelfPrices, with_price_multipliers
@@ -187,17 +184,6 @@ def test_counterfactual_prices_reprice_the_shelf_exactly():
     np.testing.assert_allclose(
         repriced[0, 2].numpy(), [np.log(2.0 * 0.5), 0.5, 1.0, 1.0, 0.0, 0.0], atol=1e-6
     )
-
-
-def test_pricing_environment_passes_gymnasiums_checker(world):
-    model, vocab, batch, _, _ = world
-    size = torch.full((len(batch["basket_labels"]),), 5.0)
-    products = np.arange(1, 6)
-    env = CategoryPricingEnv(model, batch, size, products, prices=np.full(5, 2.0), horizon=3)
-    check_env(env, skip_render_check=True)
-    obs, info = env.reset(seed=0)
-    _, reward, terminated, truncated, _ = env.step(np.zeros(5, dtype=np.float32))
-    assert reward == pytest.approx(0.0, abs=1e-9) and not terminated and not truncated
 
 
 def test_a_given_mission_changes_the_simulation_and_none_is_the_default(world):

@@ -1,0 +1,286 @@
+"""``pricing_policy``: price the top categories on the world model, judge every policy on a
+held-out simulator too, write ``results.json``, the price paths, the PPO weights and a report
+section (design §7.3, §7.4 layer 4; decision D89; ``docs/pricing.md``).
+
+The held-out simulator is ``holdout_checkpoint``: the same model and schedule trained with another
+seed on a sample of the training customers (``train_holdout``). A policy is found against the
+training simulator only; the gap between its lift there and on the held-out one is what it
+exploited of the first model's errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from retailsim_core.evaluation.svg_charts import lines
+from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA
+from retailsim_core.pipeline.truth import bind_truth
+from retailsim_core.pipeline.world_model_training import (
+    TrainingSummary,
+    load_model_inputs,
+    train_world_model,
+)
+from retailsim_core.pricing.environment import PricingConfig, historical_values
+from retailsim_core.pricing.panel import PricingPanel, build_panel, category_prices
+from retailsim_core.pricing.planted import PlantedDemand
+from retailsim_core.pricing.policies import (
+    evaluate,
+    myopic_path,
+    ppo_path,
+    static_path,
+    train_ppo,
+)
+from retailsim_core.pricing.report import pricing_markdown
+from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.io import atomic_write_parquet, atomic_write_text
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import PRICES_TABLE, SAMPLES_TABLE
+from retailsim_core.training import checkpoint as ckpt
+from retailsim_core.training.checkpoint import load_model
+from retailsim_core.training.train_config import TrainConfig
+from retailsim_core.training_data.tensors import TensorConfig
+
+RESULTS_FILE = "results.json"
+HOLDOUT_SHARE = 0.5  # of the training customers the held-out simulator learns from
+
+
+@dataclass(frozen=True)
+class PricingRunConfig:
+    categories: int = 3  # top categories by training-week revenue
+    contexts_per_week: int = 64  # test-week baskets per week in a panel
+    seeds: int = 1  # PPO seeds (benchmarks/bench_pricing.py: 5)
+    ppo_timesteps: int = 2_000  # environment steps per PPO seed
+    holdout: bool = True  # judge every policy on the held-out simulator too
+    grid: int = 5  # grid points of the static search per product (and the regular price)
+    seed: int = 0  # the context sample and the first PPO seed
+    env: PricingConfig = field(default_factory=PricingConfig)
+
+
+def priced_categories(
+    warehouse: Warehouse, split: TemporalSplit, id_map: pl.DataFrame, vocab_frame: pl.DataFrame
+) -> pl.DataFrame:
+    """Priced products (``CATEGORY_PRICES_SCHEMA`` + token, category) of the training weeks'
+    observed cells, with each category's revenue and size."""
+    cells = (
+        warehouse.scan(PRICES_TABLE, range(1, split.train_end + 1), schema=DERIVED_PRICES_SCHEMA)
+        .filter(pl.col("imputation_method") == "observed")
+        .select("product_id", "actual_price", "base_price", "units")
+    )
+    return (
+        category_prices(cells)
+        .collect()
+        .join(vocab_frame, on="product_id")
+        .join(
+            id_map.select("product_id", pl.col("prod_code_10").alias("category")), on="product_id"
+        )
+        .with_columns(
+            pl.col("revenue").sum().over("category").alias("category_revenue"),
+            pl.len().over("category").alias("category_products"),
+        )
+        .sort("category", "product_id")
+    )
+
+
+def train_holdout(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    model_cfg: WorldModelConfig,
+    train_cfg: TrainConfig,
+    folder: Path,
+    log: Callable[[str], None] = lambda _: None,
+) -> TrainingSummary:
+    """The held-out simulator: the same model and schedule trained with the next seed on a
+    seeded half of the training customers (``HOLDOUT_SHARE``)."""
+    return train_world_model(
+        warehouse,
+        split,
+        model_cfg,
+        dataclasses.replace(train_cfg, seed=train_cfg.seed + 1),
+        log=log,
+        folder=folder,
+        customer_share=HOLDOUT_SHARE,
+    )
+
+
+def run_pricing(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    checkpoint: Path,
+    holdout: Path | None,
+    folder: Path,
+    cfg: PricingRunConfig = PricingRunConfig(),
+    log: Callable[[str], None] = lambda _: None,
+    truth_dir: Path | None = None,
+) -> dict:
+    """Every policy on the top categories; writes ``folder`` and returns results.json. With the
+    generator's ``truth_dir`` (synthetic data) every path is judged by the planted demand too."""
+    start = time.perf_counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("ppo_*.safetensors"):  # a re-run writes exactly its own agents
+        stale.unlink()
+    binding = bind_truth(truth_dir, warehouse)  # only the truth of the ingested files
+    truth_dir = binding.truth_dir
+    model, vocab, config = load_model(checkpoint)
+    second = None
+    if cfg.holdout and holdout is not None and (holdout / "model.safetensors").exists():
+        second, second_vocab, _ = load_model(holdout)
+        if second_vocab != vocab:
+            raise ValueError(f"{holdout} has another vocabulary than {checkpoint}: retrain it")
+    weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.valid_end]
+    inputs = load_model_inputs(warehouse, weeks)
+    products = priced_categories(warehouse, split, inputs.id_map, vocab.frame())
+    top = (
+        products.filter(pl.col("category_products") >= 2)
+        .group_by("category")
+        .agg(pl.col("category_revenue").first())
+        .sort("category_revenue", "category", descending=[True, False])
+        .head(cfg.categories)["category"]
+        .to_list()
+    )
+    if not top:
+        raise ValueError("no category has two products priced in the training weeks")
+    tensors = TensorConfig(**config["tensors"])
+    samples = inputs.samples.filter(pl.col("split") == "test", ~pl.col("truncated"))
+    weeks = sorted(set(weeks) & set(samples["week"].cast(pl.Int64).to_list()))  # with baskets
+    batches, weekly = [], []
+    for w in weeks:
+        week = samples.filter(pl.col("week") == w).sort("basket_id")
+        weekly.append(week.sample(min(cfg.contexts_per_week, len(week)), seed=cfg.seed + w))
+        data = inputs.training_set(weekly[-1], tensors)
+        batches.append(data[list(range(len(data)))])
+    log(f"contexts: {sum(len(b['basket_labels']) for b in batches):,} over weeks {weeks}")
+    results, paths = {}, []
+    for category in top:
+        rows = products.filter(pl.col("category") == category)
+        planted = PlantedDemand(truth_dir, weekly, rows["product_id"]) if truth_dir else None
+        results[category], found = _price_category(
+            model, second, weeks, batches, rows, cfg, planted
+        )
+        for s, agent in enumerate(found.pop("agents")):
+            ckpt.save_tensors(
+                folder / f"ppo_{category}_seed{s}.safetensors", agent.policy.state_dict()
+            )
+        for name, (path, _) in found.items():
+            paths.append(_path_frame(category, name, weeks, rows["product_id"], path))
+        log(f"category {category}: {time.perf_counter() - start:.0f}s")
+    summary = {
+        "objective": cfg.env.objective,
+        "config": asdict(cfg),
+        "weeks": weeks,
+        "held_out_simulator": second is not None,
+        "planted_truth": truth_dir is not None,
+        "planted_note": binding.note,
+        "held_out_note": (
+            "holdout_checkpoint: another seed on half of the training customers"
+            if second is not None
+            else "off (pricing_holdout = false or no holdout_checkpoint): training simulator only"
+        ),
+        "categories": results,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    atomic_write_parquet(pl.concat(paths), folder / "price_paths.parquet")
+    ckpt.write_json(folder / RESULTS_FILE, summary)
+    atomic_write_text(pricing_markdown(summary), folder / "report.md")
+    first = pl.concat(paths).filter(pl.col("category") == top[0])
+    atomic_write_text(_paths_svg(first), folder / "price_paths.svg")
+    return summary
+
+
+def _price_category(model, second, weeks, batches, rows, cfg: PricingRunConfig, planted):
+    """Every policy of one category, found on the training simulator and judged on both."""
+    env, tokens = cfg.env, rows["token"].to_numpy()
+    train, held = (
+        None
+        if m is None
+        else build_panel(m, weeks, batches, tokens, rows, env.floor_markup, env.cost_share)
+        for m in (model, second)
+    )
+    found = {
+        "static": (static_path(train, env, cfg.grid), 0),
+        "myopic": (myopic_path(train, env), 0),
+    }
+    agents = [train_ppo(train, env, cfg.seed + s, cfg.ppo_timesteps) for s in range(cfg.seeds)]
+    for s, agent in enumerate(agents):
+        found[f"ppo_seed{s}"] = ppo_path(agent, train, env)
+    out = _category_results(train, held, found, env, rows)
+    if planted is not None:
+        for name, (path, _) in found.items():
+            out["policies"][name]["planted"] = {
+                "lift": planted.lift(weeks, path, train.regular_price, env)
+            }
+        seeds = [v["planted"]["lift"] for k, v in out["policies"].items() if "ppo_seed" in k]
+        out["policies"]["ppo"]["planted"] = _over_seeds(seeds)
+    return out, {**found, "agents": agents}
+
+
+def _category_results(
+    train: PricingPanel,
+    held: PricingPanel | None,
+    found: dict[str, tuple[np.ndarray, int]],
+    env: PricingConfig,
+    rows: pl.DataFrame,
+) -> dict:
+    _, hist_revenue = historical_values(train, env)
+    out = {
+        "products": rows["product_id"].to_list(),
+        "historical_revenue_cv": float(np.std(hist_revenue) / np.mean(hist_revenue)),
+        "policies": {},
+    }
+    for name, (path, attempted) in found.items():
+        entry = {"training": evaluate(train, path, env), "attempted_violations": attempted}
+        if held is not None:
+            entry["held_out"] = evaluate(held, path, env)
+        out["policies"][name] = entry
+    ppo = [v for k, v in out["policies"].items() if k.startswith("ppo_seed")]
+    out["policies"]["ppo"] = {
+        side: _over_seeds([p[side]["lift"] for p in ppo])
+        for side in ("training", "held_out")
+        if ppo and side in ppo[0]
+    }
+    return out
+
+
+def _over_seeds(lifts: list[float]) -> dict:
+    """Mean lift over PPO seeds with a 95% t-interval (none for one seed)."""
+    from scipy import stats
+
+    x = np.asarray(lifts)
+    if len(x) < 2:
+        return {"lift": float(x.mean()), "interval": None, "seeds": len(x)}
+    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    return {
+        "lift": float(x.mean()),
+        "interval": [x.mean() - half, x.mean() + half],
+        "seeds": len(x),
+    }
+
+
+def _path_frame(category, policy, weeks, product_ids, path) -> pl.DataFrame:
+    w, n = path.shape
+    return pl.DataFrame(
+        {
+            "category": [category] * (w * n),
+            "policy": [policy] * (w * n),
+            "week": np.repeat(weeks, n).astype(np.int32),
+            "product_id": list(product_ids) * w,
+            "multiplier": np.exp(path).ravel(),
+        }
+    )
+
+
+def _paths_svg(frame: pl.DataFrame) -> str:
+    """Each policy's units-unweighted mean price multiplier by week, for one category."""
+    mean = frame.group_by("policy", "week").agg(pl.col("multiplier").mean()).sort("week")
+    series = {
+        p: mean.filter(pl.col("policy") == p)["multiplier"].to_list()
+        for p in sorted(mean["policy"].unique())
+    }
+    return lines(series, title="mean price / regular price by test week")

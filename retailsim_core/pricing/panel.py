@@ -1,0 +1,206 @@
+"""A category's pricing panel (design §7.3): what a pricing policy acts on and is judged by.
+
+For each test week a seeded sample of that week's baskets gives the contexts (customer history,
+store, week). Prices enter the world model only through the shelf (D39), so each week's decoder
+output is computed once; a price vector then costs one slot scoring (``units``). A policy's
+prices are one log multiplier per category product on the product's *regular* shelf price, the
+same at every store; other categories stay at their historical shelf, display and mailer at the
+plan. The historical prices are the stores' own shelf of the week, promotions included
+(multiplier 1 - depth per context), so they are not a point of the policy's action space (D89).
+
+Units are E[basket size] x first-slot probability (``simulation.expected_units``): the trips and
+their sizes are fixed, only the choice responds.
+
+Glossary: W weeks, B contexts of a week, V vocabulary, S shelf features, n category products.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import torch
+
+from retailsim_core.models.world_model import ModelOutput, WorldModel
+from retailsim_core.training_data.batch import Batch
+from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
+
+_LOG_PRICE, _DEPTH, _PROMO = (SHELF_FEATURES.index(f) for f in SHELF_FEATURES[:3])
+_AVAILABLE = SHELF_FEATURES.index("available")
+CATEGORY_PRICES_SCHEMA = pl.Schema(  # one row per priced product (``category_prices``)
+    {
+        "product_id": pl.String,
+        "regular_price": pl.Float64,  # median regular (base) price of its observed cells
+        "low": pl.Float64,  # cheapest observed paid price / regular price
+        "high": pl.Float64,  # dearest observed paid price / regular price
+        "revenue": pl.Float64,  # paid price x units over the cells
+    }
+)
+
+
+def category_prices(cells: pl.LazyFrame) -> pl.LazyFrame:
+    """Each product's regular price and observed price range from ``derived_prices`` cells
+    observed in the training weeks (product_id, actual_price, base_price, units)."""
+    return (
+        cells.filter(pl.col("actual_price") > 0, pl.col("base_price") > 0)
+        .group_by("product_id")
+        .agg(
+            pl.col("base_price").median().alias("regular_price"),
+            pl.col("actual_price").min().alias("lowest"),
+            pl.col("actual_price").max().alias("highest"),
+            (pl.col("actual_price") * pl.col("units")).sum().cast(pl.Float64).alias("revenue"),
+        )
+        .select(
+            "product_id",
+            "regular_price",
+            (pl.col("lowest") / pl.col("regular_price")).alias("low"),
+            (pl.col("highest") / pl.col("regular_price")).alias("high"),
+            "revenue",
+        )
+        .cast(dict(CATEGORY_PRICES_SCHEMA))
+        .sort("product_id")
+    )
+
+
+@dataclass(frozen=True)
+class WeekPanel:
+    out: ModelOutput  # the decoder output of the week's contexts (historical shelf features)
+    shelf: torch.Tensor  # (B, V, S) the historical shelf
+    size: torch.Tensor  # (B,) expected basket sizes (size head)
+    context_units: torch.Tensor  # (B, n) each context's expected units at the historical shelf
+    context_multiplier: torch.Tensor  # (B, n) each context's historical price / regular price
+
+    @property
+    def historical_units(self) -> torch.Tensor:
+        """(n,) expected units at the historical shelf."""
+        return self.context_units.sum(0)
+
+    @property
+    def historical_multiplier(self) -> torch.Tensor:
+        """(n,) units-weighted mean historical price / regular price: units x this is the
+        historical revenue / regular price."""
+        units = self.context_units
+        return (units * self.context_multiplier).sum(0) / units.sum(0).clamp(min=1e-12)
+
+
+@dataclass(frozen=True)
+class PricingPanel:
+    model: WorldModel
+    weeks: tuple[int, ...]
+    panels: tuple[WeekPanel, ...]
+    products: torch.Tensor  # (n,) tokens of the priced products
+    regular_price: np.ndarray  # (n,) money
+    low: np.ndarray  # (n,) lowest allowed log multiplier
+    high: np.ndarray  # (n,) highest allowed log multiplier
+
+    @property
+    def n(self) -> int:
+        return len(self.products)
+
+    def units(self, week: int, log_m: torch.Tensor) -> torch.Tensor:
+        """(n,) expected units of the priced products in week index ``week`` when their prices
+        are regular x exp(log_m) (n,) at every store; differentiable in ``log_m``."""
+        return self.units_many(week, log_m[None])[0]
+
+    def units_many(self, week: int, log_m: torch.Tensor) -> torch.Tensor:
+        """(K, n) expected units for K price vectors (K, n), scored in one batch."""
+        return self.context_units_many(week, log_m).sum(1)
+
+    def context_units(self, week: int, log_m: torch.Tensor) -> torch.Tensor:
+        """(B, n) each context's expected units under one price vector (n,)."""
+        return self.context_units_many(week, log_m[None])[0]
+
+    def context_units_many(self, week: int, log_m: torch.Tensor) -> torch.Tensor:
+        """(K, B, n) each context's expected units under K price vectors (K, n)."""
+        p = self.panels[week]
+        k, b = log_m.shape[0], p.shelf.shape[0]
+        regular = _regular(p.shelf[:, self.products])  # (B, n, S)
+        priced = with_price_multipliers(
+            regular.repeat(k, 1, 1), log_m.repeat_interleave(b, 0).to(regular.dtype)
+        )  # (K * B, n, S)
+        shelf = p.shelf.repeat(k, 1, 1).index_copy(1, self.products, priced)  # (K * B, V, S)
+        out = dataclasses.replace(_tile(p.out, k), shelf=self.model.price_response.features(shelf))
+        log_p = self.model.slot_log_probs(
+            out, torch.arange(k * b), torch.zeros(k * b, dtype=torch.long)
+        )  # (K * B, V)
+        probs = log_p[:, self.products].double().exp().view(k, b, -1)  # (K, B, n)
+        return p.size.double()[None, :, None] * probs
+
+
+def _tile(out: ModelOutput, k: int) -> ModelOutput:
+    """The output of the contexts repeated k times along the batch (K * B rows)."""
+
+    def tile(x):
+        if isinstance(x, tuple):
+            return tuple(tile(y) for y in x)
+        return x if x is None or k == 1 else x.repeat(k, *[1] * (x.dim() - 1))
+
+    return dataclasses.replace(
+        out,
+        hidden=tile(out.hidden),
+        repeat=tile(out.repeat),
+        repeat_products=tile(out.repeat_products),
+        season=tile(out.season),
+        has_history=tile(out.has_history),
+        aux_logits={},
+        size_logits=None,
+    )
+
+
+def _regular(shelf: torch.Tensor) -> torch.Tensor:
+    """(..., S) the shelf with its promotions' price cuts removed (display and mailer kept)."""
+    available = shelf[..., _AVAILABLE]
+    depth = shelf[..., _DEPTH].clamp(max=0.99)
+    out = shelf.clone()
+    out[..., _LOG_PRICE] = shelf[..., _LOG_PRICE] - torch.log1p(-depth) * available
+    out[..., _DEPTH] = 0.0
+    out[..., _PROMO] = 0.0
+    return out
+
+
+@torch.no_grad()
+def week_panel(model: WorldModel, batch: Batch, products: torch.Tensor) -> WeekPanel:
+    """Score a week's contexts once at their historical shelf."""
+    model.train(False)
+    out, log_p = model.next_basket(batch)
+    size_p = torch.softmax(out.size_logits.double(), -1)  # (B, max_items)
+    size = (size_p * torch.arange(1, size_p.shape[1] + 1, dtype=size_p.dtype)).sum(1)
+    units = size[:, None] * log_p[:, products].double().exp()  # (B, n)
+    shelf = batch["shelf"]
+    multiplier = 1 - shelf[:, products, _DEPTH].double()  # (B, n) historical price / regular
+    return WeekPanel(out, shelf, size.float(), units, multiplier)
+
+
+def build_panel(
+    model: WorldModel,
+    weeks: list[int],
+    batches: list[Batch],
+    products: np.ndarray,
+    prices: pl.DataFrame,
+    floor_markup: float | None = None,
+    cost_share: float = 0.7,
+) -> PricingPanel:
+    """A panel of ``weeks`` from each week's context batch; ``products`` (n,) tokens in the
+    order of ``prices`` (``CATEGORY_PRICES_SCHEMA`` rows). The allowed range is the observed one
+    (training weeks); with ``floor_markup`` the price also stays >= cost x (1 + floor_markup),
+    cost = ``cost_share`` x regular price. The range always holds the regular price (the
+    episode's start)."""
+    tokens = torch.tensor(
+        np.asarray(products), dtype=torch.long
+    )  # a copy: polars arrays are read-only
+    low = np.log(prices["low"].to_numpy().clip(1e-3, 1.0))
+    high = np.log(prices["high"].to_numpy().clip(1.0, None))
+    if floor_markup is not None:
+        low = np.maximum(low, min(np.log(cost_share * (1 + floor_markup)), 0.0))
+    panels = tuple(week_panel(model, b, tokens) for b in batches)
+    return PricingPanel(
+        model=model,
+        weeks=tuple(weeks),
+        panels=panels,
+        products=tokens,
+        regular_price=prices["regular_price"].to_numpy().copy(),  # writable
+        low=low,
+        high=high,
+    )

@@ -1,0 +1,72 @@
+"""A price path judged by the generator's planted demand (synthetic data only; D89).
+
+The oracle knows the true response: each test basket's planted context (customer, store,
+mission focus, price mode, size) and the demand model the baskets were drawn from
+(``synth.demand``: a product's weight in its slot is (price / regular) ** (elasticity x k_mode),
+and a slot's pull is the sum of its members'). A path's price multipliers replace the planted
+promotion depths of the category's products in every region (depth = 1 - multiplier, so a rise
+is a negative depth); units are the planted probabilities that each basket holds each product.
+The lift is the objective under the path over the objective at the planted historical prices,
+with the same money (regular prices, unit costs) as the simulator's figures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from retailsim_core.evaluation.oracle_scorers import _planted_context
+from retailsim_core.pricing.environment import PricingConfig, week_values
+from retailsim_core.synth.oracle import purchase_probabilities, week_demand
+from retailsim_core.synth.world import load_world
+
+
+class PlantedDemand:
+    """The planted units of a category's products for one panel's contexts."""
+
+    def __init__(self, truth_dir: Path, weekly_samples: list[pl.DataFrame], product_ids):
+        self.world = load_world(truth_dir)
+        codes = {c: i for i, c in enumerate(self.world.catalogue.product_code)}
+        self.index = np.array([codes[p] for p in product_ids])  # (n,) catalogue rows
+        self.contexts = [_planted_context(truth_dir, s) for s in weekly_samples]
+
+    def units(self, week: int, ctx: pl.DataFrame, multiplier: np.ndarray | None) -> np.ndarray:
+        """(B, n) planted expected units (the probability that each basket holds each product);
+        ``multiplier`` (n,) the path's prices / regular (None: the planted historical prices)."""
+        world = self.world
+        if multiplier is not None:
+            depth = world.prices.depth[week].astype(np.float64).copy()  # (P, R)
+            depth[self.index] = 1.0 - multiplier[:, None]
+            prices = dataclasses.replace(world.prices, depth={week: depth})
+            world = dataclasses.replace(world, prices=prices)
+        probs = purchase_probabilities(
+            world,
+            week,
+            ctx["customer_idx"].to_numpy(),
+            ctx["store_idx"].to_numpy(),
+            ctx["mission_focus"].to_list(),
+            ctx["price_mode"].to_list(),
+            ctx["basket_size"].to_list(),
+            week_demand(world, week),
+        )
+        return probs[:, self.index]
+
+    def lift(
+        self, weeks: list[int], path: np.ndarray, regular: np.ndarray, cfg: PricingConfig
+    ) -> float:
+        """The objective's lift of a path (W, n) vs the planted historical prices."""
+        policy = historical = 0.0
+        for w, (week, ctx) in enumerate(zip(weeks, self.contexts, strict=True)):
+            m = np.exp(path[w])
+            policy += float(week_values(self.units(week, ctx, m), m, regular, cfg)[0].sum())
+            # Each basket at its own region's planted price.
+            regions = self.world.catalogue.store_region[ctx["store_idx"].to_numpy()]
+            depth = self.world.prices.depth[week][self.index].astype(np.float64)  # (n, R)
+            hist_m = 1.0 - depth[:, regions].T  # (B, n)
+            historical += float(
+                week_values(self.units(week, ctx, None), hist_m, regular, cfg)[0].sum()
+            )
+        return policy / historical - 1.0

@@ -1,0 +1,73 @@
+"""``pricing_policy`` end to end on the tiny world, and the held-out simulator's customer
+sample."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from safetensors.torch import load_file
+
+from retailsim_core.pipeline.pricing_run import PricingRunConfig, run_pricing
+from retailsim_core.pipeline.world_model_training import sample_customers
+
+
+def test_a_customer_share_keeps_whole_customers_drawn_by_the_seed():
+    samples = pl.DataFrame({"customer_id": list("aabbccddee"), "basket_id": range(10)})
+    half = sample_customers(samples, 0.4, seed=1)
+    assert half["customer_id"].n_unique() == 2 and half.height == 4  # whole customers
+    assert half.equals(sample_customers(samples, 0.4, seed=1))
+    assert sample_customers(samples, 1.0, seed=1).equals(samples)
+    draws = {
+        tuple(sample_customers(samples, 0.4, seed=s)["customer_id"].unique().sort())
+        for s in range(6)
+    }
+    assert len(draws) > 1
+
+
+@pytest.mark.slow
+def test_pricing_writes_every_policy_on_both_simulators(tiny_checkpoint, tiny_warehouse, tmp_path):
+    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
+    cfg = PricingRunConfig(categories=2, contexts_per_week=5, seeds=2, ppo_timesteps=48, grid=3)
+    # The training checkpoint as its own "held-out" simulator: every gap must be exactly 0.
+    results = run_pricing(wh, split, tiny_checkpoint, tiny_checkpoint, tmp_path, cfg)
+    assert results["held_out_simulator"] and results["weeks"] == [12, 13, 14]
+    assert json.loads((tmp_path / "results.json").read_text())["categories"].keys() == (
+        results["categories"].keys()
+    )
+    assert 1 <= len(results["categories"]) <= 2
+    for c in results["categories"].values():
+        policies = c["policies"]
+        assert {"static", "myopic", "ppo_seed0", "ppo_seed1", "ppo"} <= policies.keys()
+        for name, e in policies.items():
+            if name == "ppo":
+                assert e["training"]["seeds"] == 2 and len(e["training"]["interval"]) == 2
+                continue
+            assert e["training"]["violations"] == 0
+            assert e["held_out"]["lift"] == pytest.approx(e["training"]["lift"])
+    paths = pl.read_parquet(tmp_path / "price_paths.parquet")
+    assert paths["week"].unique().sort().to_list() == [12, 13, 14]
+    assert (paths["multiplier"] > 0).all()
+    agents = sorted(tmp_path.glob("ppo_*.safetensors"))
+    assert len(agents) == 2 * len(results["categories"])
+    assert all(load_file(str(a)) for a in agents)  # safetensors, never pickle
+    report = (tmp_path / "report.md").read_text()
+    assert "Pricing policies" in report and "held-out" in report
+    assert (tmp_path / "price_paths.svg").read_text().startswith("<svg")
+    # Deterministic: the same seeds give the same paths.
+    again = run_pricing(wh, split, tiny_checkpoint, tiny_checkpoint, tmp_path, cfg)
+    assert pl.read_parquet(tmp_path / "price_paths.parquet").equals(paths)
+    assert again["categories"] == results["categories"]
+    # Without a held-out simulator (none materialized) the results say so.
+    off = run_pricing(
+        wh,
+        split,
+        tiny_checkpoint,
+        tmp_path / "never_trained",  # holdout_checkpoint not materialized
+        tmp_path,
+        PricingRunConfig(categories=1, seeds=1, contexts_per_week=4, ppo_timesteps=48, grid=3),
+    )
+    assert not off["held_out_simulator"] and "off" in off["held_out_note"]
+    assert np.isfinite(
+        next(iter(off["categories"].values()))["policies"]["static"]["training"]["lift"]
+    )

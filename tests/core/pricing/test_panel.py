@@ -1,0 +1,72 @@
+"""The pricing panel: observed price ranges, and its cached scoring against the model's own."""
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from retailsim_core.pricing.panel import category_prices
+from retailsim_core.simulation.simulate import expected_units
+from retailsim_core.training_data.shelf import SHELF_FEATURES
+
+
+def test_category_prices_are_the_observed_range_around_the_median_regular_price():
+    cells = pl.LazyFrame(
+        {
+            "product_id": ["A", "A", "A", "B"],
+            "actual_price": [2.0, 1.5, 2.2, 4.0],
+            "base_price": [2.0, 2.0, 2.2, 4.0],
+            "units": [3, 4, 1, 2],
+        }
+    )
+    out = category_prices(cells).collect()
+    a = out.row(0, named=True)
+    assert a["product_id"] == "A" and a["regular_price"] == 2.0
+    assert a["low"] == pytest.approx(0.75) and a["high"] == pytest.approx(1.1)
+    assert a["revenue"] == pytest.approx(2 * 3 + 1.5 * 4 + 2.2)
+    assert out.row(1, named=True)["low"] == out.row(1, named=True)["high"] == 1.0
+
+
+def _regular(shelf, products):
+    """The oracle's regular shelf: the category's price cuts undone, column by column."""
+    out = shelf.clone()
+    lp, depth_i, promo_i = 0, 1, 2  # log relative price, discount depth, promo flag
+    assert SHELF_FEATURES[:3] == ("log_relative_price", "discount_depth", "promo_flag")
+    for j in products.tolist():
+        depth = shelf[:, j, depth_i]
+        out[:, j, lp] = shelf[:, j, lp] - torch.log(1 - depth) * shelf[:, j, 3]
+        out[:, j, depth_i] = 0
+        out[:, j, promo_i] = 0
+    return out
+
+
+def test_cached_scoring_equals_the_models_expected_units(tiny_pricing):
+    """Oracle: the panel's one-slot scoring of a price vector is the model's full forward pass
+    (``simulation.expected_units``) on the regular shelf repriced by the same multipliers."""
+    panel, model = tiny_pricing["panel"], tiny_pricing["model"]
+    rng = np.random.default_rng(0)
+    candidates = torch.as_tensor(rng.uniform(-0.3, 0.3, size=(3, panel.n)))
+    for w, batch in enumerate(tiny_pricing["batches"]):
+        size = panel.panels[w].size
+        regular = {**batch, "shelf": _regular(batch["shelf"], panel.products)}
+        many = panel.units_many(w, candidates)
+        for k, log_m in enumerate(candidates):
+            full = torch.zeros(model.vocab_size)
+            full[panel.products] = log_m.float()
+            with torch.no_grad():
+                ref = expected_units(model, regular, size, full)[panel.products]
+            assert panel.units(w, log_m).detach().numpy() == pytest.approx(
+                ref.double().numpy(), rel=1e-4, abs=1e-7
+            )
+            assert many[k].detach().numpy() == pytest.approx(ref.double().numpy(), rel=1e-4)
+        with torch.no_grad():
+            hist = expected_units(model, batch, size)[panel.products]
+        assert panel.panels[w].historical_units.numpy() == pytest.approx(
+            hist.double().numpy(), rel=1e-4
+        )
+
+
+def test_the_allowed_range_holds_the_regular_price(tiny_pricing):
+    panel = tiny_pricing["panel"]
+    assert (panel.low <= 0).all() and (panel.high >= 0).all() and panel.n >= 2
+    assert (panel.regular_price > 0).all()
