@@ -9,6 +9,7 @@ from retailsim_dagster.assets import (
     derived_prices,
     features,
     model,
+    pricing,
     product_graph,
     raw_transactions,
     source_promotions,
@@ -36,6 +37,7 @@ DOMAINS = [
     features,
     training_data,
     model,
+    pricing,
 ]
 
 defs = dg.Definitions(

@@ -16,6 +16,8 @@ from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.graph.graph_edges import GraphConfig
 from retailsim_core.ingest.file_reader import ReadLimits
 from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.pipeline.pricing_run import PricingRunConfig
+from retailsim_core.pricing.environment import PricingConfig
 from retailsim_core.settings import Settings, SettingsError, check_environment, load_settings
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.warehouse import Warehouse
@@ -96,6 +98,16 @@ class PipelineConfigResource(dg.ConfigurableResource):
     model_preset: str = "small"  # world model + training schedule: tiny | small | paper
     model_seed: int = 0
     eval_test_samples: int = 6_000  # test baskets scored by every method (0 = all)
+    # pricing_policy (D89): top categories by revenue, test baskets per week in a panel, PPO
+    # seeds (benchmarks/bench_pricing.py runs 5) and environment steps per seed, whether the
+    # held-out simulator judges too, the objective (margin | revenue), unit cost / regular price.
+    pricing_categories: int = PricingRunConfig.categories
+    pricing_contexts: int = PricingRunConfig.contexts_per_week
+    pricing_seeds: int = PricingRunConfig.seeds
+    pricing_timesteps: int = PricingRunConfig.ppo_timesteps
+    pricing_holdout: bool = PricingRunConfig.holdout
+    pricing_objective: str = PricingConfig.objective
+    pricing_cost_share: float = PricingConfig.cost_share
 
     @property
     def evaluation(self) -> EvalConfig:
@@ -118,6 +130,18 @@ class PipelineConfigResource(dg.ConfigurableResource):
     def world_model(self) -> tuple[WorldModelConfig, TrainConfig]:
         return WorldModelConfig.preset(self.model_preset), TrainConfig.preset(
             self.model_preset, seed=self.model_seed
+        )
+
+    @property
+    def pricing(self) -> PricingRunConfig:
+        return PricingRunConfig(
+            categories=self.pricing_categories,
+            contexts_per_week=self.pricing_contexts,
+            seeds=self.pricing_seeds,
+            ppo_timesteps=self.pricing_timesteps,
+            holdout=self.pricing_holdout,
+            seed=self.model_seed,
+            env=PricingConfig(objective=self.pricing_objective, cost_share=self.pricing_cost_share),
         )
 
     @property

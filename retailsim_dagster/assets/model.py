@@ -49,7 +49,7 @@ RETRAIN_CRON = "0 6 * * 1"
 
 
 # What trained_checkpoint and tuned_baselines share: fitted on the model inputs, refitted weekly.
-_FITTED_ON_INPUTS = dict(
+FITTED_ON_INPUTS = dict(
     group_name="model",
     kinds={"pytorch", "safetensors"},
     pool=CPU_POOL,
@@ -62,7 +62,7 @@ _FITTED_ON_INPUTS = dict(
 
 
 @dg.asset(
-    **_FITTED_ON_INPUTS,
+    **FITTED_ON_INPUTS,
     description="Mamba + Transformer world model trained on the training weeks, early-stopped on "
     "the "
     "validation weeks (design §5.6); safetensors weights + JSON config, metrics and history.",
@@ -116,7 +116,7 @@ def checkpoint_beats_popularity(warehouse: WarehouseResource) -> dg.AssetCheckRe
 
 @dg.asset(
     name=BASELINES_TABLE,
-    **_FITTED_ON_INPUTS,
+    **FITTED_ON_INPUTS,
     # Before trained_checkpoint when both wait on the pool: the one-core ONNX export that follows
     # the checkpoint then overlaps the evaluation, not the baselines' time-budgeted training.
     op_tags={"dagster/priority": "1"},
@@ -146,13 +146,19 @@ def tuned_baselines(
     )
 
 
-@dg.asset(
+# What the assets that judge a checkpoint share: rerun whenever a new one lands.
+JUDGES_CHECKPOINT = dict(
     group_name="model",
-    kinds={"pytorch", "html"},
     pool=CPU_POOL,
-    deps=[trained_checkpoint, tuned_baselines],
     backfill_policy=dg.BackfillPolicy.single_run(),
     automation_condition=dg.AutomationCondition.eager(),
+)
+
+
+@dg.asset(
+    **JUDGES_CHECKPOINT,
+    kinds={"pytorch", "html"},
+    deps=[trained_checkpoint, tuned_baselines],
     description="The honest world model (no label of the predicted basket) vs popularity, "
     "personal, "
     "store-aware and mission top-frequency, TIFU-KNN, UP-CF@r, SASRec, BERT4Rec and, on "

@@ -13,6 +13,7 @@ from retailsim_dagster.assets import (
     derived_prices,
     features,
     model,
+    pricing,
     product_graph,
     raw_transactions,
     training_data,
@@ -38,6 +39,9 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
             min_jaccard=0.3,
             model_preset="tiny",
             eval_test_samples=200,
+            pricing_categories=1,
+            pricing_contexts=4,
+            pricing_timesteps=64,
         ),
     }
     weekly = dg.materialize(
@@ -116,6 +120,16 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     report = model_run.asset_materializations_for_node("evaluation_report")[0].metadata
     assert "| world_model |" in report["summary"].value and report["oracle_available"].value
     assert Path(report["report"].value).exists()
+    pricing_run = dg.materialize(
+        [pricing.holdout_checkpoint, pricing.pricing_policy, pricing.pricing_constraints_hold],
+        resources=resources,
+    )
+    assert pricing_run.success
+    assert all(e.passed for e in pricing_run.get_asset_check_evaluations())
+    priced = pricing_run.asset_materializations_for_node("pricing_policy")[0].metadata
+    assert priced["held_out_simulator"].value and priced["categories"].value == 1
+    assert "Pricing policies" in priced["report"].value
+    assert "planted truth" in priced["report"].value  # the tiny world's truth is bound
     mats = graph_run.asset_materializations_for_node("product_graph")
     assert mats[0].metadata["edges_hierarchy"].value > 0
     wh = Warehouse(tmp_path / "wh")
