@@ -7,6 +7,7 @@ environment's speed (steps per second on one category's panel; target >= 100 on 
 default data). Settings (split, warehouse, truth) are the ``RETAILSIM_*`` ones.
 
     python benchmarks/bench_pricing.py --out data/bench/pricing [--seeds 5 --timesteps 10000]
+        [--penalty 1.0]  # PPO with the uncertainty penalty too (D89)
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=pricing_run.PricingRunConfig.ppo_timesteps)
     parser.add_argument("--categories", type=int, default=3)
     parser.add_argument("--contexts", type=int, default=64)
+    parser.add_argument("--penalty", type=float, default=0.0, help="> 0: also penalised PPO")
     args = parser.parse_args()
     torch.set_num_threads(2)
     settings = load_settings()
@@ -58,6 +60,7 @@ def main() -> None:
         contexts_per_week=args.contexts,
         seeds=args.seeds,
         ppo_timesteps=args.timesteps,
+        penalty=args.penalty,
     )
     speeds: list[float] = []
     measure = pricing_run._price_category

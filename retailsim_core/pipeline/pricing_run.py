@@ -29,7 +29,7 @@ from retailsim_core.pipeline.world_model_training import (
     train_world_model,
 )
 from retailsim_core.pricing.environment import PricingConfig, historical_values
-from retailsim_core.pricing.panel import PricingPanel, build_panel, category_prices
+from retailsim_core.pricing.panel import build_panel, category_prices
 from retailsim_core.pricing.planted import PlantedDemand
 from retailsim_core.pricing.policies import (
     evaluate,
@@ -60,6 +60,7 @@ class PricingRunConfig:
     ppo_timesteps: int = 2_000  # environment steps per PPO seed
     holdout: bool = True  # judge every policy on the held-out simulator too
     grid: int = 5  # grid points of the static search per product (and the regular price)
+    penalty: float = 0.0  # > 0: PPO also trained with the uncertainty penalty (ppo_penalised)
     seed: int = 0  # the context sample and the first PPO seed
     env: PricingConfig = field(default_factory=PricingConfig)
 
@@ -164,9 +165,10 @@ def run_pricing(
         results[category], found = _price_category(
             model, second, weeks, batches, rows, cfg, planted
         )
-        for s, agent in enumerate(found.pop("agents")):
+        for name, agent in found.pop("agents").items():  # e.g. ppo_seed0
+            family, seed = name.rsplit("_", 1)
             ckpt.save_tensors(
-                folder / f"ppo_{category}_seed{s}.safetensors", agent.policy.state_dict()
+                folder / f"{family}_{category}_{seed}.safetensors", agent.policy.state_dict()
             )
         for name, (path, _) in found.items():
             paths.append(_path_frame(category, name, weeks, rows["product_id"], path))
@@ -204,48 +206,43 @@ def _price_category(model, second, weeks, batches, rows, cfg: PricingRunConfig, 
         for m in (model, second)
     )
     found = {
+        # Regular prices every week: how much of a lift is only dropping the promotions.
+        "regular": (np.zeros((len(weeks), train.n)), 0),
         "static": (static_path(train, env, cfg.grid), 0),
         "myopic": (myopic_path(train, env), 0),
     }
-    agents = [train_ppo(train, env, cfg.seed + s, cfg.ppo_timesteps) for s in range(cfg.seeds)]
-    for s, agent in enumerate(agents):
-        found[f"ppo_seed{s}"] = ppo_path(agent, train, env)
-    out = _category_results(train, held, found, env, rows)
-    if planted is not None:
-        for name, (path, _) in found.items():
-            out["policies"][name]["planted"] = {
-                "lift": planted.lift(weeks, path, train.regular_price, env)
-            }
-        seeds = [v["planted"]["lift"] for k, v in out["policies"].items() if "ppo_seed" in k]
-        out["policies"]["ppo"]["planted"] = _over_seeds(seeds)
-    return out, {**found, "agents": agents}
-
-
-def _category_results(
-    train: PricingPanel,
-    held: PricingPanel | None,
-    found: dict[str, tuple[np.ndarray, int]],
-    env: PricingConfig,
-    rows: pl.DataFrame,
-) -> dict:
-    _, hist_revenue = historical_values(train, env)
+    families = {"ppo": (env, None)}
+    if cfg.penalty and held is not None:  # reads the held-out simulator while it learns
+        families["ppo_penalised"] = (dataclasses.replace(env, penalty=cfg.penalty), held)
+    agents = {}
+    for family, (family_env, second_panel) in families.items():
+        for s in range(cfg.seeds):
+            agent = train_ppo(train, family_env, cfg.seed + s, cfg.ppo_timesteps, second_panel)
+            agents[f"{family}_seed{s}"] = agent
+            found[f"{family}_seed{s}"] = ppo_path(agent, train, env)
+    judges = {"training": train, "held_out": held}
     out = {
         "products": rows["product_id"].to_list(),
-        "historical_revenue_cv": float(np.std(hist_revenue) / np.mean(hist_revenue)),
+        "historical_revenue_cv": _cv(historical_values(train, env)[1]),
         "policies": {},
     }
     for name, (path, attempted) in found.items():
-        entry = {"training": evaluate(train, path, env), "attempted_violations": attempted}
-        if held is not None:
-            entry["held_out"] = evaluate(held, path, env)
-        out["policies"][name] = entry
-    ppo = [v for k, v in out["policies"].items() if k.startswith("ppo_seed")]
-    out["policies"]["ppo"] = {
-        side: _over_seeds([p[side]["lift"] for p in ppo])
-        for side in ("training", "held_out")
-        if ppo and side in ppo[0]
-    }
-    return out
+        entry = {k: evaluate(p, path, env) for k, p in judges.items() if p is not None}
+        if planted is not None:
+            entry["planted"] = {"lift": planted.lift(weeks, path, train.regular_price, env)}
+        out["policies"][name] = {**entry, "attempted_violations": attempted}
+    for family in families:  # the seeds' mean and interval, per judge
+        seeds = [v for k, v in out["policies"].items() if k.startswith(f"{family}_seed")]
+        out["policies"][family] = {
+            side: _over_seeds([e[side]["lift"] for e in seeds])
+            for side in seeds[0]
+            if side in ("training", "held_out", "planted")
+        }
+    return out, {**found, "agents": agents}
+
+
+def _cv(x: np.ndarray) -> float:
+    return float(np.std(x) / max(abs(np.mean(x)), 1e-12))
 
 
 def _over_seeds(lifts: list[float]) -> dict:

@@ -45,8 +45,9 @@ def pricing_markdown(results: dict) -> str:
             "(vs historical) | attempted | violations |" + (" planted truth |" if planted else ""),
             "|---|---|---|---|---|---|---|" + ("---|" if planted else ""),
         ]
+        families = {k: e for k, e in c["policies"].items() if "seeds" in e.get("training", {})}
         for name, e in c["policies"].items():
-            if name == "ppo":
+            if name in families:
                 continue
             train, held = e["training"], e.get("held_out")
             gap = f"{train['lift'] - held['lift']:+.1%}" if held else "–"
@@ -56,13 +57,18 @@ def pricing_markdown(results: dict) -> str:
                 f"{e['attempted_violations']} | "
                 f"{train['violations']} |" + (f" {_lift(e['planted'])} |" if planted else "")
             )
-        ppo = c["policies"].get("ppo", {})
-        if ppo:
+        for name, e in families.items():
             lines.append(
-                f"| **PPO, mean of {ppo['training']['seeds']} seeds** | {_lift(ppo['training'])}"
-                f" | {_lift(ppo.get('held_out'))} | | | | |"
-                + (f" {_lift(ppo['planted'])} |" if planted else "")
+                f"| **{name}, mean of {e['training']['seeds']} seeds** | {_lift(e['training'])}"
+                f" | {_lift(e.get('held_out'))} | | | | |"
+                + (f" {_lift(e['planted'])} |" if planted else "")
             )
+        if "ppo_penalised" in families:
+            lines += [
+                "",
+                "ppo_penalised learned with the uncertainty penalty, reading the held-out "
+                "simulator: its held-out figure is not an independent test.",
+            ]
         lines += ["", _verdict(c)]
     return "\n".join(lines) + "\n"
 
@@ -70,19 +76,29 @@ def pricing_markdown(results: dict) -> str:
 def _verdict(c: dict) -> str:
     side = "held_out" if "held_out" in c["policies"]["static"] else "training"
     lifts = {
-        name: (e[side]["lift"] if name != "ppo" else e.get(side, {}).get("lift"))
+        name: e.get(side, {}).get("lift")
         for name, e in c["policies"].items()
-        if not name.startswith("ppo_seed")
+        if "_seed" not in name and name not in ("regular", "ppo_penalised")
     }
     lifts = {k: v for k, v in lifts.items() if v is not None}
     best = max(lifts, key=lifts.get)
     words = f"On the {side.replace('_', '-')} simulator {best} wins ({lifts[best]:+.1%})"
     if "ppo" in lifts:
         words += f"; PPO {lifts['ppo']:+.1%} vs best static {lifts['static']:+.1%}"
+        if lifts["static"] >= lifts["ppo"]:
+            words += (
+                ". Why static: the simulated demand carries no state from week to week (the "
+                "trips are fixed; no stock-piling, no reference price), so the best prices are "
+                "a fixed target that a direct search finds and PPO only approaches from noisy "
+                "returns"
+            )
     if lifts[best] > EXPLOITATION:
         words += (
             f". A lift above {EXPLOITATION:.0%} is more than field pricing results show (2–10%):"
             " read it as what the simulator allows (trips and basket sizes do not respond to "
             "price; the cost assumption), not as money on the table"
         )
+    if "regular" in c["policies"]:
+        regular = c["policies"]["regular"][side]["lift"]
+        words += f". Regular prices without any promotion alone give {regular:+.1%}"
     return words + "."

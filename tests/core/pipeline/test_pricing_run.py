@@ -28,7 +28,9 @@ def test_a_customer_share_keeps_whole_customers_drawn_by_the_seed():
 @pytest.mark.slow
 def test_pricing_writes_every_policy_on_both_simulators(tiny_checkpoint, tiny_warehouse, tmp_path):
     wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
-    cfg = PricingRunConfig(categories=2, contexts_per_week=5, seeds=2, ppo_timesteps=48, grid=3)
+    cfg = PricingRunConfig(
+        categories=2, contexts_per_week=5, seeds=2, ppo_timesteps=48, grid=3, penalty=1.0
+    )
     # The training checkpoint as its own "held-out" simulator: every gap must be exactly 0.
     results = run_pricing(wh, split, tiny_checkpoint, tiny_checkpoint, tmp_path, cfg)
     assert results["held_out_simulator"] and results["weeks"] == [12, 13, 14]
@@ -38,9 +40,15 @@ def test_pricing_writes_every_policy_on_both_simulators(tiny_checkpoint, tiny_wa
     assert 1 <= len(results["categories"]) <= 2
     for c in results["categories"].values():
         policies = c["policies"]
-        assert {"static", "myopic", "ppo_seed0", "ppo_seed1", "ppo"} <= policies.keys()
+        assert {"regular", "static", "myopic", "ppo_seed0", "ppo_seed1", "ppo"} <= policies.keys()
+        # Two identical simulators never disagree: the penalised agents learn the same prices.
+        assert policies["ppo_penalised_seed1"]["training"] == policies["ppo_seed1"]["training"]
+        lift = {
+            k: v["training"]["lift"] for k, v in policies.items() if "seeds" not in v["training"]
+        }
+        assert lift["static"] >= lift["regular"] - 1e-9  # the search starts from regular prices
         for name, e in policies.items():
-            if name == "ppo":
+            if name in ("ppo", "ppo_penalised"):
                 assert e["training"]["seeds"] == 2 and len(e["training"]["interval"]) == 2
                 continue
             assert e["training"]["violations"] == 0
@@ -49,7 +57,7 @@ def test_pricing_writes_every_policy_on_both_simulators(tiny_checkpoint, tiny_wa
     assert paths["week"].unique().sort().to_list() == [12, 13, 14]
     assert (paths["multiplier"] > 0).all()
     agents = sorted(tmp_path.glob("ppo_*.safetensors"))
-    assert len(agents) == 2 * len(results["categories"])
+    assert len(agents) == 2 * 2 * len(results["categories"])  # plain and penalised
     assert all(load_file(str(a)) for a in agents)  # safetensors, never pickle
     report = (tmp_path / "report.md").read_text()
     assert "Pricing policies" in report and "held-out" in report
