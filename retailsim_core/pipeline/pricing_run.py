@@ -61,6 +61,7 @@ class PricingRunConfig:
     holdout: bool = True  # judge every policy on the held-out simulator too
     grid: int = 5  # grid points of the static search per product (and the regular price)
     penalty: float = 0.0  # > 0: PPO also trained with the uncertainty penalty (ppo_penalised)
+    max_products: int = 40  # a category's best sellers by training revenue that are priced
     seed: int = 0  # the context sample and the first PPO seed
     env: PricingConfig = field(default_factory=PricingConfig)
 
@@ -160,7 +161,12 @@ def run_pricing(
     log(f"contexts: {sum(len(b['basket_labels']) for b in batches):,} over weeks {weeks}")
     results, paths = {}, []
     for category in top:
-        rows = products.filter(pl.col("category") == category)
+        rows = (  # its best sellers; the rest of the category keeps its historical shelf
+            products.filter(pl.col("category") == category)
+            .sort("revenue", "product_id", descending=[True, False])
+            .head(cfg.max_products)
+            .sort("product_id")
+        )
         planted = PlantedDemand(truth_dir, weekly, rows["product_id"]) if truth_dir else None
         results[category], found = _price_category(
             model, second, weeks, batches, rows, cfg, planted

@@ -29,27 +29,31 @@ from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multip
 
 _LOG_PRICE, _DEPTH, _PROMO = (SHELF_FEATURES.index(f) for f in SHELF_FEATURES[:3])
 _AVAILABLE = SHELF_FEATURES.index("available")
+RANGE_QUANTILE = 0.05  # the allowed range: paid prices between these quantiles of the observed
 CATEGORY_PRICES_SCHEMA = pl.Schema(  # one row per priced product (``category_prices``)
     {
         "product_id": pl.String,
         "regular_price": pl.Float64,  # median regular (base) price of its observed cells
-        "low": pl.Float64,  # cheapest observed paid price / regular price
-        "high": pl.Float64,  # dearest observed paid price / regular price
+        "low": pl.Float64,  # 5th percentile of the paid prices / regular price
+        "high": pl.Float64,  # 95th percentile of the paid prices / regular price
         "revenue": pl.Float64,  # paid price x units over the cells
     }
 )
 
 
 def category_prices(cells: pl.LazyFrame) -> pl.LazyFrame:
-    """Each product's regular price and observed price range from ``derived_prices`` cells
-    observed in the training weeks (product_id, actual_price, base_price, units)."""
+    """Each product's regular price and observed price range (the central 90% of its paid
+    prices) from ``derived_prices`` cells observed in the training weeks (product_id,
+    actual_price, base_price, units)."""
     return (
         cells.filter(pl.col("actual_price") > 0, pl.col("base_price") > 0)
         .group_by("product_id")
         .agg(
             pl.col("base_price").median().alias("regular_price"),
-            pl.col("actual_price").min().alias("lowest"),
-            pl.col("actual_price").max().alias("highest"),
+            # The central 90% of the paid prices: a product's extreme cells are mostly data
+            # errors and other pack sizes (real LGSR: up to 13.7 x the regular price).
+            pl.col("actual_price").quantile(RANGE_QUANTILE).alias("lowest"),
+            pl.col("actual_price").quantile(1 - RANGE_QUANTILE).alias("highest"),
             (pl.col("actual_price") * pl.col("units")).sum().cast(pl.Float64).alias("revenue"),
         )
         .select(

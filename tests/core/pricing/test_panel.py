@@ -10,20 +10,23 @@ from retailsim_core.simulation.simulate import expected_units
 from retailsim_core.training_data.shelf import SHELF_FEATURES
 
 
-def test_category_prices_are_the_observed_range_around_the_median_regular_price():
+def test_category_prices_are_the_central_range_around_the_median_regular_price():
+    # A: 20 cells at 2.0, one cut to 1.5, one rise to 2.2, and one error at 30.0 (a pack price).
+    paid = [2.0] * 20 + [1.5, 2.2, 30.0]
     cells = pl.LazyFrame(
         {
-            "product_id": ["A", "A", "A", "B"],
-            "actual_price": [2.0, 1.5, 2.2, 4.0],
-            "base_price": [2.0, 2.0, 2.2, 4.0],
-            "units": [3, 4, 1, 2],
+            "product_id": ["A"] * len(paid) + ["B"],
+            "actual_price": paid + [4.0],
+            "base_price": [2.0] * len(paid) + [4.0],
+            "units": [1] * len(paid) + [2],
         }
     )
     out = category_prices(cells).collect()
     a = out.row(0, named=True)
     assert a["product_id"] == "A" and a["regular_price"] == 2.0
-    assert a["low"] == pytest.approx(0.75) and a["high"] == pytest.approx(1.1)
-    assert a["revenue"] == pytest.approx(2 * 3 + 1.5 * 4 + 2.2)
+    # The 5% and 95% quantiles: the error does not open the range to 15 x the regular price.
+    assert a["low"] == pytest.approx(1.0) and a["high"] == pytest.approx(1.1)
+    assert a["revenue"] == pytest.approx(sum(paid))
     assert out.row(1, named=True)["low"] == out.row(1, named=True)["high"] == 1.0
 
 
