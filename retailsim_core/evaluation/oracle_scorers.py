@@ -27,7 +27,7 @@ from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tokens import PAD, ProductVocab
 
 
-def _planted_context(truth_dir: Path, samples: pl.DataFrame) -> pl.DataFrame:
+def planted_context(truth_dir: Path, samples: pl.DataFrame) -> pl.DataFrame:
     weeks = sorted(samples["week"].unique().to_list())
     baskets = pl.concat(
         [
@@ -69,7 +69,7 @@ def _scorer(truth_dir: Path, samples: pl.DataFrame, vocab: ProductVocab, probabi
     applied to each week's planted contexts (a handful of weeks per chunk, vectorised within);
     each week's shared demand is built once for all chunks."""
     world = load_world(truth_dir)
-    ctx = _planted_context(truth_dir, samples)
+    ctx = planted_context(truth_dir, samples)
     token_of = _tokens_of(world, vocab)
     known = token_of > 0
     demand: dict[int, WeekDemand] = {}

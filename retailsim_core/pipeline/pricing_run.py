@@ -38,7 +38,7 @@ from retailsim_core.pricing.policies import (
     static_path,
     train_ppo,
 )
-from retailsim_core.pricing.report import pricing_markdown
+from retailsim_core.pricing.pricing_report import pricing_markdown
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.storage.warehouse import Warehouse

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from retailsim_core.evaluation.oracle_scorers import _planted_context
+from retailsim_core.evaluation.oracle_scorers import planted_context
 from retailsim_core.pricing.environment import PricingConfig, week_values
 from retailsim_core.synth.oracle import purchase_probabilities, week_demand
 from retailsim_core.synth.world import load_world
@@ -31,7 +31,7 @@ class PlantedDemand:
         self.world = load_world(truth_dir)
         codes = {c: i for i, c in enumerate(self.world.catalogue.product_code)}
         self.index = np.array([codes[p] for p in product_ids])  # (n,) catalogue rows
-        self.contexts = [_planted_context(truth_dir, s) for s in weekly_samples]
+        self.contexts = [planted_context(truth_dir, s) for s in weekly_samples]
 
     def units(self, week: int, ctx: pl.DataFrame, multiplier: np.ndarray | None) -> np.ndarray:
         """(B, n) planted expected units (the probability that each basket holds each product);

@@ -26,6 +26,7 @@ LAYERS = (
     "baselines",
     "simulation",
     "evaluation",
+    "pricing",  # the pricing environment, policies and their judges (D89)
     "serving",
     "pipeline",
 )
