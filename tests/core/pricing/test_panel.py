@@ -73,3 +73,18 @@ def test_the_allowed_range_holds_the_regular_price(tiny_pricing):
     panel = tiny_pricing["panel"]
     assert (panel.low <= 0).all() and (panel.high >= 0).all() and panel.n >= 2
     assert (panel.regular_price > 0).all()
+
+
+def test_a_margin_floor_raises_the_lowest_allowed_price(tiny_pricing):
+    """cost = 70% of the regular price; a 20% markup floor allows no price under 0.84 x
+    regular, and a floor above the regular price still leaves the regular price allowed."""
+    from retailsim_core.pricing.panel import build_panel
+
+    model, rows, batches = tiny_pricing["model"], tiny_pricing["rows"], tiny_pricing["batches"]
+    tokens = rows["token"].to_numpy()
+    floor = build_panel(model, [12, 13, 14], batches, tokens, rows, floor_markup=0.2)
+    free = tiny_pricing["panel"]
+    assert (floor.low >= np.log(0.84) - 1e-12).all()
+    assert (floor.low >= free.low).all() and (floor.high == free.high).all()
+    high_floor = build_panel(model, [12, 13, 14], batches, tokens, rows, floor_markup=1.0)
+    assert (high_floor.low == 0.0).all()
