@@ -37,6 +37,7 @@ from retailsim_core.pricing.policies import (
     ppo_path,
     static_path,
     train_ppo,
+    variation,
 )
 from retailsim_core.pricing.pricing_report import pricing_markdown
 from retailsim_core.split import TemporalSplit
@@ -229,7 +230,7 @@ def _price_category(model, second, weeks, batches, rows, cfg: PricingRunConfig, 
     judges = {"training": train, "held_out": held}
     out = {
         "products": rows["product_id"].to_list(),
-        "historical_revenue_cv": _cv(historical_values(train, env)[1]),
+        "historical_revenue_cv": variation(historical_values(train, env)[1]),
         "policies": {},
     }
     for name, (path, attempted) in found.items():
@@ -245,10 +246,6 @@ def _price_category(model, second, weeks, batches, rows, cfg: PricingRunConfig, 
             if side in ("training", "held_out", "planted")
         }
     return out, {**found, "agents": agents}
-
-
-def _cv(x: np.ndarray) -> float:
-    return float(np.std(x) / max(abs(np.mean(x)), 1e-12))
 
 
 def _over_seeds(lifts: list[float]) -> dict:

@@ -24,6 +24,7 @@ import polars as pl
 import torch
 
 from retailsim_core.models.world_model import ModelOutput, WorldModel
+from retailsim_core.simulation.simulate import mean_size
 from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
 
@@ -169,8 +170,7 @@ def week_panel(model: WorldModel, batch: Batch, products: torch.Tensor) -> WeekP
     """Score a week's contexts once at their historical shelf."""
     model.train(False)
     out, log_p = model.next_basket(batch)
-    size_p = torch.softmax(out.size_logits.double(), -1)  # (B, max_items)
-    size = (size_p * torch.arange(1, size_p.shape[1] + 1, dtype=size_p.dtype)).sum(1)
+    size = mean_size(out.size_logits)  # (B,)
     units = size[:, None] * log_p[:, products].double().exp()  # (B, n)
     shelf = batch["shelf"]
     multiplier = 1 - shelf[:, products, _DEPTH].double()  # (B, n) historical price / regular

@@ -147,11 +147,11 @@ def evaluate(
     return {
         "lift": float(totals[:, 0].sum() / totals[:, 1].sum() - 1),
         "interval": [float(q) for q in np.quantile(drawn[:, 0] / drawn[:, 1] - 1, [0.025, 0.975])],
-        "revenue_cv": _cv(totals[:, 2]),
-        "historical_revenue_cv": _cv(totals[:, 3]),
+        "revenue_cv": variation(totals[:, 2]),
+        "historical_revenue_cv": variation(totals[:, 3]),
         # The policy's own effect on stability: weekly revenue relative to the same week's at
         # historical prices, free of the weeks' differing demand (the design's < 8%).
-        "revenue_ratio_cv": _cv(totals[:, 2] / np.maximum(totals[:, 3], 1e-12)),
+        "revenue_ratio_cv": variation(totals[:, 2] / np.maximum(totals[:, 3], 1e-12)),
         "violations": violations(panel, path, cfg),
     }
 
@@ -178,5 +178,6 @@ def _context_values(panel: PricingPanel, w: int, log_m: np.ndarray, cfg: Pricing
     return np.stack([policy, hist, revenue, hist_revenue], -1)
 
 
-def _cv(x: np.ndarray) -> float:
+def variation(x: np.ndarray) -> float:
+    """Coefficient of variation (std / |mean|)."""
     return float(np.std(x) / max(abs(np.mean(x)), 1e-12))

@@ -153,9 +153,13 @@ def basket_units(model: WorldModel, batch: Batch) -> torch.Tensor:
     """(B, V) each basket's expected units of every product, E[size] x P(product), from one
     forward pass (``expected_units`` per basket, without gradients)."""
     out, log_p = model.next_basket(batch)
-    size = torch.softmax(out.size_logits.double(), -1)
-    mean = (size * torch.arange(1, size.shape[1] + 1, dtype=size.dtype)).sum(1)
-    return (mean[:, None] * log_p.double().exp()).float()
+    return (mean_size(out.size_logits)[:, None] * log_p.double().exp()).float()
+
+
+def mean_size(size_logits: torch.Tensor) -> torch.Tensor:
+    """(B,) E[number of products] from the size head's logits (B, max_items), float64."""
+    size = torch.softmax(size_logits.double(), -1)
+    return (size * torch.arange(1, size.shape[1] + 1, dtype=size.dtype)).sum(1)
 
 
 def jacobian_rows(
