@@ -102,6 +102,7 @@ def train_ppo(
 ):
     """A PPO agent trained on the panel's environment (seeded; CPU)."""
     from stable_baselines3 import PPO  # imported here: only pricing runs need it
+    from stable_baselines3.common.logger import Logger
 
     env = ConstrainedPricingEnv(panel, cfg, second)
     horizon = env.horizon
@@ -116,6 +117,8 @@ def train_ppo(
         device="cpu",
         verbose=0,
     )
+    # SB3's default logger makes an empty folder under the temp dir per run: log nowhere.
+    agent.set_logger(Logger(folder=None, output_formats=[]))
     agent.learn(total_timesteps=timesteps)
     return agent
 

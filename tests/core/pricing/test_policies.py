@@ -68,3 +68,12 @@ def test_ppo_is_seeded_and_stays_within_the_constraints(tiny_pricing):
     b = ppo_path(train_ppo(panel, cfg, seed=3, timesteps=96), panel, cfg)
     np.testing.assert_array_equal(a[0], b[0])
     assert violations(panel, a[0], cfg) == 0 and a[1] >= 0
+
+
+def test_ppo_writes_nothing_to_the_temp_dir(tiny_pricing, tmp_path, monkeypatch):
+    # SB3's default logger makes an SB3-<time> folder under the temp dir on every learn().
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    panel, cfg = tiny_pricing["panel"], PricingConfig()
+    train_ppo(panel, cfg, seed=3, timesteps=48)
+    assert list(tmp_path.iterdir()) == []
