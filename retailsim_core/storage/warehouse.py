@@ -52,6 +52,10 @@ class CorruptPartitionError(RuntimeError):
     """A warehouse file that is damaged, missing or of an older layout; the message names it."""
 
 
+class StaleSchemaError(RuntimeError):
+    """A partition written with fewer columns than its table has now; the message names it."""
+
+
 class WarehousePathError(ValueError):
     """A warehouse path that resolves outside the warehouse root."""
 
@@ -295,4 +299,12 @@ class Warehouse:
             if schema is None:
                 raise FileNotFoundError(f"no partitions of {table} under {self.table_dir(table)}")
             return schema.to_frame().lazy()
+        if schema is not None:  # a footer read per file: a clear error, not a failed collect
+            for f in files:
+                missing = [c for c in schema.names() if c not in pl.read_parquet_schema(f)]
+                if missing:
+                    raise StaleSchemaError(
+                        f"{table}: {f} lacks the columns {missing}; it was written by an "
+                        f"earlier version: re-materialize {table} for its weeks"
+                    )
         return pl.scan_parquet(files, hive_partitioning=False, schema=schema)

@@ -2,7 +2,7 @@ import polars as pl
 import pytest
 
 from retailsim_core.pipeline.ingest_weeks import ingest_weeks
-from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.storage.warehouse import StaleSchemaError, Warehouse
 from retailsim_core.tables import QUARANTINE_TABLE, RAW_TABLE
 
 SCHEMA = pl.Schema({"week": pl.Int16, "x": pl.Int64})
@@ -34,6 +34,14 @@ def test_scan_reads_weeks_and_skips_absent_ones(tmp_path):
     assert wh.scan("t").collect()["x"].to_list() == [10, 30]
     assert wh.scan("t", [3, 5]).collect()["x"].to_list() == [30]
     assert wh.scan("none", schema=SCHEMA).collect().height == 0
+
+
+def test_a_partition_missing_a_column_of_its_schema_is_named(tmp_path):
+    wh = Warehouse(tmp_path)
+    old = pl.DataFrame({"week": [1]}, schema={"week": pl.Int16})
+    wh.write_partition("t", 1, old, old.schema)
+    with pytest.raises(StaleSchemaError, match=r"t: .* lacks the columns \['x'\].*re-materialize"):
+        wh.scan("t", [1], schema=SCHEMA)
 
 
 def test_ingest_weeks_accounts_for_every_row_and_records_gaps(tiny_dataset, tmp_path):
