@@ -16,7 +16,8 @@ reasons). The mapping (docs/complete_journey.md, D85):
   parent's value, so the product sits directly under the parent.
 - **Who.** Every household is carded (``customer_id`` is never null).
 - **How much.** ``quantity``; ``spend`` is ``sales_value``, what the retailer received after
-  the loyalty discount (the LGSR meaning of SPEND).
+  the loyalty discount (the LGSR meaning of SPEND); ``regular_spend`` is ``sales_value +
+  retail_disc + coupon_match_disc``, the line at the shelf's regular price (D90).
 - **Not in the source**: customer segments, the basket's size, type, price sensitivity and
   mission, store format and region. They are null, never a constant a model could learn from.
 - **Excluded lines** go to the quarantine with a reason: FUEL (gallons, quantities in the
@@ -181,6 +182,11 @@ def _raw_columns(week: int) -> list[pl.Expr]:
         "shop_hour",
         "quantity",
         pl.col("sales_value").alias("spend"),
+        # The shelf price before the loyalty discount and the retailer's coupon match (the
+        # manufacturer's coupon is not the retailer's price): discounts are positive amounts.
+        (pl.col("sales_value") + pl.col("retail_disc") + pl.col("coupon_match_disc")).alias(
+            "regular_spend"
+        ),
         canonical_id("PRD", "product_id", 7),
         _level("product_type", category).alias("prod_code_10"),
         category.alias("prod_code_20"),

@@ -131,6 +131,9 @@ RAW_TRANSACTIONS_SCHEMA = pl.Schema(
         "shop_hour": pl.Int8,
         "quantity": pl.Int32,
         "spend": pl.Float64,
+        # What the line cost at the shelf's regular price (spend plus the retailer's discounts):
+        # null where the source does not record discounts (LGSR); derived prices then infer it.
+        "regular_spend": pl.Float64,
         "product_id": pl.String,
         "prod_code_10": pl.String,
         "prod_code_20": pl.String,

@@ -177,4 +177,5 @@ def to_raw_schema(df: pl.LazyFrame, week: int) -> pl.LazyFrame:
     return df.select(
         pl.lit(week).alias("week"),
         *[column(c).alias(RAW_COLUMN_NAMES[c]) for c in FULL_HEADER],
+        pl.lit(None, pl.Float64).alias("regular_spend"),  # LGSR records no discounts
     ).select([pl.col(n).cast(t) for n, t in RAW_TRANSACTIONS_SCHEMA.items()])

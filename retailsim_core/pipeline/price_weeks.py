@@ -39,7 +39,14 @@ _STATE_COLUMNS = ("product_id", "store_id", "actual_price", "observed_price")
 def _observed_week(warehouse: Warehouse, week: int) -> pl.DataFrame:
     warehouse.require_weeks(RAW_TABLE, [week])
     raw = warehouse.scan(RAW_TABLE, [week], schema=RAW_TRANSACTIONS_SCHEMA).select(
-        "store_id", "store_region", "store_format", "product_id", "week", "spend", "quantity"
+        "store_id",
+        "store_region",
+        "store_format",
+        "product_id",
+        "week",
+        "spend",
+        "regular_spend",
+        "quantity",
     )
     return observed_prices(raw).collect()
 

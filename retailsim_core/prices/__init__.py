@@ -83,6 +83,7 @@ OBSERVED_SCHEMA = pl.Schema(
         "store_region": pl.String,
         "store_format": pl.String,
         "observed_price": pl.Float64,
+        "regular_price": pl.Float64,  # the source's regular shelf price; null where not recorded
         "n_lines": pl.UInt32,
         "units": pl.Int64,
     }
@@ -150,7 +151,9 @@ def cell_codes() -> list[pl.Expr]:
 
 
 def observed_prices(raw: pl.LazyFrame) -> pl.LazyFrame:
-    """Step 1: median unit price per product x store x week, from raw_transactions rows.
+    """Step 1: median unit price per product x store x week, from raw_transactions rows, and
+    where the source records discounts (``regular_spend``) the median regular shelf price, never
+    below the paid one (D90; null where no line of the cell records it).
 
     Sorting by (cell, unit price) first turns the median into a positional pick per group; the
     store's region and format come from its first row of the week (store attributes).
@@ -164,7 +167,11 @@ def observed_prices(raw: pl.LazyFrame) -> pl.LazyFrame:
     # two keys.
     return (
         raw.select(
-            cell_key(), "week", (pl.col("spend") / pl.col("quantity")).alias("unit"), "quantity"
+            cell_key(),
+            "week",
+            (pl.col("spend") / pl.col("quantity")).alias("unit"),
+            (pl.col("regular_spend") / pl.col("quantity")).alias("regular_unit"),
+            "quantity",
         )
         .with_columns(cell_week=pl.col("cell") * 128 + pl.col("week"))
         .sort("cell_week", "unit")
@@ -173,10 +180,16 @@ def observed_prices(raw: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("cell").first(),
             pl.col("week").first(),
             pl.col("unit").median().alias("observed_price"),
+            pl.col("regular_unit").median().alias("regular_price"),
             pl.len().alias("n_lines"),
             pl.col("quantity").sum().cast(pl.Int64).alias("units"),
         )
-        .with_columns(store=pl.col("cell") % STORE_SPAN)
+        .with_columns(
+            store=pl.col("cell") % STORE_SPAN,
+            regular_price=pl.when(pl.col("regular_price").is_not_null()).then(
+                pl.max_horizontal("regular_price", "observed_price")
+            ),
+        )
         .join(stores, on="store", how="left", maintain_order="left")
         .select(OBSERVED_SCHEMA.names())
         .cast(dict(OBSERVED_SCHEMA))

@@ -76,6 +76,9 @@ def advance(
             price=np.ascontiguousarray(price, np.float64),
             n_lines=np.ascontiguousarray(observed["n_lines"].to_numpy(), np.uint32),
             units=np.ascontiguousarray(observed["units"].to_numpy(), np.int64),
+            regular=np.ascontiguousarray(
+                observed["regular_price"].fill_null(np.nan).to_numpy(), np.float64
+            ),
             region_mean=region_mean,
             new_head=new_head,
         ),

@@ -59,6 +59,7 @@ class WeekInput:
     price: np.ndarray  # (K,) float64
     n_lines: np.ndarray  # (K,) uint32
     units: np.ndarray  # (K,) int64
+    regular: np.ndarray  # (K,) float64, the source's regular shelf price; NaN where not recorded
     region_mean: np.ndarray  # (R,) float64, NaN where the product was not sold in the region
     new_head: int  # the last-price row that becomes week W's
 
@@ -120,6 +121,9 @@ def fold_week_numpy(state: CellState, week: int, obs: WeekInput) -> dict[str, np
     np.fmax.at(zone_max, s["zone"], own_max)
     reference = np.fmax(own_max, zone_max[s["zone"]])
     np.copyto(reference, own_max, where=s["own_n"] >= cfg.min_own_observations)
+    # Where the source records the regular shelf price (D90), it is the promotion reference.
+    known = ~np.isnan(obs.regular)
+    reference[slots[known]] = obs.regular[known]
     depth = np.zeros(n)
     with np.errstate(invalid="ignore", divide="ignore"):
         depth[slots] = np.clip(1.0 - price / reference[slots], 0.0, 1.0)

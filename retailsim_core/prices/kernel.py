@@ -69,6 +69,7 @@ _POINTERS = (
     ("obs_price", np.float64),
     ("obs_lines", np.uint32),
     ("obs_units", np.int64),
+    ("regular", np.float64),
     ("history", np.float64),
     ("prev_price", np.float64),
     ("prev_base", np.float64),
@@ -169,6 +170,7 @@ def fold_week_compiled(state: CellState, week: int, obs: WeekInput) -> dict[str,
         "obs_price": obs.price,
         "obs_lines": obs.n_lines,
         "obs_units": obs.units,
+        "regular": _per_slot(obs.slots, obs.regular, n),
         "l3": obs.region_mean,
         "product_first_week": state.product["first_week"],
         "product_obs_weeks": state.product["obs_weeks"],
@@ -216,6 +218,13 @@ def fold_week_compiled(state: CellState, week: int, obs: WeekInput) -> dict[str,
     )
     lib.rs_price_week(ctypes.byref(week_args))
     return columns
+
+
+def _per_slot(slots: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """(n,) ``values`` at ``slots``, NaN elsewhere: the kernel's cell loop reads by slot."""
+    out = np.full(n, np.nan)
+    out[slots] = values
+    return out
 
 
 def _address(array: np.ndarray, dtype, name: str) -> int:

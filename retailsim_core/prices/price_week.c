@@ -27,6 +27,7 @@ typedef struct {
     const int64_t *own_rows;                                      /* ring rows of the reference window */
     /* observations (k) */
     const int64_t *obs_slot; const double *obs_price; const uint32_t *obs_lines; const int64_t *obs_units;
+    const double *regular;            /* (n) the source's regular shelf price by slot; NaN: none (D90) */
     /* per-slot state (n), updated in place */
     double *history, *prev_price, *prev_base, *price_sum, *price_sumsq;
     int32_t *own_n, *l2_n; int64_t *l2_sum; int32_t *n_obs;
@@ -131,7 +132,7 @@ static void cells(const PriceWeek *w) {
     const int32_t *restrict n_obs = w->n_obs;
     const uint32_t *restrict lines = w->lines;
     const double *restrict l3 = w->l3, *restrict zone_max = w->zone_max, *restrict sum = w->price_sum;
-    const double *restrict sumsq = w->price_sumsq;
+    const double *restrict sumsq = w->price_sumsq, *restrict regular = w->regular;
     double *restrict prev_base = w->prev_base, *restrict actual = w->actual, *restrict base = w->base;
     double *restrict reference = w->reference, *restrict depth = w->depth, *restrict base_depth = w->base_depth;
     double *restrict quality = w->quality, *restrict observed_price = w->observed_price;
@@ -167,6 +168,7 @@ static void cells(const PriceWeek *w) {
         double b = fmax_(fmax_(fmax_(prev0[i], prev1[i]), prev2[i]), a);   /* numpy: reduce rows, then actual */
         double own = reference[i];
         double ref = own_n[i] >= min_own ? own : fmax_(own, g_zone[j]);
+        ref = isnan(regular[i]) ? ref : regular[i];
         double d = observed ? clip01(1.0 - p / ref) : 0.0;
         int32_t count = n_obs[i];
         double mean = sum[i] / (double)count;

@@ -106,7 +106,9 @@ def waterfall(cells: pl.LazyFrame, observed: pl.LazyFrame, own: pl.LazyFrame) ->
         method = method.when(level.is_not_null()).then(pl.lit(name))
     return (
         cells.join(
-            observed.select("cell", "observed_price", "n_lines", "units"), on="cell", how="left"
+            observed.select("cell", "observed_price", "regular_price", "n_lines", "units"),
+            on="cell",
+            how="left",
         )
         .join(own, on="cell", how="left")
         .join(region_mean, on=["product_num", "store_region"], how="left")
@@ -119,9 +121,10 @@ def waterfall(cells: pl.LazyFrame, observed: pl.LazyFrame, own: pl.LazyFrame) ->
 def promotions(priced: pl.LazyFrame, cfg: PriceConfig) -> pl.LazyFrame:
     """Step 3 with the documented reference: depth and promo flag for observed cells."""
     own_ok = pl.col("own_n") >= cfg.min_own_observations
-    reference = (
+    inferred = (
         pl.when(own_ok).then(pl.col("own_max")).otherwise(pl.max_horizontal("own_max", "zone_max"))
     )
+    reference = pl.coalesce("regular_price", inferred)  # the source's regular price (D90)
     observed = pl.col("observed_price").is_not_null()
     depth = pl.when(observed).then(
         (1.0 - pl.col("observed_price") / pl.col("reference_price")).clip(0.0, 1.0)

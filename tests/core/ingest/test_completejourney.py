@@ -57,6 +57,14 @@ def test_a_line_maps_to_the_canonical_row():
         assert row[absent] is None  # not in the source: null, not a constant
 
 
+def test_the_regular_spend_adds_back_the_retailers_discounts():
+    # 2 units paid 3.00 after a 0.80 loyalty discount, a 0.50 manufacturer coupon and its 0.20
+    # match: the shelf charged 4.00 (the manufacturer's coupon is not the retailer's price).
+    line = (900, 330, 7, 1, 2, 3.0, 0.8, 0.5, 0.2, 2, dt.datetime(2017, 1, 3, 17, 30))
+    kept, _ = week_lines(_transactions(line), PRODUCTS.lazy(), 2)
+    assert kept.row(0, named=True)["regular_spend"] == pytest.approx(4.0)
+
+
 def test_an_empty_level_takes_its_parents_value():
     kept, _ = week_lines(_transactions(_line(2), _line(3)), PRODUCTS.lazy(), 2)
     tomatoes, misc = kept.rows(named=True)

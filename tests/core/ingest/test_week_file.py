@@ -37,6 +37,7 @@ def expected(tiny_cfg) -> pl.DataFrame:
         pl.col("SHOP_HOUR").cast(pl.Int8).alias("shop_hour"),
         pl.col("QUANTITY").cast(pl.Int32).alias("quantity"),
         pl.col("SPEND").cast(pl.Float64).alias("spend"),
+        pl.lit(None, pl.Float64).alias("regular_spend"),  # LGSR records no discounts
         pl.col("PROD_CODE").alias("product_id"),
         *[pl.col(f"PROD_CODE_{k}").alias(f"prod_code_{k}") for k in (10, 20, 30, 40)],
         blank("CUST_CODE").alias("customer_id"),

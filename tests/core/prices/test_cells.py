@@ -18,11 +18,16 @@ CFG = PriceConfig()
 
 
 def random_raw(
-    seed: int, weeks: int, products: int = 8, stores: int = 12, lines: int = 25
+    seed: int,
+    weeks: int,
+    products: int = 8,
+    stores: int = 12,
+    lines: int = 25,
+    regular_share: float = 0.0,
 ) -> pl.DataFrame:
     """Lines of a few products in stores of 3 regions x 2 formats; products and stores start
     selling at random weeks and skip weeks, so every waterfall level and the ring wrap-around
-    occur."""
+    occur. ``regular_share`` of the lines record their regular shelf spend (the rest: null)."""
     rng = np.random.default_rng(seed)
     store_region = rng.choice(["E01", "N02", "W03"], stores)
     store_format = rng.choice(["LS", "SS"], stores)
@@ -38,6 +43,10 @@ def random_raw(
     quantity = rng.integers(1, 4, week.size)
     discount = np.where(rng.random(week.size) < 0.2, rng.uniform(0.1, 0.8, week.size), 0.0)
     spend = np.round(regular[product] * (1 - discount) * quantity, 2)
+    # Drawn last, so the other columns do not depend on it; the recorded regular price drifts
+    # from the product's list price (regular changes), sometimes below the paid one (bad data).
+    recorded = rng.random(week.size) < regular_share
+    shelf = regular[product] * rng.uniform(0.9, 1.3, week.size) * quantity
     return pl.DataFrame(
         {
             "week": week.astype(np.int16),
@@ -46,6 +55,7 @@ def random_raw(
             "store_region": store_region[store],
             "store_format": store_format[store],
             "spend": spend,
+            "regular_spend": pl.Series(np.round(shelf, 2)).set(pl.Series(~recorded), None),
             "quantity": quantity.astype(np.int32),
         }
     )
@@ -67,10 +77,11 @@ FOLDS = [
 ]
 
 
+@pytest.mark.parametrize("regular_share", [0.0, 0.6])
 @pytest.mark.parametrize("fold", FOLDS)
-def test_engine_matches_the_polars_reference(fold):
+def test_engine_matches_the_polars_reference(fold, regular_share):
     weeks = range(1, 41)  # > history_weeks: the ring wraps and cells leave the windows
-    observed = observed_by_week(random_raw(0, len(weeks)), weeks)
+    observed = observed_by_week(random_raw(0, len(weeks), regular_share=regular_share), weeks)
     fast, ref, methods = CellState(CFG), reference.PriceState.empty(), set()
     for w in weeks:
         got = advance(fast, observed[w], w, fold=fold)

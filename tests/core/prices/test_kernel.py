@@ -37,7 +37,8 @@ def assert_states_equal(a: CellState, b: CellState) -> None:
 )
 def test_compiled_fold_is_bitwise_the_numpy_fold(cfg):
     weeks = range(1, 45)  # cells arrive every week, so the arrays grow and the ring stride changes
-    observed = observed_by_week(random_raw(3, len(weeks), products=12, stores=15, lines=40), weeks)
+    raw = random_raw(3, len(weeks), products=12, stores=15, lines=40, regular_share=0.5)
+    observed = observed_by_week(raw, weeks)
     compiled, numpy = CellState(cfg), CellState(cfg)
     for w in weeks:
         got = advance(compiled, observed[w], w, fold=price_kernel.fold_week_compiled)

@@ -14,9 +14,9 @@ CFG = PriceConfig()
 
 
 def raw(rows):
-    """rows: (week, product, store, region, format, spend, quantity)."""
+    """rows: (week, product, store, region, format, spend, quantity[, regular_spend])."""
     return pl.DataFrame(
-        rows,
+        [(*r, None) if len(r) == 7 else r for r in rows],
         schema={
             "week": pl.Int16,
             "product_id": pl.String,
@@ -25,6 +25,7 @@ def raw(rows):
             "store_format": pl.String,
             "spend": pl.Float64,
             "quantity": pl.Int32,
+            "regular_spend": pl.Float64,
         },
         orient="row",
     )
@@ -181,3 +182,33 @@ def test_invariants(lines):
     assert table["quality_score"].is_between(0.0, 1.0).all()
     observed = table.filter(pl.col("imputation_method") == "observed")
     assert_series_equal(observed["actual_price"], observed["observed_price"], check_names=False)
+
+
+def test_a_recorded_regular_price_is_the_promotion_reference():
+    # Always sold on a loyalty discount: inferred from paid prices alone it is never a promotion;
+    # the source's regular shelf price (D90) gives the 25% cut every week.
+    rows = [(w, P, S1, "E01", "LS", 3.0, 2, 4.0) for w in (1, 2, 3)]
+    frames = run(rows, [1, 2, 3])
+    for w in (1, 2, 3):
+        row = cell(frames, w, S1)
+        assert row["reference_price"] == pytest.approx(2.0)
+        assert row["discount_depth"] == pytest.approx(0.25) and row["promo_flag"]
+    inferred = run([r[:7] for r in rows], [1, 2, 3])
+    assert cell(inferred, 3, S1)["discount_depth"] == 0.0
+
+
+def test_a_regular_price_below_the_paid_one_is_the_paid_one():
+    frames = run([(1, P, S1, "E01", "LS", 3.0, 1, 2.5)], [1])
+    row = cell(frames, 1, S1)
+    assert row["reference_price"] == pytest.approx(3.0) and row["discount_depth"] == 0.0
+
+
+def test_the_regular_price_is_the_median_of_the_lines_recording_it():
+    rows = [
+        (1, P, S1, "E01", "LS", 1.0, 1, 2.0),
+        (1, P, S1, "E01", "LS", 1.0, 1, 4.0),
+        (1, P, S1, "E01", "LS", 1.0, 1, None),  # a line without it does not count
+        (1, P, S1, "E01", "LS", 3.0, 1, 3.0),
+    ]
+    observed = observed_prices(raw(rows).lazy()).collect()
+    assert observed["regular_price"].to_list() == [pytest.approx(3.0)]
