@@ -115,8 +115,15 @@ class PriceResponse(nn.Module):
     @property
     def product_weights(self) -> torch.Tensor:
         """(V, P) a[c]: >= 0 on the own depth, display and mailer, <= 0 on the substitutes'."""
-        pooled = F.pad(self.raw_category_weights[self.category_of], (_POOLED, 0))  # (V, P)
-        return F.softplus(self.raw_product_weights + pooled) * self.product_signs
+        return self.weights_of(None)
+
+    def weights_of(self, columns: torch.Tensor | None) -> torch.Tensor:
+        """(C, P) a[c] of the candidates ``columns`` (C,); all V where None."""
+        raw, category = self.raw_product_weights, self.category_of
+        if columns is not None:
+            raw, category = raw[columns], category[columns]
+        pooled = F.pad(self.raw_category_weights[category], (_POOLED, 0))  # (C, P)
+        return F.softplus(raw + pooled) * self.product_signs
 
     def features(self, shelf: torch.Tensor) -> torch.Tensor:
         """(B, V, S) shelf -> (B, V, 2 + P) response features: the context features, then own
@@ -124,14 +131,27 @@ class PriceResponse(nn.Module):
         src, dst = self.substitute_edges
         depth = shelf[..., SHELF_FEATURES.index("discount_depth")]  # (B, V)
         sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) * self.inverse_degree
-        picked = shelf.index_select(-1, self.response_columns)  # (B, V, 5)
+        return self.column_features(shelf, sub)
+
+    def column_features(self, shelf: torch.Tensor, sub: torch.Tensor) -> torch.Tensor:
+        """(B, C, S) shelf rows of C candidates and (B, C) their substitutes' mean depth ->
+        (B, C, 2 + P) response features (``features`` for a subset of the vocabulary)."""
+        picked = shelf.index_select(-1, self.response_columns)  # (B, C, 5)
         return torch.cat([picked[..., :3], sub[..., None], picked[..., 3:]], dim=-1)
 
-    def forward(self, h: torch.Tensor, feats: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        """h (M, D) states of slots in basket rows ``rows`` (M,); feats (B, V, 2 + P) -> (M, V)."""
+    def forward(
+        self,
+        h: torch.Tensor,
+        feats: torch.Tensor,
+        rows: torch.Tensor,
+        columns: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """h (M, D) states of slots in basket rows ``rows`` (M,); feats (B, V, 2 + P) -> (M, V);
+        or feats (B, C, 2 + P) of the candidates ``columns`` (C,) -> (M, C)."""
         context = feats[..., : len(CONTEXT_SHELF_FEATURES)]
         product = feats[..., len(CONTEXT_SHELF_FEATURES) :]
-        own = (product * self.product_weights).sum(-1)  # (B, V)
+        weights = self.weights_of(columns)
+        own = (product * weights).sum(-1)  # (B, V) or (B, C)
         out = torch.exp(self.scale(h)) * own[rows]  # (M, V)
         for s, w in enumerate(self.context_weights(h).unbind(-1)):  # 2 features
             out = out.addcmul(w[:, None], context[..., s][rows])

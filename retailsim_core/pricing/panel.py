@@ -2,7 +2,8 @@
 
 For each test week a seeded sample of that week's baskets gives the contexts (customer history,
 store, week). Prices enter the world model only through the shelf (D39), so each week's decoder
-output is computed once; a price vector then costs one slot scoring (``units``). A policy's
+output is computed once; a price vector then costs the scoring of the category's columns of one
+slot (``slot_cache``). A policy's
 prices are one log multiplier per category product on the product's *regular* shelf price, the
 same at every store; other categories stay at their historical shelf, display and mailer at the
 plan. The historical prices are the stores' own shelf of the week, promotions included
@@ -16,20 +17,19 @@ Glossary: W weeks, B contexts of a week, V vocabulary, S shelf features, n categ
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.models.world_model import ModelOutput, WorldModel
+from retailsim_core.models.world_model import WorldModel
+from retailsim_core.pricing.slot_cache import SlotCache, build_cache, slot_probs
 from retailsim_core.simulation.simulate import mean_size
 from retailsim_core.training_data.batch import Batch
-from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
+from retailsim_core.training_data.shelf import SHELF_FEATURES
 
-_LOG_PRICE, _DEPTH, _PROMO = (SHELF_FEATURES.index(f) for f in SHELF_FEATURES[:3])
-_AVAILABLE = SHELF_FEATURES.index("available")
+_DEPTH = SHELF_FEATURES.index("discount_depth")
 RANGE_QUANTILE = 0.05  # the allowed range: paid prices between these quantiles of the observed
 CATEGORY_PRICES_SCHEMA = pl.Schema(  # one row per priced product (``category_prices``)
     {
@@ -71,8 +71,7 @@ def category_prices(cells: pl.LazyFrame) -> pl.LazyFrame:
 
 @dataclass(frozen=True)
 class WeekPanel:
-    out: ModelOutput  # the decoder output of the week's contexts (historical shelf features)
-    shelf: torch.Tensor  # (B, V, S) the historical shelf
+    cache: SlotCache  # the contexts' first slot at the historical shelf (slot_cache)
     size: torch.Tensor  # (B,) expected basket sizes (size head)
     context_units: torch.Tensor  # (B, n) each context's expected units at the historical shelf
     context_multiplier: torch.Tensor  # (B, n) each context's historical price / regular price
@@ -118,51 +117,10 @@ class PricingPanel:
         return self.context_units_many(week, log_m[None])[0]
 
     def context_units_many(self, week: int, log_m: torch.Tensor) -> torch.Tensor:
-        """(K, B, n) each context's expected units under K price vectors (K, n)."""
+        """(K, B, n) each context's expected units under K price vectors (K, n): the cost grows
+        with the category's columns, not with the vocabulary (``slot_cache``)."""
         p = self.panels[week]
-        k, b = log_m.shape[0], p.shelf.shape[0]
-        regular = _regular(p.shelf[:, self.products])  # (B, n, S)
-        priced = with_price_multipliers(
-            regular.repeat(k, 1, 1), log_m.repeat_interleave(b, 0).to(regular.dtype)
-        )  # (K * B, n, S)
-        shelf = p.shelf.repeat(k, 1, 1).index_copy(1, self.products, priced)  # (K * B, V, S)
-        out = dataclasses.replace(_tile(p.out, k), shelf=self.model.price_response.features(shelf))
-        log_p = self.model.slot_log_probs(
-            out, torch.arange(k * b), torch.zeros(k * b, dtype=torch.long)
-        )  # (K * B, V)
-        probs = log_p[:, self.products].double().exp().view(k, b, -1)  # (K, B, n)
-        return p.size.double()[None, :, None] * probs
-
-
-def _tile(out: ModelOutput, k: int) -> ModelOutput:
-    """The output of the contexts repeated k times along the batch (K * B rows)."""
-
-    def tile(x):
-        if isinstance(x, tuple):
-            return tuple(tile(y) for y in x)
-        return x if x is None or k == 1 else x.repeat(k, *[1] * (x.dim() - 1))
-
-    return dataclasses.replace(
-        out,
-        hidden=tile(out.hidden),
-        repeat=tile(out.repeat),
-        repeat_products=tile(out.repeat_products),
-        season=tile(out.season),
-        has_history=tile(out.has_history),
-        aux_logits={},
-        size_logits=None,
-    )
-
-
-def _regular(shelf: torch.Tensor) -> torch.Tensor:
-    """(..., S) the shelf with its promotions' price cuts removed (display and mailer kept)."""
-    available = shelf[..., _AVAILABLE]
-    depth = shelf[..., _DEPTH].clamp(max=0.99)
-    out = shelf.clone()
-    out[..., _LOG_PRICE] = shelf[..., _LOG_PRICE] - torch.log1p(-depth) * available
-    out[..., _DEPTH] = 0.0
-    out[..., _PROMO] = 0.0
-    return out
+        return p.size.double()[None, :, None] * slot_probs(self.model, p.cache, log_m)
 
 
 @torch.no_grad()
@@ -174,7 +132,7 @@ def week_panel(model: WorldModel, batch: Batch, products: torch.Tensor) -> WeekP
     units = size[:, None] * log_p[:, products].double().exp()  # (B, n)
     shelf = batch["shelf"]
     multiplier = 1 - shelf[:, products, _DEPTH].double()  # (B, n) historical price / regular
-    return WeekPanel(out, shelf, size.float(), units, multiplier)
+    return WeekPanel(build_cache(model, out, shelf, products), size.float(), units, multiplier)
 
 
 def build_panel(

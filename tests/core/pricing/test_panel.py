@@ -30,6 +30,14 @@ def test_category_prices_are_the_central_range_around_the_median_regular_price()
     assert out.row(1, named=True)["low"] == out.row(1, named=True)["high"] == 1.0
 
 
+def test_the_fixture_exercises_every_part_of_the_cached_slot(tiny_pricing):
+    """The oracle below means something only if priced products feed other columns through
+    the substitute graph and sit in the customers' repeat histories."""
+    cache = tiny_pricing["half"].panels[0].cache
+    assert cache.edge_src.numel() > 0 and cache.columns.numel() > cache.n
+    assert cache.repeat is not None and (cache.repeat_at < cache.n).any()
+
+
 def _regular(shelf, products):
     """The oracle's regular shelf: the category's price cuts undone, column by column."""
     out = shelf.clone()
@@ -43,10 +51,12 @@ def _regular(shelf, products):
     return out
 
 
-def test_cached_scoring_equals_the_models_expected_units(tiny_pricing):
+@pytest.mark.parametrize("priced", ["panel", "half"])
+def test_cached_scoring_equals_the_models_expected_units(tiny_pricing, priced):
     """Oracle: the panel's one-slot scoring of a price vector is the model's full forward pass
     (``simulation.expected_units``) on the regular shelf repriced by the same multipliers."""
-    panel, model = tiny_pricing["panel"], tiny_pricing["model"]
+    panel = tiny_pricing[priced]
+    model = tiny_pricing["model" if priced == "panel" else "half_model"]
     rng = np.random.default_rng(0)
     candidates = torch.as_tensor(rng.uniform(-0.3, 0.3, size=(3, panel.n)))
     for w, batch in enumerate(tiny_pricing["batches"]):
