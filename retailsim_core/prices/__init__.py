@@ -52,12 +52,17 @@ STORE_SPAN = (
 )
 REGION_INDEX = {code: i for i, code in enumerate(STORE_REGION_CODES)}
 FORMAT_INDEX = {code: i for i, code in enumerate(STORE_FORMAT_CODES)}
+# A store whose source records no region or format (The Complete Journey) gets a code of its
+# own, so its zone is the product chain-wide; a null code made every product one zone (D90).
+UNKNOWN_REGION, UNKNOWN_FORMAT = len(STORE_REGION_CODES), len(STORE_FORMAT_CODES)
+assert UNKNOWN_REGION < 16 and UNKNOWN_FORMAT < 16
 
 
 def zone_of(product_num, region, fmt):
     """Exact integer key of a pricing zone (product x region x format) from the product number and
-    the REGION_INDEX / FORMAT_INDEX codes; works on NumPy arrays and Polars expressions alike."""
-    return product_num * 64 + region * 4 + fmt
+    the REGION_INDEX / FORMAT_INDEX codes (UNKNOWN_* where not recorded); works on NumPy arrays
+    and Polars expressions alike."""
+    return product_num * 256 + region * 16 + fmt
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from retailsim_core.prices import (
     OBSERVED_SCHEMA,
     REGION_INDEX,
     STORE_SPAN,
+    UNKNOWN_FORMAT,
+    UNKNOWN_REGION,
     VALIDATION_FLAG_BITS,
     PriceConfig,
     cell_codes,
@@ -54,6 +56,7 @@ def zone_key() -> pl.Expr:
     """Exact integer key of (product, region, format): a pricing zone of one product."""
     region = pl.col("store_region").replace_strict(REGION_INDEX, return_dtype=pl.Int64)
     fmt = pl.col("store_format").replace_strict(FORMAT_INDEX, return_dtype=pl.Int64)
+    region, fmt = region.fill_null(UNKNOWN_REGION), fmt.fill_null(UNKNOWN_FORMAT)
     return zone_of(pl.col("product_num"), region, fmt).alias("zone")
 
 
@@ -111,7 +114,7 @@ def waterfall(cells: pl.LazyFrame, observed: pl.LazyFrame, own: pl.LazyFrame) ->
             how="left",
         )
         .join(own, on="cell", how="left")
-        .join(region_mean, on=["product_num", "store_region"], how="left")
+        .join(region_mean, on=["product_num", "store_region"], how="left", nulls_equal=True)
         .join(chain_mean, on="product_num", how="left")
         .with_columns(pl.coalesce(levels).alias("actual_price"), method.alias("imputation_method"))
         .drop("l2", "l3", "l4")

@@ -15,6 +15,8 @@ from retailsim_core.prices import (
     FORMAT,
     REGION,
     STORE_SPAN,
+    UNKNOWN_FORMAT,
+    UNKNOWN_REGION,
     PriceConfig,
     cell_codes,
     zone_of,
@@ -84,8 +86,9 @@ class CellState:
         product_num = keys // STORE_SPAN
         # An Enum's physical code is the position in STORE_*_CODES: the REGION_INDEX / FORMAT_INDEX
         # code.
-        region = cells["store_region"].to_physical().cast(pl.Int64).to_numpy()
-        fmt = cells["store_format"].to_physical().cast(pl.Int64).to_numpy()
+        region = cells["store_region"].to_physical().cast(pl.Int64).fill_null(UNKNOWN_REGION)
+        fmt = cells["store_format"].to_physical().cast(pl.Int64).fill_null(UNKNOWN_FORMAT)
+        region, fmt = region.to_numpy(), fmt.to_numpy()
         product = self.products.ids(product_num)
         self.product.grow(self.products.size - self.product.size)
         first_week = cells["first_week"].to_numpy()

@@ -24,10 +24,12 @@ def random_raw(
     stores: int = 12,
     lines: int = 25,
     regular_share: float = 0.0,
+    regions: bool = True,
 ) -> pl.DataFrame:
     """Lines of a few products in stores of 3 regions x 2 formats; products and stores start
     selling at random weeks and skip weeks, so every waterfall level and the ring wrap-around
-    occur. ``regular_share`` of the lines record their regular shelf spend (the rest: null)."""
+    occur. ``regular_share`` of the lines record their regular shelf spend (the rest: null);
+    without ``regions`` no store records its region or format (The Complete Journey)."""
     rng = np.random.default_rng(seed)
     store_region = rng.choice(["E01", "N02", "W03"], stores)
     store_format = rng.choice(["LS", "SS"], stores)
@@ -52,8 +54,12 @@ def random_raw(
             "week": week.astype(np.int16),
             "product_id": [f"PRD{p:07d}" for p in product + 1],
             "store_id": [f"STORE{s:05d}" for s in store + 1],
-            "store_region": store_region[store],
-            "store_format": store_format[store],
+            "store_region": pl.Series(store_region[store], dtype=pl.String).set(
+                pl.Series([not regions] * store.size), None
+            ),
+            "store_format": pl.Series(store_format[store], dtype=pl.String).set(
+                pl.Series([not regions] * store.size), None
+            ),
             "spend": spend,
             "regular_spend": pl.Series(np.round(shelf, 2)).set(pl.Series(~recorded), None),
             "quantity": quantity.astype(np.int32),
@@ -77,11 +83,14 @@ FOLDS = [
 ]
 
 
-@pytest.mark.parametrize("regular_share", [0.0, 0.6])
+@pytest.mark.parametrize(
+    ("regular_share", "regions"), [(0.0, True), (0.6, True), (1.0, False)], ids=str
+)
 @pytest.mark.parametrize("fold", FOLDS)
-def test_engine_matches_the_polars_reference(fold, regular_share):
+def test_engine_matches_the_polars_reference(fold, regular_share, regions):
     weeks = range(1, 41)  # > history_weeks: the ring wraps and cells leave the windows
-    observed = observed_by_week(random_raw(0, len(weeks), regular_share=regular_share), weeks)
+    raw = random_raw(0, len(weeks), regular_share=regular_share, regions=regions)
+    observed = observed_by_week(raw, weeks)
     fast, ref, methods = CellState(CFG), reference.PriceState.empty(), set()
     for w in weeks:
         got = advance(fast, observed[w], w, fold=fold)

@@ -212,3 +212,17 @@ def test_the_regular_price_is_the_median_of_the_lines_recording_it():
     ]
     observed = observed_prices(raw(rows).lazy()).collect()
     assert observed["regular_price"].to_list() == [pytest.approx(3.0)]
+
+
+def test_a_source_without_regions_prices_each_product_in_its_own_zone():
+    # The Complete Journey records no region or format: each product's zone is the product
+    # chain-wide, never one zone of every product (a cheap product's reference was the dearest
+    # product's price: depth 0.8 here).
+    rows = [
+        (1, P, S1, None, None, 2.0, 1),
+        (1, "PRD0000002", S1, None, None, 10.0, 1),
+        (1, P, S2, None, None, 2.0, 1),
+    ]
+    frames = run(rows, [1])
+    assert cell(frames, 1, S1)["reference_price"] == pytest.approx(2.0)
+    assert cell(frames, 1, S2)["discount_depth"] == 0.0
