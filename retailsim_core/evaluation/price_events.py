@@ -18,7 +18,7 @@ Glossary: B baskets of a chunk, V vocabulary, E events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -44,7 +44,7 @@ from retailsim_core.evaluation.response_metrics import (
     response_metrics,
 )
 from retailsim_core.models.world_model import WorldModel
-from retailsim_core.simulation.simulate import basket_units
+from retailsim_core.simulation.simulate import mean_size
 from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
 from retailsim_core.training_data.tensors import TrainingSet
 
@@ -191,8 +191,12 @@ def model_event_units(
         shelf = with_price_multipliers(batch["shelf"], log_m)  # (B, V, S), a new tensor
         for column in SHELF_PLAN:  # off display, out of the mailer
             shelf[b, t, column] = 0.0
-        removed = {**batch, "shelf": shelf}
-        for target, inputs in ((on, batch), (off, removed)):
-            units = basket_units(model, inputs)[b, t].numpy()
+        # The shelf enters only the slot's scores (D39): one decoder pass serves both shelves.
+        out, log_p = model.next_basket(batch)
+        size = mean_size(out.size_logits)[:, None]  # (B, 1)
+        removed = replace(out, shelf=model.price_response.features(shelf))
+        rows_b, slot = torch.arange(len(part)), torch.zeros(len(part), dtype=torch.long)
+        for target, scores in ((on, log_p), (off, model.slot_log_probs(removed, rows_b, slot))):
+            units = (size * scores.double().exp()).float()[b, t].numpy()
             np.add.at(target, cells["event"].to_numpy(), units)
     return pl.Series(on), pl.Series(off)

@@ -69,7 +69,7 @@ def build_cache(
     model: WorldModel, out: ModelOutput, shelf: torch.Tensor, products: torch.Tensor
 ) -> SlotCache:
     """The cache of the first slot of ``out``'s B contexts at their historical ``shelf``
-    (B, V, S), for the priced ``products`` (n,) tokens; ``out.shelf`` holds its features."""
+    (B, V, S), for the priced ``products`` (n,) tokens."""
     b, v = shelf.shape[:2]
     response = model.price_response
     src, dst = response.substitute_edges
@@ -88,7 +88,7 @@ def build_cache(
     explore = model.query(h) @ emb.T / model.cfg.d_model**0.5 + model.item_bias  # (B, V)
     if out.season is not None:
         explore = explore + torch.einsum("ms,mvs->mv", model.season_weights(h), out.season)
-    price = response(h, out.shelf, rows)  # (B, V) historical price term
+    price = response(h, response.features(shelf), rows)  # (B, V) historical price term
     excluded = model.excluded(b)
     rest = (explore + price).masked_fill(excluded, NEG)
     rest[:, columns] = -torch.inf

@@ -12,7 +12,8 @@ from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.price_events import SHELF_DEPTH, model_event_units
 from retailsim_core.models.heads import POOLED_RESPONSES
 from retailsim_core.pipeline.evaluation_run import load_tasks
-from retailsim_core.training_data.shelf import SHELF_FEATURES
+from retailsim_core.simulation.simulate import basket_units
+from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
 
 
 def test_the_model_responds_only_where_its_shelf_shows_the_promotion(
@@ -46,6 +47,34 @@ def test_the_model_responds_only_where_its_shelf_shows_the_promotion(
     loud = cells(promoted & available).head(50)
     on, off = model_event_units(tasks.model, data, rows, samples, loud)
     assert loud.height > 0 and (on != off).any() and ((on >= 0) & (off >= 0)).all()
+    # Oracle: one decoder pass for both shelves equals two full forward passes.
+    reference = [two_passes(tasks.model, data, rows, samples, loud, p) for p in (True, False)]
+    assert on.to_list() == pytest.approx(reference[0], rel=1e-5)
+    assert off.to_list() == pytest.approx(reference[1], rel=1e-5)
+
+
+def two_passes(model, data, rows, samples, events, promoted: bool) -> list[float]:
+    """Each event's units from ``basket_units`` on the shelf as read (``promoted``) or with the
+    event products' promotions removed: the reference of ``model_event_units``."""
+    tokens = dict(data.vocab.frame().select("product_id", "token").iter_rows())
+    keys = samples[rows].select("store_id", pl.col("week").cast(pl.Int32)).with_row_index("b")
+    cells = keys.join(events.with_row_index("event"), on=["store_id", "week"])
+    b, e = cells["b"].to_numpy(), cells["event"].to_numpy()
+    t = np.array([tokens[p] for p in cells["product_id"]])
+    batch = data[rows]
+    shelf = batch["shelf"]
+    if not promoted:
+        depth = shelf[b, t, SHELF_DEPTH].clamp(max=0.95)
+        log_m = torch.zeros(len(rows), shelf.shape[1])
+        log_m[b, t] = -torch.log1p(-depth)
+        shelf = with_price_multipliers(shelf, log_m)
+        for name in ("display", "mailer"):
+            shelf[b, t, SHELF_FEATURES.index(name)] = 0.0
+    with torch.no_grad():
+        units = basket_units(model, {**batch, "shelf": shelf})[b, t].numpy()
+    out = np.zeros(events.height)
+    np.add.at(out, e, units)
+    return out.tolist()
 
 
 def test_promotional_arc_elasticities_on_literal_products():
