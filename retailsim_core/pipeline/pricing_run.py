@@ -11,6 +11,8 @@ exploited of the first model's errors.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -113,6 +115,15 @@ def train_holdout(
     )
 
 
+def agent_file(family: str, category: str, seed: str) -> str:
+    """The file name of a PPO agent: a category name is data (The Complete Journey's "SOFT
+    DRINKS 12/18&15PK CAN CAR"), so it is reduced to a slug, never a path, and a short hash
+    of it keeps two categories of one slug apart."""
+    slug = re.sub(r"[^0-9A-Za-z]+", "-", category).strip("-")[:48]
+    digest = hashlib.sha256(category.encode()).hexdigest()[:8]
+    return f"{family}_{slug}-{digest}_{seed}.safetensors"
+
+
 def run_pricing(
     warehouse: Warehouse,
     split: TemporalSplit,
@@ -175,7 +186,7 @@ def run_pricing(
         for name, agent in found.pop("agents").items():  # e.g. ppo_seed0
             family, seed = name.rsplit("_", 1)
             ckpt.save_tensors(
-                folder / f"{family}_{category}_{seed}.safetensors", agent.policy.state_dict()
+                folder / agent_file(family, category, seed), agent.policy.state_dict()
             )
         for name, (path, _) in found.items():
             paths.append(_path_frame(category, name, weeks, rows["product_id"], path))

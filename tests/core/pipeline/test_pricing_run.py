@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from safetensors.torch import load_file
 
-from retailsim_core.pipeline.pricing_run import PricingRunConfig, run_pricing
+from retailsim_core.pipeline.pricing_run import PricingRunConfig, agent_file, run_pricing
 from retailsim_core.pipeline.world_model_training import sample_customers
 
 
@@ -23,6 +23,14 @@ def test_a_customer_share_keeps_whole_customers_drawn_by_the_seed():
         for s in range(6)
     }
     assert len(draws) > 1
+
+
+def test_an_agent_file_is_a_plain_name_whatever_the_category():
+    names = {agent_file("ppo", c, "seed0") for c in ("A/B", "A B", "../../etc", "SOFT DRINKS")}
+    assert len(names) == 4  # one slug, two categories, two files
+    for name in names:
+        assert "/" not in name and not name.startswith(".") and name.endswith(".safetensors")
+    assert agent_file("ppo", "../../etc", "seed0").startswith("ppo_etc-")
 
 
 @pytest.mark.slow
