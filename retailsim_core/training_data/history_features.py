@@ -17,7 +17,7 @@ E history entries (sample, trip, product) of a batch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -94,6 +94,10 @@ class SeasonIndex:
     first_week: int
     product_trips: np.ndarray  # (W + 1, V) trips that bought each product, cumulative by week
     trips: np.ndarray  # (W + 1,) trips, cumulative by week
+    # (V, 2) float32 ``dense`` rows by week, filled on first use: the features depend on the
+    # basket's week only, and a batch's baskets share a few weeks (at 61,445 products the
+    # vocabulary-wide arithmetic per basket was 40% of a training step).
+    _by_week: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(cls, trips: TripArrays) -> SeasonIndex:
@@ -154,10 +158,16 @@ class SeasonIndex:
     def dense(self, day: np.ndarray, size: int) -> np.ndarray:
         """(B, V, 2) float32: ``lifts`` of every token 0..V-1 on each basket's day (0 for tokens
         the store never sold: [PAD], the special tokens)."""
+        weeks, inverse = np.unique(day.astype(np.int64) // 7, return_inverse=True)
+        new = [w for w in weeks.tolist() if w not in self._by_week]
+        if new:
+            lift, trend = self._lifts(np.array(new, np.int64) * 7, None)  # (U, V') each
+            for i, w in enumerate(new):
+                self._by_week[w] = np.stack([lift[i], trend[i]], -1).astype(np.float32)
+        rows = np.stack([self._by_week[w] for w in weeks.tolist()])  # (U, V', 2)
         out = np.zeros((len(day), size, 2), dtype=np.float32)
-        lift, trend = self._lifts(day, None)  # (B, V') each
-        width = min(size, lift.shape[1])
-        out[:, :width, 0], out[:, :width, 1] = lift[:, :width], trend[:, :width]
+        width = min(size, rows.shape[1])
+        out[:, :width] = rows[inverse.reshape(-1), :width]
         return out
 
 

@@ -227,3 +227,26 @@ def test_batch_features_equal_the_per_basket_reference(seed):
         for p in want:
             np.testing.assert_allclose(got[p], want[p], rtol=1e-5, atol=1e-6)
         assert (values[row, products[row] == PAD] == 0).all()
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_the_dense_season_table_equals_each_baskets_own_lifts(seed):
+    """``dense`` computes a week once and serves it to every basket of that week (and every
+    later call): the same bits as each basket's own vocabulary-wide lifts."""
+    rng = np.random.default_rng(seed)
+    weeks = rng.integers(74, 126, 80)
+    baskets = [list(rng.choice(np.arange(1, 9), rng.integers(1, 4), replace=False)) for _ in weeks]
+    n = len(weeks)
+    trips = _trips(baskets, list(7 * weeks + 1), [1] * n, [10] * n, [False] * n, [[1, 1]] * n)
+    season = trips.season
+    for _ in range(2):  # the second call reads the weeks the first one stored
+        day = rng.integers(7 * 120, 7 * 200, 12)
+        day[3] = day[0]  # two baskets of one week
+        got = season.dense(day, 11)
+        for b, d in enumerate(day):
+            lift, trend = season._lifts(np.array([d]), None)
+            want = np.zeros((11, 2), np.float32)
+            width = min(11, lift.shape[1])
+            want[:width, 0], want[:width, 1] = lift[0, :width], trend[0, :width]
+            assert np.array_equal(got[b], want)
