@@ -44,7 +44,7 @@ from retailsim_core.evaluation.response_metrics import (
     response_metrics,
 )
 from retailsim_core.models.world_model import WorldModel
-from retailsim_core.simulation.simulate import mean_size
+from retailsim_core.simulation.simulate import units_of
 from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
 from retailsim_core.training_data.tensors import TrainingSet
 
@@ -193,10 +193,9 @@ def model_event_units(
             shelf[b, t, column] = 0.0
         # The shelf enters only the slot's scores (D39): one decoder pass serves both shelves.
         out, log_p = model.next_basket(batch)
-        size = mean_size(out.size_logits)[:, None]  # (B, 1)
         removed = replace(out, shelf=model.price_response.features(shelf))
         rows_b, slot = torch.arange(len(part)), torch.zeros(len(part), dtype=torch.long)
         for target, scores in ((on, log_p), (off, model.slot_log_probs(removed, rows_b, slot))):
-            units = (size * scores.double().exp()).float()[b, t].numpy()
+            units = units_of(out.size_logits, scores)[b, t].numpy()
             np.add.at(target, cells["event"].to_numpy(), units)
     return pl.Series(on), pl.Series(off)

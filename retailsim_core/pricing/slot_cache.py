@@ -79,7 +79,7 @@ def build_cache(
     fed[dst[priced[src]]] = True
     others = torch.nonzero(fed & ~priced).flatten()
     columns = torch.cat([products, others])  # (a,)
-    position = torch.full((v + 1,), columns.numel(), dtype=torch.long)  # V + 1: PAD-safe
+    position = torch.full((v,), columns.numel(), dtype=torch.long)  # a: not affected
     position[columns] = torch.arange(columns.numel())
 
     rows = torch.arange(b)
@@ -88,7 +88,8 @@ def build_cache(
     explore = model.query(h) @ emb.T / model.cfg.d_model**0.5 + model.item_bias  # (B, V)
     if out.season is not None:
         explore = explore + torch.einsum("ms,mvs->mv", model.season_weights(h), out.season)
-    price = response(h, response.features(shelf), rows)  # (B, V) historical price term
+    feats = out.shelf if out.shelf is not None else response.features(shelf)  # (B, V, 2 + P)
+    price = response(h, feats, rows)  # (B, V) historical price term
     excluded = model.excluded(b)
     rest = (explore + price).masked_fill(excluded, NEG)
     rest[:, columns] = -torch.inf

@@ -153,7 +153,13 @@ def basket_units(model: WorldModel, batch: Batch) -> torch.Tensor:
     """(B, V) each basket's expected units of every product, E[size] x P(product), from one
     forward pass (``expected_units`` per basket, without gradients)."""
     out, log_p = model.next_basket(batch)
-    return (mean_size(out.size_logits)[:, None] * log_p.double().exp()).float()
+    return units_of(out.size_logits, log_p)
+
+
+def units_of(size_logits: torch.Tensor, log_p: torch.Tensor) -> torch.Tensor:
+    """(B, V) float32 E[size] x P(product) from the size head's logits and a slot's (B, V)
+    log-probabilities."""
+    return (mean_size(size_logits)[:, None] * log_p.double().exp()).float()
 
 
 def mean_size(size_logits: torch.Tensor) -> torch.Tensor:
