@@ -8,8 +8,14 @@ import polars as pl
 import pytest
 from safetensors.torch import load_file
 
-from retailsim_core.pipeline.pricing_run import PricingRunConfig, agent_file, run_pricing
+from retailsim_core.pipeline.pricing_run import (
+    PricingRunConfig,
+    agent_file,
+    holdout_schedule,
+    run_pricing,
+)
 from retailsim_core.pipeline.world_model_training import sample_customers
+from retailsim_core.training.train_config import TrainConfig
 
 
 def test_a_customer_share_keeps_whole_customers_drawn_by_the_seed():
@@ -23,6 +29,17 @@ def test_a_customer_share_keeps_whole_customers_drawn_by_the_seed():
         for s in range(6)
     }
     assert len(draws) > 1
+
+
+def test_the_held_out_schedule_scales_epochs_and_budget_with_its_customers():
+    main = TrainConfig.preset("small", seed=3)
+    held = holdout_schedule(main, 0.5)
+    assert held.seed == 4  # another draw of weights and batches
+    assert held.samples_per_epoch == main.samples_per_epoch // 2
+    assert held.max_seconds == main.max_seconds / 2
+    assert held.phases == main.phases and held.valid_samples == main.valid_samples
+    unbounded = holdout_schedule(TrainConfig.preset("paper"), 0.5)
+    assert unbounded.samples_per_epoch is None and unbounded.max_seconds is None
 
 
 def test_an_agent_file_is_a_plain_name_whatever_the_category():
