@@ -14,19 +14,18 @@ def aux_calibration(
     model: WorldModel, data: TrainingSet, rows: np.ndarray, chunk: int = 512
 ) -> pl.DataFrame:
     """Accuracy, majority-class accuracy and expected calibration error of each auxiliary head
-    (no mission given), plus the reliability curve in 10 confidence bins."""
-    probs: dict[str, list] = {k: [] for k in AUX_HEADS}
-    labels: dict[str, list] = {k: [] for k in AUX_HEADS}
-    with torch.no_grad():
-        for i in range(0, len(rows), chunk):
-            batch = data[rows[i : i + chunk]]
-            out, _ = model.next_basket(batch)
-            for name, (col, _) in AUX_HEADS.items():
-                probs[name].append(out.aux_logits[name].softmax(-1))
-                labels[name].append(batch["basket_labels"][:, col] - 1)
+    (no mission given), plus the reliability curve in 10 confidence bins. A source without the
+    labels (The Complete Journey) gets empty bins without running the model."""
+    labels = {
+        name: torch.as_tensor(data.t6[rows, col], dtype=torch.long) - 1
+        for name, (col, _) in AUX_HEADS.items()
+    }
+    labelled = any(((y >= 0) & (y < AUX_HEADS[k][1])).any() for k, y in labels.items())
+    probs = _aux_probs(model, data, rows, chunk) if labelled else None
     rows_out = []
     for name, (_, n) in AUX_HEADS.items():
-        p, y = torch.cat(probs[name]), torch.cat(labels[name])
+        y = labels[name]
+        p = probs[name] if probs is not None else torch.zeros(len(y), n)
         ok = (y >= 0) & (y < n)
         p, y = p[ok], y[ok]
         conf, pred = p.max(1)
@@ -40,7 +39,7 @@ def aux_calibration(
             for k in range(10)
             if (bins == k).any()
         )
-        majority = float(torch.bincount(y, minlength=n).max() / len(y))
+        majority = float(torch.bincount(y, minlength=n).max() / len(y)) if len(y) else None
         for k in range(10):
             sel = bins == k
             rows_out.append(
@@ -56,3 +55,19 @@ def aux_calibration(
                 }
             )
     return pl.DataFrame(rows_out)
+
+
+@torch.no_grad()
+def _aux_probs(
+    model: WorldModel, data: TrainingSet, rows: np.ndarray, chunk: int
+) -> dict[str, torch.Tensor]:
+    """(N, classes) each head's distribution at the next-basket query: the decoder's context
+    token alone, so no vocabulary-wide slot is scored."""
+    model.train(False)
+    probs: dict[str, list] = {k: [] for k in AUX_HEADS}
+    for i in range(0, len(rows), chunk):
+        inputs, query = model.query_inputs(data[rows[i : i + chunk]])
+        out = model(inputs, query, hidden=torch.ones_like(query, dtype=torch.bool))
+        for name in AUX_HEADS:
+            probs[name].append(out.aux_logits[name].softmax(-1))
+    return {k: torch.cat(v) for k, v in probs.items()}
