@@ -22,7 +22,7 @@ A basket's price-sensitivity and size codes are labels of its contents: never in
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn as nn
@@ -36,6 +36,7 @@ from retailsim_core.models.heads import (
 )
 from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
+from retailsim_core.models.outputs import Encoded, ModelOutput
 from retailsim_core.models.weight_cache import WeightCache
 from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tensors import (
@@ -105,18 +106,6 @@ MODEL_PRESETS: dict[str, WorldModelConfig] = {
         repeat_rank=4,
     ),
 }
-
-
-@dataclass
-class ModelOutput:
-    hidden: torch.Tensor  # (B, L + 1, D) decoder states, position 0 = context token
-    repeat: tuple | None  # RepeatHead encodings of the history products
-    repeat_products: torch.Tensor | None  # (B, U) their tokens, [PAD] in unused slots
-    shelf: torch.Tensor | None  # (B, V, 2 + P) candidate price and promotion features
-    season: torch.Tensor | None = None  # (B, V, 2) products' seasonal lifts on the basket's day
-    has_history: torch.Tensor | None = None  # (B,) the customer has at least one earlier trip
-    aux_logits: dict[str, torch.Tensor] = field(default_factory=dict)  # name -> (B, classes)
-    size_logits: torch.Tensor | None = None  # (B, max_items): P(basket holds k + 1 products)
 
 
 class TripEncoder(nn.Module):
@@ -280,12 +269,13 @@ class WorldModel(nn.Module):
         """``tokens`` (B, L) decoder inputs (corrupted by the caller); ``hidden`` (B, L) the
         positions to predict (their prices are zeroed); ``given_mission`` (B,) rows whose true
         mission type and focus the model is told (default: none, the honest next-basket setting)."""
+        return self.decode(self.encode(batch, given_mission), tokens, batch["item_prices"], hidden)
+
+    def encode(self, batch: Batch, given_mission: torch.Tensor | None = None) -> Encoded:
+        """The part of the forward pass every slot of a context's basket shares: generation
+        fills a basket slot by slot and computes it once."""
         batch = {**batch, "basket_labels": visible_t6(batch["basket_labels"], given_mission)}
         states, summary = self.encoder(self.product_table, batch)  # (B, H, D), (B, D)
-        context = self.context(batch, summary)  # (B, D)
-        seq = self.products(tokens, batch["item_prices"], context, hidden)  # (B, L + 1, D)
-        pad = torch.cat([torch.zeros_like(tokens[:, :1], dtype=torch.bool), tokens == PAD], dim=1)
-        out = self.decoder(seq, pad, states, batch["history_mask"])  # (B, L + 1, D)
         repeat = products = None
         if self.cfg.repeat_path:
             products = batch["repeat_products"]  # (B, U)
@@ -298,14 +288,40 @@ class WorldModel(nn.Module):
             )
             repeat = self.repeat_head.encode(raw, products, self.product_table)
         shelf = batch.get("shelf") if self.cfg.shelf_prices else None
-        shelf = self.price_response.features(shelf) if shelf is not None else None  # (B, V, 2 + P)
-        return ModelOutput(
-            hidden=out,
+        return Encoded(
+            states=states,
+            history_mask=batch["history_mask"],
+            context=self.context(batch, summary),  # (B, D)
             repeat=repeat,
             repeat_products=products,
-            shelf=shelf,
+            shelf=self.price_response.features(shelf) if shelf is not None else None,
             season=batch.get("season") if self.cfg.seasons else None,
-            has_history=batch["history_mask"].any(1),
+        )
+
+    def decode(
+        self,
+        enc: Encoded,
+        tokens: torch.Tensor,
+        item_prices: torch.Tensor,
+        hidden: torch.Tensor | None = None,
+        rows: torch.Tensor | None = None,
+    ) -> ModelOutput:
+        """The decoder over ``tokens`` (B, L) with their ``item_prices`` (B, L, P) in the encoded
+        contexts. ``rows`` (M,): decode those contexts only (``tokens`` etc. are then (M, ...));
+        the other rows' states are zeros, for baskets generation has finished."""
+        pick = (lambda x: x) if rows is None else (lambda x: x[rows])
+        seq = self.products(tokens, item_prices, pick(enc.context), hidden)  # (., L + 1, D)
+        pad = torch.cat([torch.zeros_like(tokens[:, :1], dtype=torch.bool), tokens == PAD], dim=1)
+        out = self.decoder(seq, pad, pick(enc.states), pick(enc.history_mask))
+        if rows is not None:  # (B, L + 1, D)
+            out = out.new_zeros(enc.context.shape[0], *out.shape[1:]).index_copy(0, rows, out)
+        return ModelOutput(
+            hidden=out,
+            repeat=enc.repeat,
+            repeat_products=enc.repeat_products,
+            shelf=enc.shelf,
+            season=enc.season,
+            has_history=enc.history_mask.any(1),
             aux_logits={name: head(out[:, 0]) for name, head in self.aux.items()},
             size_logits=self.size_head(out[:, 0]),
         )

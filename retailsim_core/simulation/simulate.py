@@ -106,27 +106,26 @@ def generate(
         probs = size_distribution(model, batch, given_mission)
         sizes = torch.multinomial(probs, 1, generator=gen)[:, 0] + 1
     sizes = sizes.clamp(1, model.cfg.max_items)
-    tokens = torch.full((b_size, 1), model.mask_token, dtype=torch.long)
-    prices = torch.zeros(b_size, 1, book.shape[-1])
+    # The context's part of the pass once; each slot decodes only the baskets still filling
+    # (mean size ~9 of up to 50 slots on The Complete Journey: 5x fewer rows than all).
+    enc = model.encode(batch, given_mission)
+    n_slots = int(sizes.max())
+    tokens = torch.full((b_size, n_slots), PAD, dtype=torch.long)
+    prices = torch.zeros(b_size, n_slots, book.shape[-1])
     chosen = model.excluded(b_size)
-    rows = torch.arange(b_size)
-    for t in range(int(sizes.max())):
-        out = model(
-            {**batch, "item_prices": prices},
-            tokens,
-            hidden=tokens == model.mask_token,
-            given_mission=given_mission,
+    for t in range(n_slots):
+        live = torch.nonzero(t < sizes).flatten()  # (M,)
+        tokens[live, t] = model.mask_token
+        seen = tokens[live, : t + 1]  # (M, t + 1) the products so far and the slot to fill
+        out = model.decode(
+            enc, seen, prices[live, : t + 1], hidden=seen == model.mask_token, rows=live
         )
-        log_p = model.slot_log_probs(out, rows, torch.full((b_size,), t), chosen) / temperature
+        slot = torch.full((len(live),), t)
+        log_p = model.slot_log_probs(out, live, slot, chosen[live]) / temperature
         pick = torch.multinomial(torch.softmax(log_p.double(), -1), 1, generator=gen)[:, 0]
-        live = t < sizes
-        pick = torch.where(live, pick, torch.full_like(pick, PAD))
-        tokens[:, t] = pick
-        chosen[rows[live], pick[live]] = True
-        prices[:, t] = book[rows, pick] * live[:, None]
-        more = t + 1 < sizes
-        tokens = torch.cat([tokens, torch.where(more, model.mask_token, PAD)[:, None]], dim=1)
-        prices = torch.cat([prices, torch.zeros(b_size, 1, book.shape[-1])], dim=1)
+        tokens[live, t] = pick
+        chosen[live, pick] = True
+        prices[live, t] = book[live, pick]
     return [[int(x) for x in row if 0 < x < model.mask_token] for row in tokens]
 
 

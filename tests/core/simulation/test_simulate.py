@@ -201,3 +201,53 @@ def test_a_given_mission_changes_the_simulation_and_none_is_the_default(world):
         sizes=torch.full((len(given),), 3),
     )  # labels are never read
     assert honest != told
+
+
+def _generate_by_full_passes(model, batch, book, sizes, seed):
+    """The reference of ``generate``: every slot a full forward pass over every context (the
+    encoder, the shelf and the repeat head again), the live baskets' slots drawn from it."""
+    from retailsim_core.training_data.tokens import PAD
+
+    gen = torch.Generator().manual_seed(seed)
+    b = len(book)
+    tokens = torch.full((b, int(sizes.max())), PAD, dtype=torch.long)
+    prices = torch.zeros(*tokens.shape, book.shape[-1])
+    chosen = model.excluded(b)
+    with torch.no_grad():
+        for t in range(tokens.shape[1]):
+            live = torch.nonzero(t < sizes).flatten()
+            tokens[live, t] = model.mask_token
+            seen = tokens[:, : t + 1]
+            out = model(
+                {**batch, "item_prices": prices[:, : t + 1]}, seen, seen == model.mask_token
+            )
+            slot = torch.full((len(live),), t)
+            log_p = model.slot_log_probs(out, live, slot, chosen[live])
+            pick = torch.multinomial(torch.softmax(log_p.double(), -1), 1, generator=gen)[:, 0]
+            tokens[live, t], prices[live, t] = pick, book[live, pick]
+            chosen[live, pick] = True
+    return [[int(x) for x in row if 0 < x < model.mask_token] for row in tokens]
+
+
+def test_generation_encodes_once_and_decodes_the_live_baskets_as_full_passes_do(world):
+    model, _, batch, book, _ = world
+    sizes = torch.tensor([1, 5, 2, 7, 3, 1, 4, 6, 2, 2, 8, 1])
+    fast = generate(model, batch, book, seed=11, sizes=sizes)
+    assert fast == _generate_by_full_passes(model, batch, book, sizes, seed=11)
+    assert [len(x) for x in fast] == sizes.tolist()
+
+
+def test_decoding_some_rows_matches_the_forward_pass(world):
+    model, _, batch, _, _ = world
+    inputs, query = model.query_inputs(batch)
+    hidden = torch.ones_like(query, dtype=torch.bool)
+    with torch.no_grad():
+        full = model(inputs, query, hidden)
+        rows = torch.tensor([0, 3, 4, 9])
+        enc = model.encode(inputs)
+        part = model.decode(enc, query[rows], inputs["item_prices"][rows], hidden[rows], rows)
+    torch.testing.assert_close(part.hidden[rows], full.hidden[rows])
+    others = torch.ones(len(query), dtype=torch.bool)
+    others[rows] = False
+    assert (part.hidden[others] == 0).all()  # finished baskets: no state
+    torch.testing.assert_close(part.shelf, full.shelf)
