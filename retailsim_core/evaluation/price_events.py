@@ -18,7 +18,7 @@ Glossary: B baskets of a chunk, V vocabulary, E events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -185,17 +185,18 @@ def model_event_units(
             continue
         batch = data[part]
         b, t = cells["b"].to_numpy(writable=True), cells["token"].to_numpy(writable=True)
-        log_m = torch.zeros(len(part), model.vocab_size)
-        depth = batch["shelf"][b, t, SHELF_DEPTH].clamp(max=0.95)  # (B, V, S) shelf
-        log_m[b, t] = -torch.log1p(-depth)  # back to the regular price: depth 0, no promo
-        shelf = with_price_multipliers(batch["shelf"], log_m)  # (B, V, S), a new tensor
-        for column in SHELF_PLAN:  # off display, out of the mailer
-            shelf[b, t, column] = 0.0
-        # The shelf enters only the slot's scores (D39): one decoder pass serves both shelves.
+        b, t = torch.from_numpy(b).long(), torch.from_numpy(t).long()
+        shelf = batch["shelf"]  # (B, V, S)
+        depth = shelf[b, t, SHELF_DEPTH].clamp(max=0.95)
+        regular = with_price_multipliers(shelf[b, t], -torch.log1p(-depth))  # depth 0, no promo
+        regular[:, SHELF_PLAN] = 0.0  # off display, out of the mailer
+        # The shelf enters only the slot's scores (D39): one decoder pass serves both shelves,
+        # and removing the events changes the features of their cells and substitutes only.
         out, log_p = model.next_basket(batch)
-        removed = replace(out, shelf=model.price_response.features(shelf))
+        event = cells["event"].to_numpy()
+        np.add.at(on, event, units_of(out.size_logits, log_p)[b, t].numpy())
+        model.price_response.replace_cells(out.shelf, shelf, b, t, regular)  # in place
         rows_b, slot = torch.arange(len(part)), torch.zeros(len(part), dtype=torch.long)
-        for target, scores in ((on, log_p), (off, model.slot_log_probs(removed, rows_b, slot))):
-            units = units_of(out.size_logits, scores)[b, t].numpy()
-            np.add.at(target, cells["event"].to_numpy(), units)
+        off_p = model.slot_log_probs(out, rows_b, slot)
+        np.add.at(off, event, units_of(out.size_logits, off_p)[b, t].numpy())
     return pl.Series(on), pl.Series(off)

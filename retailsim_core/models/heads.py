@@ -47,6 +47,7 @@ PRODUCT_RESPONSES = ("discount_depth", "substitutes_depth", "display", "mailer")
 POOLED_RESPONSES = ("display", "mailer")
 _POOLED = len(PRODUCT_RESPONSES) - len(POOLED_RESPONSES)
 assert PRODUCT_RESPONSES[_POOLED:] == POOLED_RESPONSES
+_SUBSTITUTES = len(CONTEXT_SHELF_FEATURES) + 1  # the feature after the own depth
 _SIGNS = (1.0, -1.0, 1.0, 1.0)
 _INITIAL_RAW = (0.0, -4.0, 0.0, 0.0)  # display, mailer: their category's start is -4
 _INITIAL_CATEGORY_RAW = (-4.0, -4.0)
@@ -132,6 +133,29 @@ class PriceResponse(nn.Module):
         depth = shelf[..., SHELF_FEATURES.index("discount_depth")]  # (B, V)
         sub = torch.zeros_like(depth).index_add(1, dst, depth[:, src]) * self.inverse_degree
         return self.column_features(shelf, sub)
+
+    @torch.no_grad()
+    def replace_cells(
+        self,
+        feats: torch.Tensor,
+        shelf: torch.Tensor,
+        rows: torch.Tensor,
+        cols: torch.Tensor,
+        cells: torch.Tensor,
+    ) -> torch.Tensor:
+        """``feats`` = ``features(shelf)`` (B, V, 2 + P), updated in place to the shelf whose N
+        distinct cells (``rows``, ``cols``) (N,) hold ``cells`` (N, S): only those cells and
+        the substitutes' mean depths they feed are recomputed, not the (B, V, S) shelf."""
+        src, dst = self.substitute_edges
+        at = SHELF_FEATURES.index("discount_depth")
+        delta = torch.zeros(shelf.shape[:2], dtype=feats.dtype)  # (B, V) change of depth
+        delta[rows, cols] = cells[:, at] - shelf[rows, cols, at]
+        moved = torch.isin(src, cols.unique())
+        shift = torch.zeros_like(delta).index_add(1, dst[moved], delta[:, src[moved]])
+        feats[..., _SUBSTITUTES].add_(shift * self.inverse_degree)
+        sub = feats[rows, cols, _SUBSTITUTES]  # (N,) the cells' own, after their substitutes'
+        feats[rows, cols] = self.column_features(cells[:, None], sub[:, None])[:, 0]
+        return feats
 
     def column_features(self, shelf: torch.Tensor, sub: torch.Tensor) -> torch.Tensor:
         """(B, C, S) shelf rows of C candidates and (B, C) their substitutes' mean depth ->

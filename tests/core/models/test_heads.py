@@ -182,3 +182,22 @@ def test_copurchase_response_is_the_mean_log_lift_from_the_shown_products():
     # row 0: shown {1, 2}: token 3 gets (1 + 3) / 2, token 4 gets 2 / 2; times the weight 2
     torch.testing.assert_close(got[0], torch.tensor([0.0, 0.0, 0.0, 4.0, 2.0]))
     assert got[1].abs().sum() == 0  # nothing shown, no offset
+
+
+def test_replacing_cells_equals_the_features_of_the_changed_shelf():
+    """The events check's fast path: a few cells of the shelf changed, the features recomputed
+    for them and the substitutes they feed only."""
+    from retailsim_core.training_data.shelf import SHELF_FEATURES
+
+    gen = torch.Generator().manual_seed(5)
+    b, v, s = 4, 9, len(SHELF_FEATURES)
+    edges = torch.tensor([[1, 2, 3, 3, 5, 7], [2, 1, 4, 5, 3, 8]])  # src -> dst, 5 feeds 3
+    pr = PriceResponse(d_model=2, vocab_size=v, substitutes=edges)
+    shelf = torch.rand(b, v, s, generator=gen)
+    rows, cols = torch.tensor([0, 0, 2, 3]), torch.tensor([3, 5, 1, 3])
+    cells = torch.rand(4, s, generator=gen)
+    changed = shelf.clone()
+    changed[rows, cols] = cells
+    fast = pr.replace_cells(pr.features(shelf), shelf, rows, cols, cells)
+    torch.testing.assert_close(fast, pr.features(changed))
+    assert not torch.equal(pr.features(shelf)[0, 4], fast[0, 4])  # 3's substitute moved
