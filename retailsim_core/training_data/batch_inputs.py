@@ -230,7 +230,8 @@ def store_inputs(
         basket.select("store_id", "store_format", "store_region", "week")
         .with_row_index("i")
         .join(known, on=["store_id", "week"], how="left")
-        .join(fallback, on=["store_format", "store_region", "week"], how="left")
+        # A source without formats or regions (The Complete Journey) has one null x null row.
+        .join(fallback, on=["store_format", "store_region", "week"], how="left", nulls_equal=True)
         .sort("i")
     )
     is_new = st[STORE_COLUMNS[0]].is_null()

@@ -14,3 +14,34 @@ def test_calendar_inputs_follow_the_source_calendar():
     assert us[:, 3].tolist() == [1.0, 0.0]  # Thanksgiving is a US holiday
     assert uk[:, 3].tolist() == [0.0, 0.0]
     assert us[0, 5] == np.float32(48 / 53) and uk[0, 5] == np.float32(48 / 117)
+
+
+def test_a_new_store_reads_its_format_and_region_row_even_when_both_are_unknown():
+    import numpy as np
+    import polars as pl
+
+    from retailsim_core.training_data.batch_inputs import STORE_COLUMNS, store_inputs
+
+    def row(store, fmt, region, value):
+        keys = {"store_id": store, "store_format": fmt, "store_region": region, "week": 5}
+        return keys | dict.fromkeys(STORE_COLUMNS, value)
+
+    stores = pl.DataFrame(
+        [
+            row("STORE00001", None, None, 1.0),
+            row(None, None, None, 2.0),  # the fallback of a source without regions
+            row(None, "LS", "E02", 3.0),
+        ]
+    )
+    basket = pl.DataFrame(
+        {
+            "store_id": ["STORE00001", "STORE00007", "STORE00008"],
+            "store_format": [None, None, "LS"],
+            "store_region": [None, None, "E02"],
+            "week": [5, 5, 5],
+        }
+    )
+    numeric, codes, is_new = store_inputs(basket, stores)
+    assert numeric[:, 0].tolist() == [1.0, 2.0, 3.0]  # not zeros for the unknown region
+    assert is_new.tolist() == [False, True, True]
+    assert codes[:, 2].tolist() == [1, 0, 0] and np.isfinite(numeric).all()
