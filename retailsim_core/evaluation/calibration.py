@@ -31,14 +31,18 @@ def aux_calibration(
         conf, pred = p.max(1)
         correct = (pred == y).double()
         bins = torch.clamp((conf * 10).long(), max=9)
-        ece = sum(
-            float(
-                (bins == k).double().mean()
-                * (correct[bins == k].mean() - conf[bins == k].double().mean()).abs()
+        ece = (
+            sum(
+                float(
+                    (bins == k).double().mean()
+                    * (correct[bins == k].mean() - conf[bins == k].double().mean()).abs()
+                )
+                for k in range(10)
+                if (bins == k).any()
             )
-            for k in range(10)
-            if (bins == k).any()
-        )
+            if len(y)
+            else None
+        )  # no labelled basket: no figure
         majority = float(torch.bincount(y, minlength=n).max() / len(y)) if len(y) else None
         for k in range(10):
             sel = bins == k
@@ -54,7 +58,8 @@ def aux_calibration(
                     "ece": ece,
                 }
             )
-    return pl.DataFrame(rows_out)
+    figures = ("confidence", "accuracy", "head_accuracy", "majority_accuracy", "ece")
+    return pl.DataFrame(rows_out, schema_overrides=dict.fromkeys(figures, pl.Float64))
 
 
 @torch.no_grad()

@@ -168,6 +168,11 @@ def _inputs_table(inputs: dict) -> str:
     return f"<table>{head}{rows}</table>"
 
 
+def _num(value: float | None) -> str:
+    """A figure to 3 decimals; "—" for a head without labels (no samples: None or NaN)."""
+    return "—" if value is None or value != value else f"{value:.3f}"
+
+
 def _reliability(calibration: pl.DataFrame) -> str:
     svgs = []
     for (head,), part in calibration.filter(pl.col("samples") > 0).group_by(
@@ -188,7 +193,7 @@ def _reliability(calibration: pl.DataFrame) -> str:
         pl.col("head_accuracy", "majority_accuracy", "ece").first()
     )
     rows = "".join(
-        f"<tr><th>{h}</th><td>{a:.3f}</td><td>{m:.3f}</td><td>{e:.3f}</td></tr>"
+        f"<tr><th>{h}</th><td>{_num(a)}</td><td>{_num(m)}</td><td>{_num(e)}</td></tr>"
         for h, a, m, e in summary.iter_rows()
     )
     return (

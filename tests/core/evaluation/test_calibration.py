@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from retailsim_core.evaluation.calibration import _aux_probs, aux_calibration
+from retailsim_core.evaluation.report_html import _reliability
 from retailsim_core.models.world_model import AUX_HEADS
 from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.training.checkpoint import load_model
@@ -48,3 +49,6 @@ def test_without_labels_no_model_pass(labelled):
         data.t6 = t6
     assert table.height == 10 * len(AUX_HEADS) and table["samples"].sum() == 0
     assert table["majority_accuracy"].null_count() == table.height
+    assert table.schema["ece"] == pl.Float64  # a typed column in calibration.parquet
+    html = _reliability(table)  # the report says the heads have no labels, it does not fail
+    assert html.count("<td>—</td>") == 3 * len(AUX_HEADS) and "<svg" not in html
