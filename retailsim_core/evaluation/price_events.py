@@ -43,6 +43,8 @@ from retailsim_core.evaluation.response_metrics import (
     product_resamples,
     response_metrics,
 )
+from retailsim_core.models.heads import PriceResponse, mixture_log_probs
+from retailsim_core.models.outputs import ModelOutput
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.simulation.simulate import units_of
 from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
@@ -190,13 +192,44 @@ def model_event_units(
         depth = shelf[b, t, SHELF_DEPTH].clamp(max=0.95)
         regular = with_price_multipliers(shelf[b, t], -torch.log1p(-depth))  # depth 0, no promo
         regular[:, SHELF_PLAN] = 0.0  # off display, out of the mailer
-        # The shelf enters only the slot's scores (D39): one decoder pass serves both shelves,
-        # and removing the events changes the features of their cells and substitutes only.
-        out, log_p = model.next_basket(batch)
+        # The shelf enters only the slot's price terms (D39): one decoder pass serves both
+        # shelves, and removing the events moves the terms of their products and of the
+        # products reading their depths as substitutes only.
+        inputs, query = model.query_inputs(batch)
+        out = model(inputs, query, hidden=torch.ones_like(query, dtype=torch.bool))
+        rows_b, slot = torch.arange(len(part)), torch.zeros(len(part), dtype=torch.long)
+        explore, repeat, products, share, excluded = model.slot_terms(out, rows_b, slot)
+        log_p = mixture_log_probs(explore, repeat, products, share, excluded)
         event = cells["event"].to_numpy()
         np.add.at(on, event, units_of(out.size_logits, log_p)[b, t].numpy())
-        model.price_response.replace_cells(out.shelf, shelf, b, t, regular)  # in place
-        rows_b, slot = torch.arange(len(part)), torch.zeros(len(part), dtype=torch.long)
-        off_p = model.slot_log_probs(out, rows_b, slot)
+        delta = (  # (B, V); a model without shelf prices does not respond
+            _price_change(model.price_response, out, shelf, b, t, regular)
+            if out.shelf is not None
+            else torch.zeros_like(explore)
+        )
+        if repeat is not None:
+            repeat = repeat + delta.gather(1, products)
+        off_p = mixture_log_probs(explore + delta, repeat, products, share, excluded)
         np.add.at(off, event, units_of(out.size_logits, off_p)[b, t].numpy())
     return pl.Series(on), pl.Series(off)
+
+
+def _price_change(
+    response: PriceResponse,
+    out: ModelOutput,
+    shelf: torch.Tensor,
+    b: torch.Tensor,
+    t: torch.Tensor,
+    cells: torch.Tensor,
+) -> torch.Tensor:
+    """(B, V) change of the first slot's price terms when the shelf cells (b, t) (N,) hold
+    ``cells`` (N, S): non-zero in the changed products' and their substitutes' columns only.
+    Updates ``out.shelf`` in place."""
+    src, dst = response.substitute_edges
+    cols = torch.cat([t, dst[torch.isin(src, t.unique())]]).unique()  # (C,)
+    h, rows = out.hidden[:, 1], torch.arange(shelf.shape[0])  # (B, D) the first slot
+    before = response(h, out.shelf[:, cols], rows, cols)  # (B, C)
+    response.replace_cells(out.shelf, shelf, b, t, cells)
+    delta = torch.zeros(shelf.shape[:2], dtype=before.dtype)
+    delta[:, cols] = response(h, out.shelf[:, cols], rows, cols) - before
+    return delta

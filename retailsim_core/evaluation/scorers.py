@@ -17,8 +17,9 @@ import torch
 from retailsim_core.baselines import counting as bl
 from retailsim_core.evaluation.oracle_scorers import honest_oracle_scorer, oracle_scorer
 from retailsim_core.evaluation.tasks import EvalTasks
+from retailsim_core.models.inputs import MISSION_COLUMNS
 from retailsim_core.models.losses import shown_products
-from retailsim_core.models.world_model import MISSION_COLUMNS, WorldModel
+from retailsim_core.models.world_model import WorldModel
 from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tokens import PAD
 

@@ -17,6 +17,17 @@ import torch.nn as nn
 from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tokens import PAD, ProductVocab
 
+MISSION_COLUMNS = (0, 1)  # T6 columns a "given mission" reveals: mission type and focus
+
+
+def visible_t6(t6: torch.Tensor, given_mission: torch.Tensor | None) -> torch.Tensor:
+    """T6 as the model may see it: mission type and focus where ``given_mission`` (B,) is True,
+    everything else 0 (unknown). Price sensitivity and size are never visible."""
+    keep = torch.zeros_like(t6, dtype=torch.bool)
+    if given_mission is not None:
+        keep[:, list(MISSION_COLUMNS)] = given_mission[:, None]
+    return t6.masked_fill(~keep, 0)
+
 
 @dataclass(frozen=True)
 class InputConfig:

@@ -34,7 +34,7 @@ from retailsim_core.models.heads import (
     RepeatHead,
     mixture_log_probs,
 )
-from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion
+from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion, visible_t6
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
 from retailsim_core.models.outputs import Encoded, ModelOutput
 from retailsim_core.models.weight_cache import WeightCache
@@ -55,7 +55,6 @@ AUX_HEADS = {
     "price_sensitivity": (2, len(PRICE_SENSITIVITY_CODES) - 1),
     "basket_size": (3, len(SIZES)),
 }
-MISSION_COLUMNS = (0, 1)  # T6 columns a "given mission" reveals: mission type and focus
 
 
 @dataclass(frozen=True)
@@ -195,15 +194,6 @@ class BasketDecoder(nn.Module):
         return self.norm(seq)  # (B, L + 1, D)
 
 
-def visible_t6(t6: torch.Tensor, given_mission: torch.Tensor | None) -> torch.Tensor:
-    """T6 as the model may see it: mission type and focus where ``given_mission`` (B,) is True,
-    everything else 0 (unknown). Price sensitivity and size are never visible."""
-    keep = torch.zeros_like(t6, dtype=torch.bool)
-    if given_mission is not None:
-        keep[:, list(MISSION_COLUMNS)] = given_mission[:, None]
-    return t6.masked_fill(~keep, 0)
-
-
 class WorldModel(nn.Module):
     def __init__(
         self,
@@ -226,9 +216,7 @@ class WorldModel(nn.Module):
         self.encoder = TripEncoder(cfg)
         self.context = ContextFusion(inputs, n_t1_numeric, history_dim=cfg.d_model)
         self.decoder = BasketDecoder(cfg)
-        self.item_out = nn.Linear(
-            cfg.product_dim, cfg.d_model
-        )  # output embeddings tied to the product table
+        self.item_out = nn.Linear(cfg.product_dim, cfg.d_model)  # tied to the product table
         self.item_bias = nn.Parameter(torch.zeros(self.vocab_size))
         self.query = nn.Linear(cfg.d_model, cfg.d_model)
         if substitutes is None:
@@ -367,6 +355,18 @@ class WorldModel(nn.Module):
     ) -> torch.Tensor:
         """(M, V) log p(product) of the slots (rows, cols) (basket coordinates; +1 for the context
         token); ``shown`` (M, V) products that cannot fill them. Excluded entries are ``NEG``."""
+        return mixture_log_probs(*self.slot_terms(out, rows, cols, shown))
+
+    def slot_terms(
+        self,
+        out: ModelOutput,
+        rows: torch.Tensor,
+        cols: torch.Tensor,
+        shown: torch.Tensor | None = None,
+    ) -> tuple:
+        """What ``slot_log_probs`` mixes: explore logits (M, V) and repeat logits (M, U) with
+        their price terms, the repeat products (M, U), the repeat share's logit (M,), the
+        excluded products (M, V); the repeat terms None without a repeat path."""
         h = out.hidden[rows, cols + 1]  # (M, D)
         table = self.product_table
         emb = self.cache.get(
@@ -386,13 +386,13 @@ class WorldModel(nn.Module):
             explore = explore + offset
         excluded = self.excluded(rows.shape[0], shown, h.device)
         if out.repeat is None:
-            return mixture_log_probs(explore, None, None, None, excluded)
+            return explore, None, None, None, excluded
         products = out.repeat_products[rows]  # (M, U)
         repeat = self.repeat_head(out.repeat, rows, h)  # (M, U)
         if price is not None:
             repeat = repeat + price.gather(1, products)
         share = self.repeat_share(h)[:, 0].masked_fill(~out.has_history[rows], -30.0)
-        return mixture_log_probs(explore, repeat, products, share, excluded)
+        return explore, repeat, products, share, excluded
 
 
 def parameter_count(model: nn.Module) -> int:

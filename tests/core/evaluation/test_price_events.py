@@ -14,6 +14,7 @@ from retailsim_core.models.heads import POOLED_RESPONSES
 from retailsim_core.pipeline.evaluation_run import load_tasks
 from retailsim_core.simulation.simulate import basket_units
 from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
+from tests.core.pricing.conftest import with_substitutes
 
 
 def test_the_model_responds_only_where_its_shelf_shows_the_promotion(
@@ -49,6 +50,37 @@ def test_the_model_responds_only_where_its_shelf_shows_the_promotion(
     assert loud.height > 0 and (on != off).any() and ((on >= 0) & (off >= 0)).all()
     # Oracle: one decoder pass for both shelves equals two full forward passes.
     reference = [two_passes(tasks.model, data, rows, samples, loud, p) for p in (True, False)]
+    assert on.to_list() == pytest.approx(reference[0], rel=1e-5)
+    assert off.to_list() == pytest.approx(reference[1], rel=1e-5)
+
+
+def test_removing_a_promotion_moves_the_products_reading_it_as_a_substitute(
+    tiny_warehouse, tiny_checkpoint
+):
+    """The fast path rescores the event products and the products whose substitutes' depth
+    reads them: an oracle on a model where every promoted product feeds the next token."""
+    tasks = load_tasks(
+        tiny_warehouse["warehouse"], tiny_warehouse["split"], EvalConfig(), tiny_checkpoint
+    )
+    data, samples = tasks.data, tasks.samples
+    rows = np.flatnonzero(samples["split"].to_numpy() == "test")[:64]
+    depth = data[rows]["shelf"][..., SHELF_DEPTH].numpy()
+    products = data.vocab.frame().sort("token")["product_id"].to_list()
+    keys = samples[rows].select("store_id", pl.col("week").cast(pl.Int32))
+    b, t = np.nonzero(depth > 0.1)
+    loud = (
+        keys[b]
+        .with_columns(product_id=pl.Series([products[i - 1] for i in t]))
+        .unique(maintain_order=True)
+        .head(50)
+    )
+    src = torch.as_tensor(np.unique(t))
+    dst = src % data.vocab.n_products + 1  # the next product token
+    model = with_substitutes(tasks.model, torch.stack([src, dst]))
+    with torch.no_grad():
+        model.price_response.raw_product_weights[:, 1] = 2.0  # substitutes' depth: -2.1
+    on, off = model_event_units(model, data, rows, samples, loud)
+    reference = [two_passes(model, data, rows, samples, loud, p) for p in (True, False)]
     assert on.to_list() == pytest.approx(reference[0], rel=1e-5)
     assert off.to_list() == pytest.approx(reference[1], rel=1e-5)
 
