@@ -71,8 +71,7 @@ def _aux_probs(
     model.train(False)
     probs: dict[str, list] = {k: [] for k in AUX_HEADS}
     for i in range(0, len(rows), chunk):
-        inputs, query = model.query_inputs(data[rows[i : i + chunk]])
-        out = model(inputs, query, hidden=torch.ones_like(query, dtype=torch.bool))
+        out = model.query_pass(data[rows[i : i + chunk]])
         for name in AUX_HEADS:
             probs[name].append(out.aux_logits[name].softmax(-1))
     return {k: torch.cat(v) for k, v in probs.items()}

@@ -195,8 +195,7 @@ def model_event_units(
         # The shelf enters only the slot's price terms (D39): one decoder pass serves both
         # shelves, and removing the events moves the terms of their products and of the
         # products reading their depths as substitutes only.
-        inputs, query = model.query_inputs(batch)
-        out = model(inputs, query, hidden=torch.ones_like(query, dtype=torch.bool))
+        out = model.query_pass(batch)
         rows_b, slot = torch.arange(len(part)), torch.zeros(len(part), dtype=torch.long)
         explore, repeat, products, share, excluded = model.slot_terms(out, rows_b, slot)
         log_p = mixture_log_probs(explore, repeat, products, share, excluded)

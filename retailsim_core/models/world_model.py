@@ -330,15 +330,16 @@ class WorldModel(nn.Module):
     ) -> tuple[ModelOutput, torch.Tensor]:
         """Decoder output and (B, V) log-probabilities of the next-basket query slot: the ranking
         of what the basket holds, from what is known before the trip."""
-        inputs, query = self.query_inputs(batch)
-        out = self(
-            inputs,
-            query,
-            hidden=torch.ones_like(query, dtype=torch.bool),
-            given_mission=given_mission,
-        )
-        b = query.shape[0]
+        out = self.query_pass(batch, given_mission)
+        b = out.hidden.shape[0]
         return out, self.slot_log_probs(out, torch.arange(b), torch.zeros(b, dtype=torch.long))
+
+    def query_pass(self, batch: Batch, given_mission: torch.Tensor | None = None) -> ModelOutput:
+        """The forward pass of the next-basket query (its slot is position 1): the heads of
+        position 0 and the slot's state, before any vocabulary-wide scoring."""
+        inputs, query = self.query_inputs(batch)
+        hidden = torch.ones_like(query, dtype=torch.bool)
+        return self(inputs, query, hidden=hidden, given_mission=given_mission)
 
     def excluded(self, n: int, shown: torch.Tensor | None = None, device=None) -> torch.Tensor:
         """(n, V) bool: [PAD], [MASK] and [EOS] are never a slot's product, nor ``shown`` ones."""
