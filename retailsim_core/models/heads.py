@@ -47,6 +47,7 @@ PRODUCT_RESPONSES = ("discount_depth", "substitutes_depth", "display", "mailer")
 POOLED_RESPONSES = ("display", "mailer")
 _POOLED = len(PRODUCT_RESPONSES) - len(POOLED_RESPONSES)
 assert PRODUCT_RESPONSES[_POOLED:] == POOLED_RESPONSES
+DEPTH_RESPONSES = PRODUCT_RESPONSES[:_POOLED]  # per product, started from the data (D88)
 _SUBSTITUTES = len(CONTEXT_SHELF_FEATURES) + 1  # the feature after the own depth
 _SIGNS = (1.0, -1.0, 1.0, 1.0)
 _INITIAL_RAW = (0.0, -4.0, 0.0, 0.0)  # display, mailer: their category's start is -4

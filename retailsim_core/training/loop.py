@@ -36,6 +36,7 @@ from retailsim_core.training.loop_state import (
     resume_loop_state,
     save_loop_state,
 )
+from retailsim_core.training.param_groups import param_groups, step_with_column_lr
 from retailsim_core.training.train_config import Phase, TrainConfig
 from retailsim_core.training.validation import (
     masked_item_metrics_of_weights,
@@ -155,7 +156,7 @@ def train_epoch(
         optimizer.zero_grad(set_to_none=True)
         total.backward()
         nn.utils.clip_grad_norm_(step.parameters(), phase.clip)
-        optimizer.step()
+        step_with_column_lr(optimizer)
         if average is not None:
             average.update()
         for k, v in parts.items():
@@ -189,7 +190,7 @@ def train(
     contrastive.reset_parameters()
     step = distributed.wrap(TrainStep(model, contrastive))
     optimizer = torch.optim.AdamW(
-        _param_groups(step, model, cfg), lr=cfg.phases[0].lr, weight_decay=cfg.weight_decay
+        param_groups(step, model, cfg), lr=cfg.phases[0].lr, weight_decay=cfg.weight_decay
     )
     is_writer = distributed.rank_and_world()[0] == 0
     state, best = LoopState(), {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -301,16 +302,3 @@ def _run_epochs(
             model, best, r.valid_data, r.valid_rows, r.popularity, cfg.valid_mask_rate, cfg.seed
         )
         best_row.update(kept)
-
-
-def _param_groups(step: nn.Module, model, cfg: TrainConfig) -> list[dict]:
-    """Everything at the phase LR with weight decay, except the price responses of categories
-    and products: ``price_lr_scale`` times the LR and no decay (decay would pull rarely promoted
-    products' elasticities to 0; pooling comes from the shared category term, D87)."""
-    response = model.price_response
-    price = [response.raw_category_weights, response.raw_product_weights]
-    others = [p for p in step.parameters() if all(p is not q for q in price)]
-    return [
-        {"params": others},
-        {"params": price, "weight_decay": 0.0, "lr_scale": cfg.price_lr_scale},
-    ]
