@@ -10,6 +10,7 @@ Glossary: S samples, T trips, V vocabulary, C customers of the neighbour pool.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,6 +85,20 @@ def tifu_knn(
 ) -> torch.Tensor:
     """alpha * own vector + (1 - alpha) * mean of the k most cosine-similar pool vectors (never the
     customer itself); the neighbour mean is a sparse (s, C) x (C, V) product, not a gather."""
+    return next(tifu_knn_grid(own, pool, [cfg], own_customer, pool_customer, chunk))[1]
+
+
+def tifu_knn_grid(
+    own: sp.csr_matrix,
+    pool: sp.csr_matrix,
+    configs: list[TifuConfig],
+    own_customer: np.ndarray | None = None,
+    pool_customer: np.ndarray | None = None,
+    chunk: int = 1024,
+) -> Iterator[tuple[TifuConfig, torch.Tensor]]:
+    """``tifu_knn`` of each config (in order), for configs that differ only in k and alpha (the
+    vectors are the caller's): the similarities are computed once and each k's neighbour mean
+    once, so a validation grid costs one similarity pass per set of vectors."""
 
     def unit(m):
         norms = np.sqrt(np.asarray(m.multiply(m).sum(1)).ravel())
@@ -91,7 +106,8 @@ def tifu_knn(
 
     pool_unit, own_unit = unit(pool), unit(own)
     pool = pool.tocsr()
-    out = []
+    ks = list(dict.fromkeys(min(c.k_neighbours, pool.shape[0]) for c in configs))
+    neighbours: dict[int, list[np.ndarray]] = {k: [] for k in ks}
     for i in range(0, own.shape[0], chunk):
         sims = torch.as_tensor(
             (own_unit[i : i + chunk] @ pool_unit.T).toarray(), dtype=torch.float32
@@ -99,15 +115,18 @@ def tifu_knn(
         if own_customer is not None and pool_customer is not None:
             self_hit = own_customer[i : i + chunk, None] == pool_customer[None, :]
             sims = sims.masked_fill(torch.from_numpy(self_hit), -torch.inf)
-        k = min(cfg.k_neighbours, sims.shape[1])
-        idx = sims.topk(k, dim=1).indices.numpy()  # (s, k)
-        rows = np.repeat(np.arange(len(idx)), k)
-        pick = sp.csr_matrix(
-            (np.full(rows.size, 1.0 / k), (rows, idx.ravel())), shape=(len(idx), pool.shape[0])
-        )
-        neighbours = (pick @ pool).toarray()  # (s, V)
-        out.append(cfg.alpha * own[i : i + chunk].toarray() + (1 - cfg.alpha) * neighbours)
-    return finish_scores(np.concatenate(out), own.shape[1])
+        for k in ks:
+            idx = sims.topk(k, dim=1).indices.numpy()  # (s, k)
+            rows = np.repeat(np.arange(len(idx)), k)
+            pick = sp.csr_matrix(
+                (np.full(rows.size, 1.0 / k), (rows, idx.ravel())), shape=(len(idx), pool.shape[0])
+            )
+            neighbours[k].append((pick @ pool).toarray())  # (s, V)
+    mean = {k: np.concatenate(parts) for k, parts in neighbours.items()}  # (S, V) each
+    dense = own.toarray()  # (S, V)
+    for c in configs:
+        near = mean[min(c.k_neighbours, pool.shape[0])]
+        yield c, finish_scores(c.alpha * dense + (1 - c.alpha) * near, own.shape[1])
 
 
 def tifu_pool(data: TrainingSet, trips: sp.csr_matrix, before_day: int):

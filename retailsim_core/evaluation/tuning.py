@@ -6,7 +6,7 @@ depend on the world model, so a new checkpoint is evaluated without tuning them 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -46,15 +46,24 @@ class TunedBaselines:
 def tifu_scores(tasks: EvalTasks, pool, c: nb.TifuConfig, rows: np.ndarray) -> torch.Tensor:
     """TIFU-KNN scores (S, V) of ``rows`` against a neighbour ``pool``
     (``neighbour_baselines.tifu_pool``)."""
+    return next(tifu_grid_scores(tasks, pool, [c], rows))[1]
+
+
+def tifu_grid_scores(
+    tasks: EvalTasks, pool, configs: list[nb.TifuConfig], rows: np.ndarray
+) -> Iterator[tuple[nb.TifuConfig, torch.Tensor]]:
+    """(config, ``tifu_scores``) of every config: configs with the same decays share their
+    vectors and similarities (``neighbour_baselines.tifu_knn_grid``)."""
     vectors, customers = pool
     data = tasks.data
-    return nb.tifu_knn(
-        nb.tifu_vectors(data, rows, tasks.trips, c),
-        vectors(c),
-        c,
-        nb.sample_customers(data, rows),
-        customers,
-    )
+    shared: dict[tuple, list[nb.TifuConfig]] = {}
+    for c in configs:
+        shared.setdefault((c.group_size, c.within_decay, c.group_decay), []).append(c)
+    for group in shared.values():
+        own = nb.tifu_vectors(data, rows, tasks.trips, group[0])
+        yield from nb.tifu_knn_grid(
+            own, vectors(group[0]), group, nb.sample_customers(data, rows), customers
+        )
 
 
 def upcf_scores(
@@ -84,15 +93,16 @@ def tune_baselines(tasks: EvalTasks, cfg: EvalConfig, log: Callable[[str], None]
     tifu_pool, upcf_pool = nb.tifu_pool(data, trips, day), nb.upcf_pool(data, trips, day)
     pop = tasks.popularity["valid"]
 
-    def grid(score, points):
-        return max(
-            ((valid_r20(score(c), rows), -i, c) for i, c in enumerate(points)),
-            key=lambda t: t[:2],
-        )
+    def grid(scored, points):  # the best R@20, the first of the grid on a tie
+        recall = {c: valid_r20(scores, rows) for c, scores in scored}
+        return max(((recall[c], -i, c) for i, c in enumerate(points)), key=lambda t: t[:2])
 
-    tifu_r20, _, tifu_best = grid(lambda c: tifu_scores(tasks, tifu_pool, c, rows), cfg.tifu.grid())
+    tifu_points, upcf_points = cfg.tifu.grid(), cfg.upcf.grid()
+    tifu_r20, _, tifu_best = grid(
+        tifu_grid_scores(tasks, tifu_pool, tifu_points, rows), tifu_points
+    )
     upcf_r20, _, upcf_best = grid(
-        lambda c: upcf_scores(tasks, upcf_pool, pop, c, rows), cfg.upcf.grid()
+        ((c, upcf_scores(tasks, upcf_pool, pop, c, rows)) for c in upcf_points), upcf_points
     )
     log(
         f"tuned on validation: TIFU-KNN {tifu_best} (R@20 {tifu_r20:.4f}); UP-CF@r {upcf_best} "

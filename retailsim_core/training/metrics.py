@@ -45,6 +45,20 @@ def ndcg_at(hits: np.ndarray, n_true: np.ndarray, k: int) -> np.ndarray:
     return (hits[:, :shown] * discounts[:shown]).sum(1) / ideal
 
 
+def ranked_hits(
+    scores: torch.Tensor, truth: sp.csr_matrix, outside: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(S, 20) top tokens, (S, V) truth as booleans, (S, 20) hits of the top and (S,) basket
+    sizes (``outside``, the products no method can rank, included): what every ranking metric
+    reads."""
+    s = scores.shape[0]
+    top = torch.topk(scores.detach(), max(KS), dim=1).indices.numpy()  # (S, 20)
+    dense = truth.toarray().astype(bool)  # (S, V)
+    hits = dense[np.arange(s)[:, None], top]  # (S, 20)
+    n_true = dense.sum(1) + (0 if outside is None else outside)
+    return top, dense, hits, n_true
+
+
 def next_basket_metrics(
     scores: torch.Tensor,
     truth: sp.csr_matrix,
@@ -63,10 +77,7 @@ def next_basket_metrics(
     no method can rank them, and recall counts them as missed."""
     scores = scores.detach()
     s = scores.shape[0]
-    top = torch.topk(scores, max(KS), dim=1).indices.numpy()  # (S, 20)
-    dense = truth.toarray().astype(bool)  # (S, V)
-    hits = dense[np.arange(s)[:, None], top]  # (S, 20)
-    n_true = dense.sum(1) + (0 if outside is None else outside)
+    top, dense, hits, n_true = ranked_hits(scores, truth, outside)
     out: dict[str, np.ndarray] = {}
     for k in KS:
         out[f"P@{k}"] = hits[:, :k].sum(1) / k

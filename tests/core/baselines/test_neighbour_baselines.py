@@ -72,6 +72,22 @@ def test_tifu_knn_mixes_the_own_vector_with_the_k_nearest_others(k):
     assert np.isinf(got[:, [0, 5, 6]]).all()
 
 
+def test_a_tifu_grid_is_each_configs_tifu_knn_in_order():
+    """The grid shares similarities and neighbour means across k and alpha: the same scores, to
+    the bit, as one ``tifu_knn`` per config (k = 9 is capped at the pool's size)."""
+    configs = [nb.TifuConfig(k_neighbours=k, alpha=a) for k in (2, 1, 9) for a in (1.0, 0.7, 0.2)]
+    own, pool = sp.csr_matrix(OWN), sp.csr_matrix(POOL)
+    got = list(nb.tifu_knn_grid(own, pool, configs, OWN_CUSTOMER, POOL_CUSTOMER, chunk=1))
+    assert [c for c, _ in got] == configs
+    for c, scores in got:
+        single = nb.tifu_knn(own, pool, c, OWN_CUSTOMER, POOL_CUSTOMER)
+        assert scores.equal(single)
+        alone = nb.TifuConfig(k_neighbours=c.k_neighbours, alpha=0.0)
+        near = nb.tifu_knn(own, pool, alone, OWN_CUSTOMER, POOL_CUSTOMER)
+        mixed = c.alpha * OWN[:, PRODUCTS] + (1 - c.alpha) * near.numpy()[:, PRODUCTS]
+        np.testing.assert_allclose(scores.numpy()[:, PRODUCTS], mixed, atol=1e-6)
+
+
 @pytest.mark.parametrize("alpha,locality,k", [(0.25, 5.0, 3), (0.75, 1.0, 1)])
 def test_upcf_adds_the_neighbours_recent_popularity_weighted_by_similarity(alpha, locality, k):
     """Faggioli et al. (RecSys 2020): sum over u itself (similarity 1) and its k most similar

@@ -7,16 +7,18 @@ import shutil
 import numpy as np
 import pytest
 
+from retailsim_core.baselines import counting as bl
 from retailsim_core.baselines import neighbour_baselines as nb
 from retailsim_core.baselines.sequential import SequentialConfig, sequential_scores
 from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.evaluation.tuned_folder import TUNING_FILE, fit_key, load_baselines
-from retailsim_core.evaluation.tuning import tifu_scores, upcf_scores
+from retailsim_core.evaluation.tuning import tifu_grid_scores, tifu_scores, upcf_scores
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.baseline_fitting import fit_baselines
 from retailsim_core.pipeline.evaluation_run import load_tasks
 from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.tables import CHECKPOINT_TABLE
+from retailsim_core.training.metrics import next_basket_metrics, truth_matrix
 from retailsim_core.training.train_config import TrainConfig
 
 CFG = EvalConfig(
@@ -70,6 +72,40 @@ def test_a_loaded_fit_reproduces_every_validation_figure(fitted):
     assert tuned.bert4rec.cfg.kind == "bert4rec" and tuned.sasrec.cfg.kind == "sasrec"
     assert tuned.copurchase_weight in CFG.copurchase_weights
     assert json.loads(json.dumps(tuned.info)) == record.info
+
+
+def test_the_tifu_grid_scores_each_config_as_alone(fitted):
+    """The grid shares vectors between configs with the same decays, and only between them."""
+    tasks = fitted[2]
+    rows = tasks.valid_rows
+    pool = nb.tifu_pool(tasks.data, tasks.trips, tasks.valid_day)
+    configs = [
+        nb.TifuConfig(m, rb, 0.8, k, a) for m in (2, 5) for rb in (0.5, 1.0) for k, a in [(3, 0.6)]
+    ] + [nb.TifuConfig(2, 0.5, 0.8, 7, 0.9)]
+    got = dict(tifu_grid_scores(tasks, pool, configs, rows))
+    assert set(got) == set(configs)
+    assert not got[configs[0]].equal(got[configs[1]])  # the decays matter on this data
+    for c, s in got.items():
+        assert s.equal(tifu_scores(tasks, pool, c, rows)), c
+
+
+def test_the_tuning_recall_is_the_reports_recall_at_20(fitted):
+    """Tuning reads R@20 alone; it is next_basket_metrics' R@20 (the report's), to the bit."""
+    tasks = fitted[2]
+    rows, data = tasks.valid_rows, tasks.data
+    scores = bl.p_topfreq(bl.personal_counts(data, rows, tasks.trips))
+    truth = truth_matrix(
+        data.item_tokens, data.item_starts[rows], data.item_counts[rows], data.vocab.size
+    )
+    full = next_basket_metrics(
+        scores,
+        truth,
+        repeat=tasks.context["repeat_of"](rows),
+        basket_len=tasks.context["basket_len"][rows],
+        categories=tasks.categories,
+        outside=data.item_oov[rows],
+    )
+    assert 0 < tasks.validation_recall(scores, rows) == float(full["R@20"].mean())
 
 
 def test_a_stale_or_altered_fit_is_refused_naming_the_asset(fitted, tmp_path):
