@@ -19,6 +19,7 @@ Glossary: B baskets of a chunk, V vocabulary, E events.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -29,6 +30,7 @@ from retailsim_core.baselines.econometric import (
     constant_elasticity_units,
     unpromoted_level,
 )
+from retailsim_core.evaluation.planted_events import planted_check, planted_event_units
 from retailsim_core.evaluation.promotion_events import (
     basket_sales,
     product_lifts,
@@ -79,19 +81,22 @@ def price_event_check(
     seed: int,
     n_boot: int = 500,
     fit_baskets: pl.Series | None = None,
+    truth_dir: Path | None = None,
 ) -> EventCheck:
     """``samples``: the validation and test baskets of ``data`` (row-aligned); ``trips``: the
     trip store (basket_id, store_id, week, products); ``promotions``: ``PROMOTIONS_SCHEMA``
     rows known without the cells' own sales, from ``source``; ``categories``: product_id,
     category; ``fit_baskets``: the training weeks' basket ids the baselines fit on besides the
-    validation baskets (None: the validation weeks alone)."""
+    validation baskets (None: the validation weeks alone); ``truth_dir``: the planted truth
+    (synthetic data), which adds the planted units and every method's figures against them."""
     split = samples["split"].to_numpy()
     test_rows = np.flatnonzero(split == "test")
     test_weeks = sorted(samples["week"].filter(samples["split"] == "test").unique().to_list())
     baskets = samples["basket_id"]
     if fit_baskets is not None:
         baskets = pl.concat([fit_baskets.cast(baskets.dtype), baskets])
-    panel = sales_panel(basket_sales(trips, baskets), promotions).collect()
+    sales = basket_sales(trips, baskets)
+    panel = sales_panel(sales, promotions, through=test_weeks[-1]).collect()
     events = promotion_events(panel.lazy(), test_weeks)
     observed = product_lifts(panel.lazy(), test_weeks)
     if events.height == 0:
@@ -116,6 +121,8 @@ def price_event_check(
             no_response_units_no_promotion=pl.Series(base),
         )
     )
+    if truth_dir is not None:
+        table = table.with_columns(*planted_event_units(truth_dir, samples[test_rows], events))
     weights = product_resamples(observed.height, n_boot, seed)
     scored = {
         name: response_metrics(observed, table, on, off, weights, units="observed_units")
@@ -134,6 +141,8 @@ def price_event_check(
             if name != "world_model"
         },
     }
+    if truth_dir is not None:
+        summary["planted"] = planted_check(table, observed, METHODS, weights)
     products = observed.rename({"lift": "observed_lift"})
     for name, (on, off) in METHODS.items():
         lifts = predicted_lifts(table, on, off).select("product_id", pl.col("lift").alias(name))

@@ -5,8 +5,10 @@ A check of a counterfactual must not condition on the outcome it predicts, so:
 - An **event** is a product × store × week cell whose promotion is known without the cell's own
   sales: a promotion table where the source has one (display, mailer), the planted calendar on
   synthetic data; never a price seen only because something sold.
-- The **panel** holds every week of each product × store's span (its first to its last week
-  with a sale) with zero units where nothing sold: a promotion that sold nothing still counts.
+- The **panel** holds every week of each product × store's span with zero units where
+  nothing sold: a promotion that sold nothing still counts. A cell is in it if and only if its
+  product sold at its store in an earlier week (``sales_panel``'s ``through``), so no cell is
+  there because it sold.
 - A **lift** compares a product × store's promoted weeks with its other weeks of the same
   period, log((mean units on promotion + 1) / (mean units off + 1)); a product's lift is the
   mean over its stores weighted by promoted weeks.
@@ -42,13 +44,24 @@ PANEL_SCHEMA = pl.Schema(
 )
 
 
-def sales_panel(sales: pl.LazyFrame, promotions: pl.LazyFrame) -> pl.LazyFrame:
+def sales_panel(
+    sales: pl.LazyFrame, promotions: pl.LazyFrame, through: int | None = None
+) -> pl.LazyFrame:
     """The panel (``PANEL_SCHEMA``) of ``sales`` (cells with a sale, ``SALES_SCHEMA``) and
     ``promotions`` (cells known to be promoted, ``PROMOTIONS_SCHEMA``; one row per cell). Its
-    size grows with each product × store's span, not with every product at every store."""
-    spans = sales.group_by("product_id", "store_id").agg(
-        first=pl.col("week").min(), last=pl.col("week").max()
-    )
+    size grows with each product × store's span, not with every product at every store.
+
+    Without ``through``, a span runs from the product × store's first week with a sale to its
+    last: a cell at either end is there because it sold, which a check must not read as an
+    outcome. With ``through`` (a check's last week), a cell is in the panel if and only if its
+    product sold at its store in an earlier week: from the week after the first sale through
+    ``through``, so whether a cell is checked never depends on its own sales."""
+    pair = ("product_id", "store_id")
+    spans = sales.group_by(pair).agg(first=pl.col("week").min(), last=pl.col("week").max())
+    if through is not None:
+        spans = spans.select(
+            *pair, first=pl.col("first") + 1, last=pl.lit(through, dtype=pl.Int32)
+        ).filter(pl.col("first") <= pl.col("last"))
     weeks = spans.select(
         "product_id",
         "store_id",

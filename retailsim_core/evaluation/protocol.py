@@ -118,7 +118,7 @@ def finish(
     )
     tables = {}
     if tasks.model is not None and prices.trips is not None and prices.promotions is not None:
-        check = event_check(tasks, prices, cfg.seed)
+        check = event_check(tasks, prices, cfg.seed, scored.truth_dir)
         response["events"] = check.summary
         tables = {"price_events": check.events, "price_event_products": check.products}
         log(f"promotion events ({prices.promotion_source}): {_headline(check.summary)}")
@@ -156,8 +156,11 @@ def finish(
     )
 
 
-def event_check(tasks: EvalTasks, prices: PriceInputs, seed: int) -> EventCheck:
-    """The promotion-event check (D76) on every test basket of ``tasks``."""
+def event_check(
+    tasks: EvalTasks, prices: PriceInputs, seed: int, truth_dir: Path | None = None
+) -> EventCheck:
+    """The promotion-event check (D76) on every test basket of ``tasks``; with the planted
+    ``truth_dir``, against the planted demand too."""
     vocab = tasks.data.vocab.frame()
     categories = vocab.select(
         "product_id",
@@ -173,6 +176,7 @@ def event_check(tasks: EvalTasks, prices: PriceInputs, seed: int) -> EventCheck:
         prices.promotion_source,
         seed,
         fit_baskets=prices.fit_baskets,
+        truth_dir=truth_dir,
     )
 
 

@@ -24,10 +24,12 @@ def week_of_year(week: int) -> int:
     return monday_of(week).isocalendar()[1]
 
 
-def product_avail(world, week: int) -> np.ndarray:
-    """(P, R, M) unnormalised choice weight of each product within its slot."""
+def product_avail(world, week: int, depth: np.ndarray | None = None) -> np.ndarray:
+    """(P, R, M) unnormalised choice weight of each product within its slot; ``depth`` (P, R)
+    replaces the week's planted cuts (a counterfactual shelf)."""
     cat, beh = world.catalogue, world.cfg.behaviour
-    ratio = 1.0 - world.prices.depth[week].astype(np.float64)  # (P, R)
+    depth = world.prices.depth[week] if depth is None else depth
+    ratio = 1.0 - depth.astype(np.float64)  # (P, R)
     exponent = cat.elasticity[:, None] * np.asarray(beh.elasticity_multiplier)  # (P, M)
     launched = (cat.launch_week <= week).astype(np.float64)
     return (cat.slot_share * launched)[:, None, None] * ratio[:, :, None] ** exponent[:, None, :]

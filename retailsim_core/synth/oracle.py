@@ -48,16 +48,26 @@ class WeekDemand:
     explore: np.ndarray  # the week's explore distribution over slots
 
 
-def week_demand(world, week: int) -> WeekDemand:
-    avail = product_avail(world, week)
+def week_demand(world, week: int, depth: np.ndarray | None = None) -> WeekDemand:
+    """The week's shared demand; ``depth`` (P, R) replaces its planted cuts."""
+    avail = product_avail(world, week, depth)
     factor = slot_factor(world, avail)
     return WeekDemand(avail, factor, explore_distribution(world, week, factor))
 
 
 def purchase_probabilities(
-    world, week: int, customer, store, focus, price_mode, size, demand: WeekDemand | None = None
+    world,
+    week: int,
+    customer,
+    store,
+    focus,
+    price_mode,
+    size,
+    demand: WeekDemand | None = None,
+    products: np.ndarray | None = None,
 ) -> np.ndarray:
-    """(B, P) probability that each basket contains each product.
+    """(B, P) probability that each basket contains each product; (B, len(products)) for those
+    catalogue indices only.
 
     ``customer`` and ``store`` are indices into the world; ``focus``, ``price_mode`` and ``size``
     are LGSR codes (``"Fresh"``, ``"LA"``, ``"M"``) or indices, broadcast against each other.
@@ -76,18 +86,24 @@ def purchase_probabilities(
     avail, factor, explore = demand.avail, demand.factor, demand.explore
     q = slot_probabilities(world, week, factor, explore, customer, region, f, m)  # (B, S)
     lam = np.asarray(beh.extra_draws_by_size)[z][:, None]
-    missed = (1.0 - q) * np.exp(-lam * q)  # (B, S)
-    s = cat.slot
-    share = avail[:, region, m].T / np.maximum(factor[s][:, region, m].T, 1e-300)  # (B, P)
-    absent = 1.0 - (1.0 - missed[:, s]) * share
-    partner = cat.complement
+
+    def missed(slots):  # (B, len(slots)): P(slot never drawn)
+        qs = q[:, slots]
+        return (1.0 - qs) * np.exp(-lam * qs)
+
+    cols = np.arange(cat.n_products) if products is None else np.asarray(products)
+    s = cat.slot[cols]
+    share = avail[cols][:, region, m].T / np.maximum(factor[s][:, region, m].T, 1e-300)  # (B, C)
+    absent = 1.0 - (1.0 - missed(s)) * share
+    partner = cat.complement[cols]
     has = partner >= 0
-    p, x = np.flatnonzero(has), partner[has]
-    a_p = missed[:, s[p]]
+    j, p, x = np.flatnonzero(has), cols[has], partner[has]
+    s = cat.slot
+    a_p = missed(s[p])
     qp, qx = q[:, s[p]], q[:, s[x]]
     a_px = (1.0 - qp - qx) * np.exp(-lam * (qp + qx))
     # An unlaunched product has q = 0 (a_p = 1) and is never pulled in; an unlaunched
     # partner has q = 0, so a_px = a_p and the pull term vanishes by itself.
     pull = cat.complement_prob[p] * (cat.launch_week[p] <= week)
-    absent[:, p] = a_p - pull * (a_p - a_px)
+    absent[:, j] = a_p - pull * (a_p - a_px)
     return 1.0 - absent

@@ -47,6 +47,54 @@ def test_the_panel_fills_every_week_of_the_span_and_keeps_promotions_that_sold_n
     assert panel.filter(pl.col("product_id") == "B").height == 1  # B never sold at S2
 
 
+def test_a_cell_is_checked_when_its_product_sold_at_its_store_before_it():
+    """Through week 8: A at S1 (sold in 2, 6) holds 3-8 with week 6's sale; B at S1 (sold in 1,
+    3, never after) holds 2-8, unsold from week 4 on; C at S1 (sold only in 8) holds nothing: a
+    span's first sale is never one of its cells, and no span ends at a sale."""
+    sales = _sales(
+        [("A", "S1", 2, 1.0), ("A", "S1", 6, 4.0), ("B", "S1", 1, 1.0), ("B", "S1", 3, 2.0)]
+        + [("C", "S1", 8, 1.0)]
+    )
+    promos = _promos([("A", "S1", 6, "display", None), ("B", "S1", 8, "mailer", None)])
+    panel = sales_panel(sales, promos, through=8).collect()
+    assert panel.schema == PANEL_SCHEMA
+    a, b = (panel.filter(pl.col("product_id") == x) for x in ("A", "B"))
+    assert a["week"].to_list() == [3, 4, 5, 6, 7, 8]
+    assert a["units"].to_list() == [0.0, 0.0, 0.0, 4.0, 0.0, 0.0]
+    assert b["week"].to_list() == list(range(2, 9)) and b["units"].sum() == 2.0
+    assert panel.filter(pl.col("product_id") == "C").height == 0
+    events = promotion_events(panel.lazy(), [5, 6, 7, 8])
+    assert events.select("product_id", "week", "units").rows() == [("A", 6, 4.0), ("B", 8, 0.0)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_whether_a_cell_is_in_the_panel_depends_on_earlier_weeks_only(seed):
+    """Redrawing the sales of weeks >= 9 moves their units, never which of their cells are in
+    the panel; nor does the week-9 redraw move week 9's cells (a cell never selects itself)."""
+
+    def sales(later_seed):
+        early, late = np.random.default_rng(seed), np.random.default_rng(later_seed)
+        rows = [
+            (f"P{p}", f"S{s}", w, 1.0)
+            for p in range(6)
+            for s in range(3)
+            for w in range(1, 13)
+            if (early if w < 9 else late).random() < 0.3
+        ]
+        return _sales(rows)
+
+    promos = _promos([("P1", "S1", 10, "display", None)])
+    cells = [
+        sales_panel(sales(later), promos, through=12)
+        .collect()
+        .filter(pl.col("week") == 9)
+        .select(CELL)
+        .rows()
+        for later in (100, 101)
+    ]
+    assert cells[0] == cells[1] and len(cells[0]) > 0
+
+
 def test_lifts_and_events_on_a_literal_panel():
     # A at S1: weeks 1-4 units 2, 0 (promoted), 6 (promoted), 2 -> on 3, off 2.
     # A at S2: weeks 1-2 units 1 (promoted), 1 -> log(2 / 2) = 0, one event.

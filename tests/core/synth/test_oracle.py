@@ -74,3 +74,15 @@ def test_a_weeks_shared_demand_built_once_gives_the_same_probabilities(world):
     )
     other = purchase_probabilities(world, 40, *args, week_demand(world, 100))
     assert not np.array_equal(other, direct)  # the demand passed in is the one used
+
+
+def test_some_products_are_the_full_matrix_columns(world):
+    """``products`` computes only those columns, complement pairs included, to the bit."""
+    cat = world.catalogue
+    carded = np.flatnonzero(world.population.carded)[:5]
+    store = world.population.home_store[carded]
+    args = (world, 60, carded, store, "Mixed", "MM", "M")
+    full = purchase_probabilities(*args)
+    cols = np.r_[np.flatnonzero(cat.complement >= 0)[:3], np.flatnonzero(cat.complement < 0)[:3]]
+    cols = np.r_[cols, cols[:1]]  # a repeat too
+    np.testing.assert_array_equal(purchase_probabilities(*args, products=cols), full[:, cols])

@@ -1,0 +1,136 @@
+"""The promotion events against the generator's planted demand (synthetic data; issue #36).
+
+The observed lift of an event is one noisy draw; on synthetic data the truth is known. For each
+event (product p, store, week w) the generator's exact probability that each of the
+store-week's evaluated baskets holds p (``synth.oracle``, from the basket's planted customer,
+mission and size) is summed twice: with the week's planted cuts, and with p's cut removed (its
+region's depth 0; the rest of the shelf as it was). The same ``response_metrics`` then score
+every method's two predictions against these planted units and lifts: the check without the
+observation's noise, and the issue's "mean predicted uplift against the planted one".
+
+Glossary: B baskets of a week, P catalogue products, E events, K stores of a week.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from retailsim_core.evaluation.oracle_scorers import planted_context
+from retailsim_core.evaluation.response_metrics import predicted_lifts, response_metrics
+from retailsim_core.ingest.lgsr import MISSION_FOCI
+from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
+from retailsim_core.synth.oracle import WeekDemand, purchase_probabilities, week_demand
+from retailsim_core.synth.world import load_world
+
+PLANTED = ("planted_units", "planted_units_no_promotion")
+_I64 = pl.Int64
+_CODES = {"mission_focus": MISSION_FOCI, "price_mode": PRICE_MODES, "basket_size": BASKET_SIZES}
+
+
+def planted_event_units(
+    truth_dir: Path, samples: pl.DataFrame, events: pl.DataFrame
+) -> tuple[pl.Series, pl.Series]:
+    """(E,) twice: each event's planted expected units over its store-week's baskets among
+    ``samples`` (basket_id, store_id, week), with the week's cuts and without the event
+    product's. A product the truth does not name has 0 for both."""
+    world = load_world(truth_dir)
+    ctx = planted_context(truth_dir, samples).with_columns(store_id=samples["store_id"])
+    index = {code: i for i, code in enumerate(world.catalogue.product_code)}
+    keyed = (
+        events.select("product_id", "store_id", "week")
+        .with_row_index("event")
+        .with_columns(p=pl.col("product_id").replace_strict(index, default=-1, return_dtype=_I64))
+        .filter(pl.col("p") >= 0)
+    )
+    on, off = np.zeros(events.height), np.zeros(events.height)
+    for (week,), cells in keyed.group_by("week"):
+        baskets = _Baskets.of(ctx.filter(pl.col("week") == week))
+        if baskets.n == 0:
+            continue
+        at = cells["store_id"].replace_strict(baskets.stores, default=-1, return_dtype=_I64)
+        cells = cells.with_columns(k=at).filter(pl.col("k") >= 0).sort("p")
+        event, k, p = (cells[c].to_numpy() for c in ("event", "k", "p"))
+        week = int(week)
+        on[event] = off[event] = baskets.store_sums(world, week, week_demand(world, week))[k, p]
+        depth = world.prices.depth[week]  # (P, R)
+        starts = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
+        for first, last in zip(starts, np.r_[starts[1:], len(p)], strict=True):
+            product = int(p[first])
+            if not depth[product].any():  # no planted cut: removing it changes nothing
+                continue
+            cut = depth.copy()
+            cut[product] = 0.0
+            demand = week_demand(world, week, cut)
+            rows = np.isin(baskets.store_of, k[first:last])
+            sums = baskets.store_sums(world, week, demand, rows, product)  # (K, 1)
+            off[event[first:last]] = sums[k[first:last], 0]
+    return pl.Series(PLANTED[0], on), pl.Series(PLANTED[1], off)
+
+
+class _Baskets:
+    """A week's planted basket contexts as arrays, with their store codes (0..K-1)."""
+
+    def __init__(self, frame: pl.DataFrame, stores: dict[str, int]):
+        self.n, self.stores = frame.height, stores
+        self.store_of = frame["store_id"].replace_strict(stores, return_dtype=_I64).to_numpy()
+        self.customer = frame["customer_idx"].to_numpy()
+        self.store_idx = frame["store_idx"].to_numpy()
+        self.focus, self.mode, self.size = (
+            frame[column]
+            .replace_strict({c: i for i, c in enumerate(codes)}, return_dtype=_I64)
+            .to_numpy()
+            for column, codes in _CODES.items()
+        )  # indices, as the oracle reads them
+
+    @classmethod
+    def of(cls, frame: pl.DataFrame) -> _Baskets:
+        return cls(frame, {s: k for k, s in enumerate(frame["store_id"].unique().sort())})
+
+    def store_sums(
+        self,
+        world,
+        week: int,
+        demand: WeekDemand,
+        rows: np.ndarray | None = None,
+        product: int | None = None,
+    ) -> np.ndarray:
+        """(K, P) or, given ``product``, (K, 1): the planted probabilities of the baskets
+        (``rows`` of them, a boolean mask) summed by store."""
+        pick = np.ones(self.n, bool) if rows is None else rows
+        probs = purchase_probabilities(
+            world,
+            week,
+            self.customer[pick],
+            self.store_idx[pick],
+            self.focus[pick],
+            self.mode[pick],
+            self.size[pick],
+            demand,
+            None if product is None else np.array([product]),
+        )  # (B, P) or (B, 1)
+        out = np.zeros((len(self.stores), probs.shape[1]))
+        np.add.at(out, self.store_of[pick], probs)
+        return out
+
+
+def planted_check(
+    table: pl.DataFrame, products: pl.DataFrame, methods: dict, weights: np.ndarray
+) -> dict:
+    """Every method's metrics against the planted units and lifts of ``table`` (the events with
+    ``PLANTED`` columns); ``products``: the observed per-product table whose row order
+    ``weights`` was drawn for. Adds the planted mean lift (events-weighted)."""
+    planted = predicted_lifts(table, *PLANTED)
+    truth = products.select("product_id").join(
+        planted, on="product_id", how="left", maintain_order="left"
+    )
+    truth = truth.with_columns(pl.col("lift").fill_null(0.0), pl.col("events").fill_null(0))
+    scored = {
+        name: response_metrics(truth, table, on, off, weights, units=PLANTED[0]).summary
+        for name, (on, off) in methods.items()
+    }
+    n = truth["events"].cast(pl.Float64)
+    mean_lift = float((truth["lift"] * n).sum() / max(n.sum(), 1.0))
+    return {"mean_lift": mean_lift, "methods": scored}
