@@ -232,3 +232,15 @@ def test_promotion_events_are_test_weeks_known_before_the_sales(report, tiny_war
     assert summary["promotional_elasticity"]["products"] >= 0
     page = (folder / "report.html").read_text()
     assert "Promotion events known before the sales" in page and "Elasticity realism" in page
+
+
+def test_with_the_truth_bound_the_events_are_scored_against_the_planted_demand(report):
+    """The protocol hands the bound truth to the events: planted units per event and every
+    method's figures against them."""
+    result, wh = report
+    events = result.price_response["events"]
+    assert events["events"] > 0 and set(events["planted"]["methods"]) == set(events["methods"])
+    table = pl.read_parquet(wh.table_dir(REPORT_TABLE) / "price_events.parquet")
+    on, off = table["planted_units"], table["planted_units_no_promotion"]
+    assert (on >= 0).all() and (off >= 0).all() and on.sum() > 0
+    assert "Against the planted demand" in (wh.table_dir(REPORT_TABLE) / "report.html").read_text()

@@ -77,6 +77,12 @@ def test_the_events_section_says_what_a_stand_in_cannot_show():
     assert "0.680" in planted and STAND_IN_CAVEAT not in planted
     assert STAND_IN_CAVEAT in stand_in
     assert events_section({"events": 0}) == []
+    assert "planted demand" not in planted  # no truth bound: no planted table
+    truth = {"mean_lift": 0.0364, "methods": {"world_model": method | {"mean_lift_ratio": 0.7}}}
+    with_truth = "".join(events_section(events | {"source": "planted calendar", "planted": truth}))
+    assert "Against the planted demand" in with_truth and "0.036" in with_truth
+    assert with_truth.count("<table>") == planted.count("<table>") + 1
+    assert "0.700" in with_truth  # the world model's mean-lift ratio against the planted lift
 
 
 def test_a_budget_limited_sequential_baseline_is_said_to_be_one():
