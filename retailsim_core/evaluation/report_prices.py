@@ -57,12 +57,8 @@ def events_section(events: dict) -> list[str]:
     for name, m in events["methods"].items():
         pair = events["world_model_vs"].get(name, {})
         rows.append(
-            {
-                "method": name,
-                "Spearman": _with_ci(m["spearman"], m["spearman_ci"]),
-                "calibration slope": _with_ci(m["calibration_slope"], m["calibration_slope_ci"]),
-                "mean-lift ratio": _with_ci(m["mean_lift_ratio"], m["mean_lift_ratio_ci"]),
-                "WAPE": _with_ci(m["wape"], m["wape_ci"]),
+            _metric_row(name, m)
+            | {
                 "world model − method, WAPE": _with_ci(
                     pair.get("wape_difference"), pair.get("wape_difference_ci", [None, None])
                 ),
@@ -86,20 +82,22 @@ def events_section(events: dict) -> list[str]:
     ] + ([STAND_IN_CAVEAT] if "leave-one-store-out" in events["source"] else [])
 
 
+def _metric_row(name: str, m: dict) -> dict:
+    """One method's response metrics with their intervals, as a table row."""
+    return {
+        "method": name,
+        "Spearman": _with_ci(m["spearman"], m["spearman_ci"]),
+        "calibration slope": _with_ci(m["calibration_slope"], m["calibration_slope_ci"]),
+        "mean-lift ratio": _with_ci(m["mean_lift_ratio"], m["mean_lift_ratio_ci"]),
+        "WAPE": _with_ci(m["wape"], m["wape_ci"]),
+    }
+
+
 def _planted_section(planted: dict | None) -> list[str]:
     """The same events against the generator's planted demand (synthetic data only)."""
     if not planted:
         return []
-    rows = [
-        {
-            "method": name,
-            "Spearman": _with_ci(m["spearman"], m["spearman_ci"]),
-            "calibration slope": _with_ci(m["calibration_slope"], m["calibration_slope_ci"]),
-            "mean-lift ratio": _with_ci(m["mean_lift_ratio"], m["mean_lift_ratio_ci"]),
-            "WAPE": _with_ci(m["wape"], m["wape_ci"]),
-        }
-        for name, m in planted["methods"].items()
-    ]
+    rows = [_metric_row(name, m) for name, m in planted["methods"].items()]
     return [
         "<p>Against the planted demand: the generator's expected units of each event with its "
         "planted cut and without it (the same baskets), so no draw's noise; the planted mean "

@@ -92,12 +92,12 @@ def purchase_probabilities(
         return (1.0 - qs) * np.exp(-lam * qs)
 
     cols = np.arange(cat.n_products) if products is None else np.asarray(products)
-    s = cat.slot[cols]
-    share = avail[cols][:, region, m].T / np.maximum(factor[s][:, region, m].T, 1e-300)  # (B, C)
-    absent = 1.0 - (1.0 - missed(s)) * share
+    own = cat.slot[cols]  # (C,) each column's slot
+    share = avail[cols][:, region, m].T / np.maximum(factor[own][:, region, m].T, 1e-300)  # (B, C)
+    absent = 1.0 - (1.0 - missed(own)) * share
     partner = cat.complement[cols]
     has = partner >= 0
-    j, p, x = np.flatnonzero(has), cols[has], partner[has]
+    j, p, x = np.flatnonzero(has), cols[has], partner[has]  # column, product, its partner
     s = cat.slot
     a_p = missed(s[p])
     qp, qx = q[:, s[p]], q[:, s[x]]
