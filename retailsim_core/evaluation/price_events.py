@@ -49,7 +49,11 @@ from retailsim_core.models.heads import PriceResponse, mixture_log_probs
 from retailsim_core.models.outputs import ModelOutput
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.simulation.simulate import units_of
-from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
+from retailsim_core.training_data.shelf import (
+    MAX_DEPTH,
+    SHELF_FEATURES,
+    with_price_multipliers,
+)
 from retailsim_core.training_data.tensors import TrainingSet
 
 SHELF_DEPTH = SHELF_FEATURES.index("discount_depth")
@@ -198,28 +202,46 @@ def model_event_units(
         b, t = cells["b"].to_numpy(writable=True), cells["token"].to_numpy(writable=True)
         b, t = torch.from_numpy(b).long(), torch.from_numpy(t).long()
         shelf = batch["shelf"]  # (B, V, S)
-        depth = shelf[b, t, SHELF_DEPTH].clamp(max=0.95)
-        regular = with_price_multipliers(shelf[b, t], -torch.log1p(-depth))  # depth 0, no promo
-        regular[:, SHELF_PLAN] = 0.0  # off display, out of the mailer
-        # The shelf enters only the slot's price terms (D39): one decoder pass serves both
-        # shelves, and removing the events moves the terms of their products and of the
-        # products reading their depths as substitutes only.
+        regular, told = event_shelves(shelf[b, t], cells)
+        # The shelf enters only the slot's price terms (D39): one decoder pass serves every
+        # shelf, and telling or removing the events moves the terms of their products and of
+        # the products reading their depths as substitutes only.
         out = model.query_pass(batch)
         rows_b, slot = torch.arange(len(part)), torch.zeros(len(part), dtype=torch.long)
         explore, repeat, products, share, excluded = model.slot_terms(out, rows_b, slot)
-        log_p = mixture_log_probs(explore, repeat, products, share, excluded)
         event = cells["event"].to_numpy()
-        np.add.at(on, event, units_of(out.size_logits, log_p)[b, t].numpy())
-        delta = (  # (B, V); a model without shelf prices does not respond
-            _price_change(model.price_response, out, shelf, b, t, regular)
-            if out.shelf is not None
-            else torch.zeros_like(explore)
-        )
-        if repeat is not None:
-            repeat = repeat + delta.gather(1, products)
-        off_p = mixture_log_probs(explore + delta, repeat, products, share, excluded)
-        np.add.at(off, event, units_of(out.size_logits, off_p)[b, t].numpy())
+        for cells_now, into in ((told, on), (regular, off)):
+            delta = (  # (B, V); a model without shelf prices does not respond
+                _price_change(model.price_response, out, shelf, b, t, cells_now)
+                if out.shelf is not None
+                else torch.zeros_like(explore)
+            )
+            shelf[b, t] = cells_now  # the next change starts from this shelf
+            explore = explore + delta
+            if repeat is not None:
+                repeat = repeat + delta.gather(1, products)
+            log_p = mixture_log_probs(explore, repeat, products, share, excluded)
+            np.add.at(into, event, units_of(out.size_logits, log_p)[b, t].numpy())
     return pl.Series(on), pl.Series(off)
+
+
+def event_shelves(cells: torch.Tensor, events: pl.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, S) shelf cells of N events twice: without any promotion (regular price, depth 0, off
+    display, out of the mailer) and with the event's own promotion told (D93): its known depth
+    (the shelf's where the depth is unknown), on display or in the mailer where its kind says
+    so. Every baseline reads the event's depth and kind; so does the model, rather than only
+    what its leave-one-store-out shelf happened to see. An unavailable cell stays so."""
+    depth = cells[:, SHELF_DEPTH].clamp(max=0.95)
+    regular = with_price_multipliers(cells, -torch.log1p(-depth))  # depth 0, no promo
+    regular[:, SHELF_PLAN] = 0.0
+    known = torch.from_numpy(events["depth"].fill_null(np.nan).to_numpy(writable=True)).float()
+    told_depth = torch.where(known.isnan(), depth, known.clamp(0.0, MAX_DEPTH))
+    told = with_price_multipliers(regular, torch.log1p(-told_depth))
+    kind = events["kind"]
+    for column, name in zip(SHELF_PLAN, ("display", "mailer"), strict=True):
+        flag = torch.from_numpy(kind.str.contains(name).to_numpy(writable=True))
+        told[:, column] = torch.where(flag, cells[:, 3], cells[:, column])
+    return regular, told
 
 
 def _price_change(

@@ -33,7 +33,7 @@ def test_the_model_responds_only_where_its_shelf_shows_the_promotion(
 
     def cells(mask: np.ndarray) -> pl.DataFrame:
         b, t = np.nonzero(mask)
-        return (
+        return as_events(
             keys[b]
             .with_columns(product_id=pl.Series([products[i - 1] for i in t]))
             .unique(maintain_order=True)
@@ -68,7 +68,7 @@ def test_removing_a_promotion_moves_the_products_reading_it_as_a_substitute(
     products = data.vocab.frame().sort("token")["product_id"].to_list()
     keys = samples[rows].select("store_id", pl.col("week").cast(pl.Int32))
     b, t = np.nonzero(depth > 0.1)
-    loud = (
+    loud = as_events(
         keys[b]
         .with_columns(product_id=pl.Series([products[i - 1] for i in t]))
         .unique(maintain_order=True)
@@ -85,9 +85,15 @@ def test_removing_a_promotion_moves_the_products_reading_it_as_a_substitute(
     assert off.to_list() == pytest.approx(reference[1], rel=1e-5)
 
 
+def as_events(cells: pl.DataFrame, kind: str = "price", depth: float | None = None):
+    """``cells`` (store_id, week, product_id) as events of one ``kind`` and known ``depth``."""
+    return cells.with_columns(kind=pl.lit(kind), depth=pl.lit(depth, dtype=pl.Float64))
+
+
 def two_passes(model, data, rows, samples, events, promoted: bool) -> list[float]:
-    """Each event's units from ``basket_units`` on the shelf as read (``promoted``) or with the
-    event products' promotions removed: the reference of ``model_event_units``."""
+    """Each event's units from ``basket_units`` on the shelf with the event's promotion told
+    (``promoted``: its known depth, else the shelf's) or removed: the reference of
+    ``model_event_units``."""
     tokens = dict(data.vocab.frame().select("product_id", "token").iter_rows())
     keys = samples[rows].select("store_id", pl.col("week").cast(pl.Int32)).with_row_index("b")
     cells = keys.join(events.with_row_index("event"), on=["store_id", "week"])
@@ -95,11 +101,15 @@ def two_passes(model, data, rows, samples, events, promoted: bool) -> list[float
     t = np.array([tokens[p] for p in cells["product_id"]])
     batch = data[rows]
     shelf = batch["shelf"]
+    depth = shelf[b, t, SHELF_DEPTH].clamp(max=0.95)
+    log_m = torch.zeros(len(rows), shelf.shape[1])
+    log_m[b, t] = -torch.log1p(-depth)
+    if promoted:
+        known = torch.tensor(cells["depth"].fill_null(np.nan).to_numpy())
+        told = torch.where(known.isnan(), depth.double(), known).float()
+        log_m[b, t] += torch.log1p(-told)
+    shelf = with_price_multipliers(shelf, log_m)
     if not promoted:
-        depth = shelf[b, t, SHELF_DEPTH].clamp(max=0.95)
-        log_m = torch.zeros(len(rows), shelf.shape[1])
-        log_m[b, t] = -torch.log1p(-depth)
-        shelf = with_price_multipliers(shelf, log_m)
         for name in ("display", "mailer"):
             shelf[b, t, SHELF_FEATURES.index(name)] = 0.0
     with torch.no_grad():
@@ -107,6 +117,33 @@ def two_passes(model, data, rows, samples, events, promoted: bool) -> list[float
     out = np.zeros(events.height)
     np.add.at(out, e, units)
     return out.tolist()
+
+
+def test_the_model_is_told_the_events_known_depth(tiny_warehouse, tiny_checkpoint):
+    """Events whose shelf shows no cut but whose promotion says 30% (D93): the model's two
+    predictions differ, and equal two full passes on the told and the regular shelves. (Their
+    sign is the model's: the tiny model's price-level weight w(h) may have either.)"""
+    tasks = load_tasks(
+        tiny_warehouse["warehouse"], tiny_warehouse["split"], EvalConfig(), tiny_checkpoint
+    )
+    data, samples = tasks.data, tasks.samples
+    rows = np.flatnonzero(samples["split"].to_numpy() == "test")[:64]
+    shelf = data[rows]["shelf"]  # (B, V, S)
+    quiet = (shelf[..., SHELF_DEPTH] == 0) & (shelf[..., 3] > 0)
+    b, t = np.nonzero(quiet.numpy())
+    products = data.vocab.frame().sort("token")["product_id"].to_list()
+    keys = samples[rows].select("store_id", pl.col("week").cast(pl.Int32))
+    cells = keys[b].with_columns(product_id=pl.Series([products[i - 1] for i in t]))
+    events = as_events(cells.unique(maintain_order=True).head(50), depth=0.3)
+    on, off = model_event_units(tasks.model, data, rows, samples, events)
+    assert events.height > 0 and (on != off).all()
+    reference = [two_passes(tasks.model, data, rows, samples, events, p) for p in (True, False)]
+    assert on.to_list() == pytest.approx(reference[0], rel=1e-5)
+    assert off.to_list() == pytest.approx(reference[1], rel=1e-5)
+    untold = model_event_units(
+        tasks.model, data, rows, samples, as_events(events.drop("kind", "depth"))
+    )
+    assert untold[0].to_list() == untold[1].to_list()  # shelf unpromoted and nothing told
 
 
 def test_promotional_arc_elasticities_on_literal_products():
@@ -149,7 +186,7 @@ def test_removing_a_promotion_takes_the_product_off_display_and_out_of_the_maile
     undiscounted = (shelf[..., SHELF_DEPTH] == 0) & (shelf[..., 3] > 0)
     b, t = np.nonzero(undiscounted.numpy())
     products = data.vocab.frame().sort("token")["product_id"].to_list()
-    events = (
+    events = as_events(
         samples[rows][b]
         .select("store_id", pl.col("week").cast(pl.Int32))
         .with_columns(product_id=pl.Series([products[i - 1] for i in t]))
