@@ -1,12 +1,14 @@
 """The responses' empirical-Bayes start: training-week rate ratios per product, shrunk toward
 the category's and the category's toward the overall one (gamma-Poisson), floored at the
-response's sign, set exactly on the price response; the own-depth response per unit of depth."""
+response's sign, set exactly on the price response; the own-depth response a shrunk Poisson
+log-log slope per unit of depth."""
 
 import numpy as np
 import polars as pl
 import pytest
 import torch
 import torch.nn.functional as F
+from scipy.optimize import minimize_scalar
 
 from retailsim_core.evaluation.promotion_events import PROMOTIONS_SCHEMA
 from retailsim_core.evaluation.response_prior import (
@@ -17,6 +19,7 @@ from retailsim_core.evaluation.response_prior import (
     start_depth_responses,
     start_plan_responses,
 )
+from retailsim_core.evaluation.shrunk_poisson import DEFAULT_VARIANCE
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
 from retailsim_core.models.heads import PRODUCT_RESPONSES, PriceResponse
 
@@ -88,19 +91,34 @@ def _cuts(rows):
     ).lazy()
 
 
-def test_depth_responses_are_log_rate_ratios_per_unit_of_depth():
+def test_depth_responses_are_shrunk_poisson_slopes_per_unit_of_depth():
     trips, _ = _world()
-    # A cut by 0.5 in weeks 3 and 6 (where it sold 4 against 1); B cut by 0.2 in week 4
+    # A cut by 0.5 in weeks 3 and 6 (where it sold 4 against 1); B cut by 0.2 in week 4 (2
+    # against 2): too few products to measure a spread, so tau^2 = 1 at both levels (D94).
     own = depth_responses(
         trips, _cuts([("A", 3, 0.5), ("A", 6, 0.5), ("B", 4, 0.2)]), VOCAB, CATEGORIES
     )
-    m = PSEUDO_UNITS
-    overall, depth = (8 + 2 + m) / (2 + 2 + m), (0.5 + 0.5 + 0.2) / 3  # B: 2 sold, 2 expected
-    category = (10 + m * overall) / (4 + m)  # A and B: the same mean depth as the whole
-    # a prior ratio is per unit of depth: at depth d it is category ** (d / depth)
-    assert own[1] == pytest.approx(np.log((8 + m * category ** (0.5 / depth)) / (2 + m)) / 0.5)
-    assert own[2] == pytest.approx(np.log((2 + m * category ** (0.2 / depth)) / (2 + m)) / 0.2)
-    assert own[3] == pytest.approx(np.log(overall) / depth)  # C: never cut, the overall one
+    xa, xb = -np.log(0.5), -np.log(0.8)
+    y, e, x = np.array([4.0, 4.0, 2.0]), np.array([1.0, 1.0, 2.0]), np.array([xa, xa, xb])
+
+    def mode(m, prior, precision):  # oracle: the penalised log-likelihood's maximum
+        def loss(b):
+            return (
+                -(y[m] * b * x[m] - e[m] * np.exp(b * x[m])).sum()
+                + precision / 2 * (b - prior) ** 2
+            )
+
+        return minimize_scalar(loss).x
+
+    every = np.ones(3, dtype=bool)
+    overall = mode(every, 0.0, 0.0)
+    category = mode(every, overall, 1 / DEFAULT_VARIANCE)  # A and B share category 1
+    a = mode(np.array([True, True, False]), category, 1 / DEFAULT_VARIANCE)
+    b = mode(np.array([False, False, True]), category, 1 / DEFAULT_VARIANCE)
+    assert own[1] == pytest.approx(a * xa / 0.5, abs=1e-5)  # per unit of depth
+    assert own[2] == pytest.approx(b * xb / 0.2, abs=1e-5)
+    per_depth = x.sum() / np.array([0.5, 0.5, 0.2]).sum()
+    assert own[3] == pytest.approx(overall * per_depth, abs=1e-5)  # C: never cut, overall
     # B sold no more when cut: shrunk toward its category, it still responds less than A
     assert own[1] > own[2] > 0
 
