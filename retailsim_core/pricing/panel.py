@@ -9,8 +9,9 @@ same at every store; other categories stay at their historical shelf, display an
 plan. The historical prices are the stores' own shelf of the week, promotions included
 (multiplier 1 - depth per context), so they are not a point of the policy's action space (D89).
 
-Units are E[basket size] x first-slot probability (``simulation.expected_units``): the trips and
-their sizes are fixed, only the choice responds.
+Units are the chance each basket holds the product (``simulation.held`` of the expected basket
+size and the first-slot probability, as ``simulation.expected_units``): the trips and their
+sizes are fixed, only the choice responds.
 
 Glossary: W weeks, B contexts of a week, V vocabulary, S shelf features, n category products.
 """
@@ -25,7 +26,7 @@ import torch
 
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.pricing.slot_cache import SlotCache, build_cache, slot_probs
-from retailsim_core.simulation.simulate import mean_size
+from retailsim_core.simulation.simulate import held, mean_size
 from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.shelf import SHELF_FEATURES
 
@@ -120,7 +121,7 @@ class PricingPanel:
         """(K, B, n) each context's expected units under K price vectors (K, n): the cost grows
         with the category's columns, not with the vocabulary (``slot_cache``)."""
         p = self.panels[week]
-        return p.size.double()[None, :, None] * slot_probs(self.model, p.cache, log_m)
+        return held(p.size.double()[None, :, None], slot_probs(self.model, p.cache, log_m))
 
 
 @torch.no_grad()
@@ -129,7 +130,7 @@ def week_panel(model: WorldModel, batch: Batch, products: torch.Tensor) -> WeekP
     model.train(False)
     out, log_p = model.next_basket(batch)
     size = mean_size(out.size_logits)  # (B,)
-    units = size[:, None] * log_p[:, products].double().exp()  # (B, n)
+    units = held(size[:, None], log_p[:, products].double().exp())  # (B, n)
     shelf = batch["shelf"]
     multiplier = 1 - shelf[:, products, _DEPTH].double()  # (B, n) historical price / regular
     return WeekPanel(build_cache(model, out, shelf, products), size.float(), units, multiplier)

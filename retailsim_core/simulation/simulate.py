@@ -143,22 +143,31 @@ def expected_units(
     basket_size: torch.Tensor,
     log_multiplier: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """(V,) expected units over the contexts: sum_b size_b * P_b(product)."""
-    return (basket_size[:, None] * first_slot_distribution(model, batch, log_multiplier)).sum(0)
+    """(V,) expected units over the contexts: sum_b held(size_b, P_b(product))."""
+    return held(basket_size[:, None], first_slot_distribution(model, batch, log_multiplier)).sum(0)
 
 
 @torch.no_grad()
 def basket_units(model: WorldModel, batch: Batch) -> torch.Tensor:
-    """(B, V) each basket's expected units of every product, E[size] x P(product), from one
-    forward pass (``expected_units`` per basket, without gradients)."""
+    """(B, V) each basket's expected units of every product (``held``), from one forward pass
+    (``expected_units`` per basket, without gradients)."""
     out, log_p = model.next_basket(batch)
     return units_of(out.size_logits, log_p)
 
 
 def units_of(size_logits: torch.Tensor, log_p: torch.Tensor) -> torch.Tensor:
-    """(B, V) float32 E[size] x P(product) from the size head's logits and a slot's (B, V)
+    """(B, V) float32 ``held`` units from the size head's logits and a slot's (B, V)
     log-probabilities."""
-    return (mean_size(size_logits)[:, None] * log_p.double().exp()).float()
+    return held(mean_size(size_logits)[:, None], log_p.double().exp()).float()
+
+
+def held(size: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """Expected units of a product in a basket of ``size`` expected products whose slots each
+    draw it with probability ``p`` (broadcast): 1 - (1 - p) ** size, the chance the basket
+    holds it. A basket lists a product once (a line per product, its quantity apart), so
+    units are baskets holding the product, what the data counts; size x p would count a
+    best seller once per slot that could draw it (D95). Differentiable; float64 in, out."""
+    return -torch.expm1(size * torch.log1p(-p.clamp(max=1.0 - 1e-12)))
 
 
 def mean_size(size_logits: torch.Tensor) -> torch.Tensor:

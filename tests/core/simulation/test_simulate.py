@@ -5,9 +5,17 @@ import numpy as np
 import polars as pl
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from retailsim_core.pipeline.world_model_training import load_model_inputs
-from retailsim_core.simulation.simulate import elasticities, expected_units, generate, price_book
+from retailsim_core.simulation.simulate import (
+    elasticities,
+    expected_units,
+    generate,
+    held,
+    price_book,
+)
 from retailsim_core.training.checkpoint import load_model
 from retailsim_core.training_data.shelf import SHELF_FEATURES, ShelfPrices, with_price_multipliers
 from retailsim_core.training_data.tokens import ProductVocab
@@ -251,3 +259,23 @@ def test_decoding_some_rows_matches_the_forward_pass(world):
     others[rows] = False
     assert (part.hidden[others] == 0).all()  # finished baskets: no state
     torch.testing.assert_close(part.shelf, full.shelf)
+
+
+def test_held_units_are_the_chance_the_basket_holds_the_product():
+    size = torch.tensor([[1.0], [4.0]], dtype=torch.float64)
+    p = torch.tensor([[0.0, 0.25, 1.0]], dtype=torch.float64)
+    expected = [[0.0, 0.25, 1.0], [0.0, 1 - 0.75**4, 1.0]]
+    torch.testing.assert_close(held(size, p), torch.tensor(expected, dtype=torch.float64))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1.0, 30.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0))  # a basket holds >= 1
+def test_held_units_never_exceed_one_or_size_times_p(size, p, q):
+    s = torch.tensor(size, dtype=torch.float64)
+    lo, hi = sorted((p, q))
+    low, high = (
+        held(s, torch.tensor(lo, dtype=torch.float64)),
+        held(s, torch.tensor(hi, dtype=torch.float64)),
+    )
+    assert 0.0 <= float(low) <= min(1.0, size * lo) + 1e-12
+    assert float(low) <= float(high) + 1e-12  # more likely per slot, more likely held
