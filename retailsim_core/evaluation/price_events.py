@@ -3,10 +3,11 @@
 Every method predicts each test-week event's units (how many of the store-week's evaluated
 baskets hold the product) with its promotion and without it, in the same contexts:
 
-- the world model: sum over the store-week's test baskets of E[basket size] × P(product), with
-  each event's promotion told on its shelf (its known depth, else the shelf's; on display or
-  in the mailer as its kind says), then with the event products' promotions removed (their
-  price back to regular, depth 0, off display and out of the mailer);
+- the world model: sum over the store-week's test baskets of the chance each holds the product
+  (``simulation.held``, D95), with each event's promotion told on its shelf (its known depth,
+  else the shelf's; on display or in the mailer as its kind says), then with the event
+  products' promotions removed (their price back to regular, depth 0, off display and out of
+  the mailer);
 - the baselines of ``baselines/econometric.py``, fitted on the training and validation weeks'
   panel (their evaluated baskets: the training weeks' samples and the validation baskets).
 
