@@ -78,9 +78,53 @@ def events_section(events: dict) -> list[str]:
         f"{_num(ceiling.get('split_half'))}, so no model can correlate with it above about "
         f"<b>{_num(best)}</b>.</p>",
         frame_table(pl.DataFrame(rows)),
+        event_verdict(events),
         *_calibration_plot(events.get("calibration_bins", {}).get("world_model") or []),
         *_planted_section(events.get("planted")),
     ] + ([STAND_IN_CAVEAT] if "leave-one-store-out" in events["source"] else [])
+
+
+EVENT_TARGETS = {  # issue #36's, for the world model on the test weeks' events
+    "spearman": 0.5,  # and the interval's lower end above "spearman_low"
+    "spearman_low": 0.35,
+    "slope": (0.8, 1.2),  # calibration slope
+    "planted_mean_lift": (0.8, 1.2),  # mean-lift ratio against the planted lift (synthetic)
+}
+
+
+def event_verdict(events: dict) -> str:
+    """The world model against the targets, each said met or NOT MET with its figure."""
+    t, wm = EVENT_TARGETS, events["methods"]["world_model"]
+    rho, (rho_lo, rho_hi) = wm.get("spearman"), wm["spearman_ci"]
+    slope, (lo, hi) = wm.get("calibration_slope"), t["slope"]
+    pair = events["world_model_vs"].get("hierarchical_loglog", {})
+    diff, (d_lo, d_hi) = pair.get("wape_difference"), pair.get("wape_difference_ci", [None] * 2)
+    checks = [
+        (
+            f"Spearman ≥ {t['spearman']} with the interval's lower end > {t['spearman_low']}",
+            rho is not None and rho >= t["spearman"] and rho_lo > t["spearman_low"],
+            f"{_num(rho)} [{_num(rho_lo)}, {_num(rho_hi)}]; the ceiling is "
+            f"{_num(events['ceiling'].get('ceiling'))}",
+        ),
+        (
+            f"calibration slope in [{lo}, {hi}]",
+            slope is not None and lo <= slope <= hi,
+            _num(slope),
+        ),
+        (
+            "WAPE below the hierarchical baseline's, the paired interval excluding 0",
+            d_hi is not None and d_hi < 0,
+            f"difference {_num(diff)} [{_num(d_lo)}, {_num(d_hi)}]",
+        ),
+    ]
+    planted = (events.get("planted") or {}).get("methods", {}).get("world_model")
+    if planted:
+        ratio, (lo, hi) = planted["mean_lift_ratio"], t["planted_mean_lift"]
+        checks.append(("mean lift within ±20% of the planted", lo <= ratio <= hi, _num(ratio)))
+    said = "; ".join(
+        f"{name}: <b>{'met' if ok else 'NOT MET'}</b> ({figure})" for name, ok, figure in checks
+    )
+    return f"<p>World model against the targets: {said}.</p>"
 
 
 def _metric_row(name: str, m: dict) -> dict:

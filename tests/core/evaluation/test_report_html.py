@@ -85,6 +85,34 @@ def test_the_events_section_says_what_a_stand_in_cannot_show():
     assert "0.700" in with_truth  # the world model's mean-lift ratio against the planted lift
 
 
+def test_the_events_section_says_which_targets_are_met():
+    from retailsim_core.evaluation.report_prices import event_verdict
+
+    def method(spearman, low, slope):
+        return {"spearman": spearman, "spearman_ci": [low, 0.9], "calibration_slope": slope}
+
+    def events(wm, diff_ci, planted=None):
+        return {
+            "methods": {"world_model": wm},
+            "ceiling": {"ceiling": 0.51},
+            "world_model_vs": {
+                "hierarchical_loglog": {"wape_difference": -0.1, "wape_difference_ci": diff_ci}
+            },
+            "planted": planted,
+        }
+
+    good = event_verdict(events(method(0.6, 0.4, 1.0), [-0.2, -0.05]))
+    assert good.count("<b>met</b>") == 3 and "NOT MET" not in good
+    bad = event_verdict(events(method(0.216, 0.2, 0.75), [-0.2, 0.01]))
+    assert bad.count("NOT MET") == 3 and "0.216 [0.200, 0.900]" in bad and "0.510" in bad
+    high_low_end = event_verdict(events(method(0.55, 0.3, 1.0), [-0.2, -0.05]))
+    assert high_low_end.count("NOT MET") == 1  # the point is above 0.5, the interval is not
+    truth = {"methods": {"world_model": {"mean_lift_ratio": 1.03}}}
+    assert event_verdict(events(method(0.6, 0.4, 1.0), [-0.2, -0.05], truth)).count("met") == 4
+    truth = {"methods": {"world_model": {"mean_lift_ratio": 0.70}}}
+    assert "NOT MET</b> (0.700)" in event_verdict(events(method(0.6, 0.4, 1.0), [-1, -0.1], truth))
+
+
 def test_a_budget_limited_sequential_baseline_is_said_to_be_one():
     from retailsim_core.evaluation.report_html import _budget_line, _coverage_line
 
