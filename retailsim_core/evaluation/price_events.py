@@ -59,6 +59,7 @@ from retailsim_core.training_data.tensors import TrainingSet
 
 SHELF_DEPTH = SHELF_FEATURES.index("discount_depth")
 SHELF_PLAN = [SHELF_FEATURES.index("display"), SHELF_FEATURES.index("mailer")]
+SHELF_AVAILABLE = SHELF_FEATURES.index("available")
 METHODS = {  # name -> (promoted column, unpromoted column) of the events table
     "world_model": ("predicted_units", "predicted_units_no_promotion"),
     **{
@@ -241,7 +242,7 @@ def event_shelves(cells: torch.Tensor, events: pl.DataFrame) -> tuple[torch.Tens
     kind = events["kind"]
     for column, name in zip(SHELF_PLAN, ("display", "mailer"), strict=True):
         flag = torch.from_numpy(kind.str.contains(name).to_numpy(writable=True))
-        told[:, column] = torch.where(flag, cells[:, 3], cells[:, column])
+        told[:, column] = torch.where(flag, cells[:, SHELF_AVAILABLE], cells[:, column])
     return regular, told
 
 
