@@ -15,7 +15,7 @@ import polars as pl
 
 from retailsim_core.customers.customer_features import AFFINITY_SCHEMA, MISSION_SCHEMA
 from retailsim_core.features.brands import PSEUDO_BRANDS_SCHEMA
-from retailsim_core.features.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
+from retailsim_core.features.feature_tables import STORE_FEATURES_SCHEMA
 from retailsim_core.graph.graph_edges import EDGES_SCHEMA, NODES_SCHEMA
 from retailsim_core.graph.product_embeddings import ID_MAP_SCHEMA
 from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
@@ -42,7 +42,6 @@ GRAPH_EDGES_TABLE = f"{PRODUCT_GRAPH_TABLE}/edges"
 AFFINITY_TABLE = "customer_store_affinity"
 MISSIONS_TABLE = "mission_patterns"
 BRANDS_TABLE = "pseudo_brands"
-PRICE_FEATURES_TABLE = "price_features"
 STORE_FEATURES_TABLE = "store_features"
 EMBEDDINGS_TABLE = "graphsage_embeddings"
 METADATA_TABLE = "temporal_metadata"
@@ -86,13 +85,18 @@ TABLES = _tables(
         PROMOTIONS_QUARANTINE_SCHEMA,
         "a rejected promotion row and why",
     ),
-    Table(PRICES_TABLE, PRICES_TABLE, True, DERIVED_PRICES_SCHEMA, "a product x store x week"),
+    Table(
+        PRICES_TABLE,
+        PRICES_TABLE,
+        True,
+        DERIVED_PRICES_SCHEMA,
+        "an observed product x store x week",
+    ),
     Table(GRAPH_NODES_TABLE, PRODUCT_GRAPH_TABLE, False, NODES_SCHEMA, "a product or category"),
     Table(GRAPH_EDGES_TABLE, PRODUCT_GRAPH_TABLE, False, EDGES_SCHEMA, "a graph edge"),
     Table(AFFINITY_TABLE, AFFINITY_TABLE, True, AFFINITY_SCHEMA, "a customer as of week W"),
     Table(MISSIONS_TABLE, MISSIONS_TABLE, True, MISSION_SCHEMA, "a customer as of week W"),
     Table(BRANDS_TABLE, BRANDS_TABLE, False, PSEUDO_BRANDS_SCHEMA, "a product's pseudo-brand"),
-    Table(PRICE_FEATURES_TABLE, PRICE_FEATURES_TABLE, True, PRICE_FEATURES_SCHEMA, "T4 of a cell"),
     Table(STORE_FEATURES_TABLE, STORE_FEATURES_TABLE, True, STORE_FEATURES_SCHEMA, "T5 of a store"),
     Table(EMBEDDINGS_TABLE, EMBEDDINGS_TABLE, False, ID_MAP_SCHEMA, "embedding row of a product"),
     Table(METADATA_TABLE, METADATA_TABLE, True, METADATA_SCHEMA, "a basket's temporal facts"),

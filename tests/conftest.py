@@ -45,7 +45,7 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
     from retailsim_core.graph.product_embeddings import Embeddings
     from retailsim_core.models.graphsage import GraphSAGEConfig
     from retailsim_core.pipeline.embeddings import all_products, write_embeddings
-    from retailsim_core.pipeline.feature_weeks import price_feature_weeks, store_feature_weeks
+    from retailsim_core.pipeline.feature_weeks import store_feature_weeks
     from retailsim_core.pipeline.training_data_weeks import training_data_weeks
 
     wh = Warehouse(tmp_path_factory.mktemp("tiny_wh") / "wh")
@@ -53,7 +53,6 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
     ingest_weeks(tiny_dataset["raw"], wh, weeks)
     derive_price_weeks(wh, weeks)
     snapshot_weeks(wh, weeks)
-    price_feature_weeks(wh, weeks)
     store_feature_weeks(wh, weeks)
     split = TemporalSplit(8, 11)
     write_graph(wh, build_product_graph(wh, split))  # the model's substitution edges

@@ -8,7 +8,7 @@ rows for stores that open later.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -33,6 +33,9 @@ PRICE_FEATURES_SCHEMA = pl.Schema(
         "is_imputed_price": pl.Boolean,
     }
 )
+
+
+# The previous week's state the joined reference reads (``PriceFeatureCarry`` keeps it by slot).
 PRICE_STATE_SCHEMA = pl.Schema(
     {
         "product_id": pl.String,
@@ -44,11 +47,31 @@ PRICE_STATE_SCHEMA = pl.Schema(
 )
 
 
+def next_price_state(features: pl.DataFrame) -> pl.DataFrame:
+    return features.select(
+        "product_id",
+        "store_id",
+        pl.col("log_price").alias("prev_log_price"),
+        pl.col("price_velocity").alias("prev_velocity"),
+        pl.col("promo_momentum").alias("prev_momentum"),
+    )
+
+
 def price_features(
     prices: pl.DataFrame, categories: pl.DataFrame, prev: pl.DataFrame
 ) -> pl.DataFrame:
     """``prices``: one week of derived_prices; ``categories``: product_id -> prod_code_10;
     ``prev``: the previous week's (product, store, prev_log_price, prev_velocity, prev_momentum).
+    The reference of :class:`PriceFeatureCarry` (which aligns by slot instead of joining), sorted
+    by product and store; the columns are :func:`feature_columns`'."""
+    joined = prices.join(categories, on="product_id", how="left").join(
+        prev, on=["product_id", "store_id"], how="left"
+    )
+    return feature_columns(joined).sort("product_id", "store_id")
+
+
+def feature_columns(cells: pl.DataFrame) -> pl.DataFrame:
+    """PRICE_FEATURES_SCHEMA from one week's cells with their sub-commodity and previous state:
 
     - log_price = ln(actual price); velocity = log_price - previous week's log_price (0 in the
       cell's first week, ``has_prior_price`` false); acceleration = velocity - previous velocity;
@@ -59,23 +82,23 @@ def price_features(
       sub-commodity in that store-week, else of the sub-commodity that week, and flagged
       ``is_imputed_price`` (design §4.7.5 case 6): log prices stay finite.
     """
-    positive = pl.when(pl.col("actual_price") > 0).then(pl.col("actual_price"))
     log_price = pl.col("actual_price").log()
     has_prior = pl.col("prev_log_price").is_not_null()
     velocity = pl.when(has_prior).then(log_price - pl.col("prev_log_price")).otherwise(0.0)
-    return (
-        prices.join(categories, on="product_id", how="left")
-        .join(prev, on=["product_id", "store_id"], how="left")
-        .with_columns(
-            is_imputed_price=~(pl.col("actual_price") > 0).fill_null(False),
+    positive = pl.when(pl.col("actual_price") > 0).then(pl.col("actual_price"))
+    imputed = ~(pl.col("actual_price") > 0).fill_null(False)
+    cells = cells.with_columns(is_imputed_price=imputed)
+    if cells["is_imputed_price"].any():  # the medians only where a price needs one
+        cells = cells.with_columns(
             actual_price=pl.coalesce(
                 positive,
                 positive.median().over("store_id", "prod_code_10"),
                 positive.median().over("prod_code_10"),
                 positive.median(),
-            ),
+            )
         )
-        .with_columns(
+    return (
+        cells.with_columns(
             log_price=log_price,
             relative_price=pl.col("actual_price")
             / pl.col("actual_price").mean().over("store_id", "prod_code_10"),
@@ -88,18 +111,61 @@ def price_features(
         )
         .select(PRICE_FEATURES_SCHEMA.names())
         .cast(dict(PRICE_FEATURES_SCHEMA))
-        .sort("product_id", "store_id")
     )
 
 
-def next_price_state(features: pl.DataFrame) -> pl.DataFrame:
-    return features.select(
-        "product_id",
-        "store_id",
-        pl.col("log_price").alias("prev_log_price"),
-        pl.col("price_velocity").alias("prev_velocity"),
-        pl.col("promo_momentum").alias("prev_momentum"),
-    )
+@dataclass
+class PriceFeatureCarry:
+    """Price features week after week from dense derived-price tables in slot order (D96).
+
+    Slots never move and only grow (``prices.cells``), so the previous week's state of a cell is
+    at its slot: no join on product and store, no sort. ``categories``: product_id ->
+    prod_code_10 for every product the tables will hold.
+    """
+
+    categories: pl.DataFrame
+    codes: pl.Series = field(default_factory=lambda: pl.Series("prod_code_10", [], pl.String))
+    prev: pl.DataFrame = field(default_factory=lambda: _CARRIED.to_frame())
+
+    def week(self, prices: pl.DataFrame) -> pl.DataFrame:
+        """Week W's features (PRICE_FEATURES_SCHEMA, slot order) from its dense table."""
+        n, m = prices.height, self.prev.height
+        if n < m:
+            raise ValueError("price tables must be consecutive weeks of one replay, in slot order")
+        fresh = (
+            prices.slice(m)
+            .select("product_id")
+            .join(self.categories, on="product_id", how="left", maintain_order="left")
+        )
+        self.codes = pl.concat([self.codes, fresh["prod_code_10"]], rechunk=False)
+        prev = pl.concat([self.prev, _CARRIED.to_frame().extend(_nulls(n - m))])
+        features = feature_columns(
+            prices.select(_PRICE_INPUTS).hstack([self.codes.alias("prod_code_10"), *prev])
+        )
+        self.prev = features.select(
+            pl.col("log_price").alias("prev_log_price"),
+            pl.col("price_velocity").alias("prev_velocity"),
+            pl.col("promo_momentum").alias("prev_momentum"),
+        )
+        return features
+
+
+_PRICE_INPUTS = (
+    "product_id",
+    "store_id",
+    "week",
+    "shop_week",
+    "actual_price",
+    "discount_depth",
+    "promo_flag",
+)
+_CARRIED = pl.Schema(
+    {"prev_log_price": pl.Float64, "prev_velocity": pl.Float64, "prev_momentum": pl.Int16}
+)
+
+
+def _nulls(n: int) -> pl.DataFrame:
+    return pl.DataFrame([pl.Series(k, [None] * n, v) for k, v in _CARRIED.items()])
 
 
 STORE_FEATURES_SCHEMA = pl.Schema(

@@ -27,6 +27,7 @@ from retailsim_core.evaluation.promotion_events import (
 )
 from retailsim_core.evaluation.tasks import EvalTasks, build_tasks
 from retailsim_core.evaluation.tuned_folder import load_baselines
+from retailsim_core.pipeline.price_reader import price_weeks, read_price_features
 from retailsim_core.pipeline.price_weeks import promotion_cells
 from retailsim_core.pipeline.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.truth import bind_truth
@@ -36,7 +37,6 @@ from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import (
     BASELINES_TABLE,
     CHECKPOINT_TABLE,
-    PRICE_FEATURES_TABLE,
     PRICES_TABLE,
     PROMOTION_CELLS_TABLE,
     REPORT_TABLE,
@@ -119,12 +119,18 @@ def _tasks_and_inputs(
 
 def mean_prices(warehouse: Warehouse, vocab: ProductVocab) -> np.ndarray:
     """(V,) mean week price of each token over every price-features row (for the revenue of a
-    predicted basket)."""
+    predicted basket), summed week by week as the features are materialised (D96)."""
+    sums = []
+    for week in price_weeks(warehouse, warehouse.weeks(PRICES_TABLE), features=True):
+        sums.append(
+            week.features.group_by("product_id").agg(
+                pl.col("actual_price").sum().alias("total"), pl.len().alias("n")
+            )
+        )
     prices = (
-        warehouse.scan(PRICE_FEATURES_TABLE)
+        pl.concat(sums)
         .group_by("product_id")
-        .agg(pl.col("actual_price").mean())
-        .collect()
+        .agg((pl.col("total").sum() / pl.col("n").sum()).alias("actual_price"))
     )
     tokens = vocab.frame().join(prices, on="product_id", how="left")
     out = np.zeros(vocab.size)
@@ -151,12 +157,12 @@ def with_event_inputs(
         calendar = pl.read_parquet(truth_dir / PLANTED_PROMOTIONS)
         promotions, source = planted_promotions(calendar, stores), "planted calendar"
     elif known:
-        depths = regional_promotions(promotion_cells(warehouse, weeks), stores)
+        depths = regional_promotions(promotion_cells(warehouse, weeks, True), stores)
         plan = warehouse.scan(PROMOTION_CELLS_TABLE, known_promotion_weeks(warehouse, weeks))
         promotions = table_promotions(plan, depths)
         source = "the source's promotion table (display, mailer; depth from other stores)"
     else:
-        promotions = regional_promotions(promotion_cells(warehouse, weeks), stores)
+        promotions = regional_promotions(promotion_cells(warehouse, weeks, True), stores)
         source = "other stores of the region, same week (leave-one-store-out)"
     train_weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w <= split.train_end]
     fit_baskets = (
@@ -184,10 +190,10 @@ def price_inputs(
     """The price checks' tables for scored test ``rows``: price features of the stores and weeks
     of the simulated contexts, the test weeks' promotion cells."""
     sim_samples = tasks.samples[simulation_rows(rows)]
-    sim_prices = (
-        warehouse.scan(PRICE_FEATURES_TABLE, sorted(set(sim_samples["week"].to_list())))
-        .filter(pl.col("store_id").is_in(sim_samples["store_id"].unique().implode()))
-        .collect()
+    sim_prices = read_price_features(
+        warehouse,
+        sorted(set(sim_samples["week"].to_list())),
+        stores=sim_samples["store_id"].unique().to_list(),
     )
     weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.valid_end]
     cells = promotion_cells(warehouse, weeks) if weeks else None

@@ -1,11 +1,12 @@
-"""``derived_prices``: weekly price tables built week by week from a carried state (D49).
+"""``derived_prices``: weekly price tables built week by week from a carried state (D49, D96).
 
-Week W needs, besides its own raw rows, only what earlier weeks left behind: the running
-statistics of each cell and the observed prices of the reference lookback. A run over weeks
-A..B restores that state from partitions A-H..A-1 once (H = ``PriceConfig.history_weeks``) and
-carries it forward in memory, so a backfill is one pass over the data and a weekly run reads a
-few partitions, never the whole history. If they are not all in the warehouse, the state is
-rebuilt from raw_transactions without writing.
+Week W needs, besides its own raw rows, only the state earlier weeks left behind. A partition
+stores the week's observed cells (D96: the dense table of any week is materialised on read by
+``price_reader``), so a run over weeks A..B rebuilds the state by replaying the stored rows of
+weeks 1..A-1 (a few vectorised passes a week, no table built) and carries it forward in memory.
+If they are not all in the warehouse, the state is rebuilt from raw_transactions without
+writing. Each partition's manifest keeps the dense week's counts (cells, flags), so the
+business-rule checks never materialise the dense table.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import polars as pl
 
 from retailsim_core.graph.substitution import PROMOTION_CELLS_SCHEMA
 from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
+from retailsim_core.pipeline.price_reader import price_weeks
 from retailsim_core.prices import (
     DERIVED_PRICES_SCHEMA,
     VALIDATION_FLAGS,
@@ -25,7 +27,8 @@ from retailsim_core.prices import (
     flag,
     observed_prices,
 )
-from retailsim_core.prices.cells import advance, restore
+from retailsim_core.prices.carried import replay_state, stored_rows
+from retailsim_core.prices.cells import advance
 from retailsim_core.prices.state import CellState
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
@@ -33,7 +36,6 @@ from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
 # D67: zstd at level 1 writes as fast as LZ4 and a third smaller (D49 had measured zstd at its
 # default level 3, ~45% slower).
 PRICES_COMPRESSION, PRICES_COMPRESSION_LEVEL = "zstd", 1
-_STATE_COLUMNS = ("product_id", "store_id", "actual_price", "observed_price")
 
 
 def _observed_week(warehouse: Warehouse, week: int) -> pl.DataFrame:
@@ -52,19 +54,16 @@ def _observed_week(warehouse: Warehouse, week: int) -> pl.DataFrame:
 
 
 def state_from_warehouse(warehouse: Warehouse, week: int, cfg: PriceConfig) -> CellState | None:
-    """The state left by weeks < ``week``, from derived_prices partitions; None if absent."""
-    if week == 1:
-        return CellState(cfg)
-    weeks = range(max(1, week - cfg.history_weeks), week)
+    """The state left by weeks < ``week``, replayed from derived_prices partitions; None if one
+    is absent."""
+    weeks = range(1, week)
     if any(warehouse.manifest(PRICES_TABLE, w) is None for w in weeks):
         return None
-    frames = {
-        w: warehouse.scan(PRICES_TABLE, [w], schema=DERIVED_PRICES_SCHEMA)
-        .select(pl.all() if w == week - 1 else pl.col(_STATE_COLUMNS))
-        .collect()
-        for w in weeks
-    }
-    return restore(cfg, frames)
+
+    def read(w: int) -> pl.DataFrame:
+        return warehouse.scan(PRICES_TABLE, [w], schema=DERIVED_PRICES_SCHEMA).collect()
+
+    return replay_state(read, week - 1, cfg)
 
 
 def derive_price_weeks(
@@ -97,8 +96,9 @@ def derive_price_weeks(
             table = advance(state, observed, week)
             if pending is not None:
                 pending.result()  # surfaces a failed write before going on
-            pending = pool.submit(_write_week, warehouse, week, table)
-            summaries.append(summarise(table).with_columns(week=pl.lit(week, pl.Int16)))
+            summary = summarise(table)
+            pending = pool.submit(_write_week, warehouse, week, stored_rows(table), summary)
+            summaries.append(summary.with_columns(week=pl.lit(week, pl.Int16)))
             log(
                 f"[{i + 1}/{len(weeks)}] derived_prices week {week}: {table.height:,} cells, "
                 f"{observed.height:,} observed"
@@ -107,14 +107,19 @@ def derive_price_weeks(
     return pl.concat(summaries, how="vertical_relaxed")
 
 
-def _write_week(warehouse: Warehouse, week: int, table: pl.DataFrame) -> None:
+def _write_week(
+    warehouse: Warehouse, week: int, stored: pl.DataFrame, summary: pl.DataFrame
+) -> None:
     raw_manifest = warehouse.manifest(RAW_TABLE, week) or {}
     warehouse.write_partition(
         PRICES_TABLE,
         week,
-        table,
+        stored,
         DERIVED_PRICES_SCHEMA,
-        {"source_status": raw_manifest.get("status", "absent")},
+        {
+            "source_status": raw_manifest.get("status", "absent"),
+            "dense": summary.row(0, named=True),
+        },
         compression=PRICES_COMPRESSION,
         compression_level=PRICES_COMPRESSION_LEVEL,
     )
@@ -167,26 +172,28 @@ PRICE_RULE_TOLERANCES = {
 
 
 def price_rule_report(warehouse: Warehouse, weeks: Iterable[int] | None = None) -> list[RuleResult]:
-    """Share of cells breaking each business rule over the given (default: all) weeks."""
-    lf = warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
-    counts = (
-        lf.select(pl.len().alias("cells"), *[flag(n).sum() for n in VALIDATION_FLAGS])
-        .collect()
-        .row(0, named=True)
-    )
-    cells = int(counts["cells"])
+    """Share of cells breaking each business rule over the given (default: all) weeks, from the
+    dense weeks' counts each partition's manifest keeps."""
+    weeks = warehouse.weeks(PRICES_TABLE) if weeks is None else list(weeks)
+    dense = [warehouse.manifest(PRICES_TABLE, w)["dense"] for w in weeks]
+    cells = sum(int(d["cells"]) for d in dense)
     return [
-        RuleResult(rule, counts[rule] / max(cells, 1), tol, cells)
+        RuleResult(rule, sum(int(d[f"flag_{rule}"]) for d in dense) / max(cells, 1), tol, cells)
         for rule, tol in PRICE_RULE_TOLERANCES.items()
     ]
 
 
-def promotion_cells(warehouse: Warehouse, weeks: list[int]) -> pl.LazyFrame:
-    """derived_prices cells of ``weeks`` as the promotion tests read them
-    (``substitution.PROMOTION_CELLS_SCHEMA``): promotion flag, observed or imputed, units, depth."""
-    return (
-        warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
-        .select(
+def promotion_cells(
+    warehouse: Warehouse, weeks: list[int], promoted_products: bool = False
+) -> pl.LazyFrame:
+    """Dense derived_prices cells of ``weeks`` as the promotion tests read them
+    (``substitution.PROMOTION_CELLS_SCHEMA``): promotion flag, observed or imputed, units, depth;
+    materialised week by week (``price_reader``), only these columns kept. ``promoted_products``
+    keeps only the products some store observed on promotion that week: all that
+    ``regional_promotions`` reads, a small share of the cells."""
+    frames = []
+    for week in price_weeks(warehouse, weeks):
+        cells = week.prices.select(
             "product_id",
             "store_id",
             "week",
@@ -194,6 +201,9 @@ def promotion_cells(warehouse: Warehouse, weeks: list[int]) -> pl.LazyFrame:
             (pl.col("imputation_method") == "observed").alias("observed"),
             pl.col("units").fill_null(0).cast(pl.Int64),
             "discount_depth",
-        )
-        .cast(dict(PROMOTION_CELLS_SCHEMA))
-    )
+        ).cast(dict(PROMOTION_CELLS_SCHEMA))
+        if promoted_products:
+            promoted = cells.filter(pl.col("promo") & pl.col("observed"))["product_id"]
+            cells = cells.filter(pl.col("product_id").is_in(promoted.unique().implode()))
+        frames.append(cells)
+    return (pl.concat(frames) if frames else PROMOTION_CELLS_SCHEMA.to_frame()).lazy()

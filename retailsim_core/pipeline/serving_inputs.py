@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from retailsim_core.pipeline.price_reader import read_price_features
 from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.serving.context import ServingData, served_weeks
 from retailsim_core.serving.onnx_scoring import OnnxScorer, scoring_graph_for
 from retailsim_core.serving.service import WorldModelService
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.tables import CHECKPOINT_TABLE, ONNX_TABLE, PRICE_FEATURES_TABLE, SAMPLES_TABLE
+from retailsim_core.tables import CHECKPOINT_TABLE, ONNX_TABLE, SAMPLES_TABLE
 from retailsim_core.training.checkpoint import load_model, published_id, read_json
 from retailsim_core.training_data.model_inputs import ModelInputs
 from retailsim_core.training_data.tensors import PRICE_COLUMNS, TensorConfig
@@ -26,10 +27,8 @@ def load_serving_data(
 ) -> tuple[ServingData, ModelInputs]:
     """What the model reads for any context of ``weeks``, and the inputs it was built from."""
     inputs = load_model_inputs(warehouse, weeks)
-    prices = (
-        warehouse.scan(PRICE_FEATURES_TABLE, weeks)
-        .select("product_id", "store_id", "week", *PRICE_COLUMNS)
-        .collect()
+    prices = read_price_features(
+        warehouse, weeks, columns=("product_id", "store_id", "week", *PRICE_COLUMNS)
     )
     data = ServingData.build(inputs, prices, weeks, tensor_cfg, warehouse.calendar)
     return data, inputs

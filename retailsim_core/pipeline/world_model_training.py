@@ -37,7 +37,9 @@ from retailsim_core.models.inputs import (
 from retailsim_core.models.world_model import WorldModel, WorldModelConfig, parameter_count
 from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.graph_tables import load_graph
-from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA, promotion_cells
+from retailsim_core.pipeline.price_reader import price_weeks as read_weeks
+from retailsim_core.pipeline.price_reader import stored_prices
+from retailsim_core.pipeline.price_weeks import promotion_cells
 from retailsim_core.pipeline.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.training_data_weeks import build_trip_store
 from retailsim_core.split import TemporalSplit
@@ -47,8 +49,6 @@ from retailsim_core.tables import (
     AFFINITY_TABLE,
     CHECKPOINT_TABLE,
     MISSIONS_TABLE,
-    PRICE_FEATURES_TABLE,
-    PRICES_TABLE,
     PROMOTION_CELLS_TABLE,
     SAMPLES_TABLE,
     STORE_FEATURES_TABLE,
@@ -106,39 +106,25 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
 def _prices_and_shelf(
     warehouse: Warehouse, weeks: list[int], cells: pl.DataFrame, vocab: ProductVocab
 ) -> tuple[pl.DataFrame, ShelfPrices]:
-    """T4 rows of the samples' own cells, and the shelf of every store-week, read one week at a
-    time: week W's shelf comes from W-1's price features and W's observed cells (D67), so the
-    history's price features (100M rows at the large preset) are never in memory together."""
+    """T4 rows of the samples' own cells, and the shelf of every store-week, materialised one
+    week at a time (D67, D96): week W's shelf comes from W-1's price features and W's observed
+    cells, so the history's price features are never in memory together."""
     price_weeks = sorted({max(weeks[0] - 1, 1), *weeks})
-    observed_cells = pl.col("imputation_method") == "observed"
     observed_columns = ("product_id", "store_id", "store_region", "week", "discount_depth")
     # Every store with a shelf row sold something (its cells are pairs it sold), so its region is
     # here.
     regions = (
-        warehouse.scan(PRICES_TABLE, price_weeks, schema=DERIVED_PRICES_SCHEMA)
-        .filter(observed_cells)
-        .select("store_id", "store_region")
-        .unique()
-        .collect()
+        stored_prices(warehouse, price_weeks).select("store_id", "store_region").unique().collect()
     )
     kept, shelves = [], []
-    for week in price_weeks:
-        features = (
-            warehouse.scan(PRICE_FEATURES_TABLE, [week])
-            .select("product_id", "store_id", "week", *PRICE_COLUMNS)
-            .collect()
-        )
+    for week in read_weeks(warehouse, price_weeks, features=True):
+        features = week.features.select("product_id", "store_id", "week", *PRICE_COLUMNS)
         kept.append(features.join(cells, on=["product_id", "store_id", "week"], how="semi"))
-        if week >= max(weeks):
+        if week.week >= max(weeks):
             continue
         # A week outside the read range has no observations to give (as in one read of it).
-        observed_weeks = [week + 1] if week + 1 in price_weeks else []
-        observed = (
-            warehouse.scan(PRICES_TABLE, observed_weeks, schema=DERIVED_PRICES_SCHEMA)
-            .filter(observed_cells)
-            .select(observed_columns)
-            .collect()
-        )
+        observed_weeks = [week.week + 1] if week.week + 1 in price_weeks else []
+        observed = stored_prices(warehouse, observed_weeks).select(observed_columns).collect()
         plan = promotion_plan(warehouse, observed_weeks)
         shelves.append(ShelfPrices.build(features, observed, regions, vocab, plan))
     return pl.concat(kept), ShelfPrices.concat(shelves, vocab)
@@ -172,7 +158,7 @@ def start_responses(
     trips = inputs.store.trips.filter(pl.col("week") <= split.train_end)
     vocab = inputs.vocab.frame()
     stores = trips.select("store_id", "store_region").unique("store_id")
-    cuts = regional_promotions(promotion_cells(warehouse, weeks), stores)
+    cuts = regional_promotions(promotion_cells(warehouse, weeks, True), stores)
     own = depth_responses(trips, cuts, vocab, inputs.categories)
     if own is not None:
         start_depth_responses(response, own)

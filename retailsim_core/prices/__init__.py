@@ -116,6 +116,9 @@ DERIVED_PRICES_SCHEMA = pl.Schema(
         "quality_score": pl.Float64,
         "validation_flags": pl.UInt8,
         "observed_price": pl.Float64,
+        # The source's regular shelf price where a line recorded it (D90): the one input of the
+        # week fold an observed row would not otherwise keep, so the stored rows replay (D96).
+        "regular_price": pl.Float64,
         "n_lines": pl.UInt32,
         "units": pl.Int64,
         # The cell's and its product's running statistics: the state a later run resumes from.

@@ -23,28 +23,30 @@ import polars as pl
 
 from retailsim_core.calendar import shop_week_of
 from retailsim_core.prices import (
-    BASE_WINDOW,
     DERIVED_PRICES_SCHEMA,
     IMPUTATION_METHODS,
     METHOD,
     STORE_SPAN,
-    PriceConfig,
-    cell_key,
 )
 from retailsim_core.prices import kernel as price_kernel
-from retailsim_core.prices.fold import WeekInput, micro
+from retailsim_core.prices.fold import WeekInput
 from retailsim_core.prices.state import CellState
 
 _METHODS = pl.Series("imputation_method", IMPUTATION_METHODS, METHOD)
-_NULL_WHEN_NAN = ("observed_price", "reference_price", "price_cv")
+_NULL_WHEN_NAN = ("observed_price", "regular_price", "reference_price", "price_cv")
 
 
 def advance(
-    state: CellState, observed: pl.DataFrame, week: int, fold=price_kernel.fold_week
-) -> pl.DataFrame:
+    state: CellState,
+    observed: pl.DataFrame,
+    week: int,
+    fold=price_kernel.fold_week,
+    table: bool = True,
+) -> pl.DataFrame | None:
     """Fold week W's observed prices (OBSERVED_SCHEMA, one week, sorted by cell) into ``state``
-    and return week W's derived prices (DERIVED_PRICES_SCHEMA) in slot order. ``fold`` is one of
-    ``price_kernel``'s week folds (default: compiled where available)."""
+    and return week W's derived prices (DERIVED_PRICES_SCHEMA) in slot order (None without
+    ``table``: a replay that only moves the state on). ``fold`` is one of ``price_kernel``'s
+    week folds (default: compiled where available)."""
     if week != state.week + 1:
         raise ValueError(f"price state is at week {state.week}; cannot derive week {week}")
     keys = observed["cell"].to_numpy()
@@ -84,6 +86,10 @@ def advance(
         ),
     )
     state.head, state.week = new_head, week
+    if not table:
+        return None
+    columns["regular_price"] = np.full(state.n, np.nan)
+    columns["regular_price"][slots] = observed["regular_price"].fill_null(np.nan).to_numpy()
     return _table(state, week, columns)
 
 
@@ -98,42 +104,3 @@ def _table(state: CellState, week: int, columns: dict[str, np.ndarray]) -> pl.Da
         shop_week=pl.repeat(shop_week_of(week), n, dtype=pl.Int32),
     )
     return state.identity.hstack(numeric).select(DERIVED_PRICES_SCHEMA.names())
-
-
-def restore(cfg: PriceConfig, frames: dict[int, pl.DataFrame]) -> CellState:
-    """The state after week W = max(frames) from derived_prices partitions W-H+1..W (or 1..W):
-    W's running statistics, and the earlier weeks' prices, which are row prefixes of W's."""
-    week = max(frames)
-    if sorted(frames) != list(range(max(1, week - cfg.history_weeks + 1), week + 1)):
-        raise ValueError(
-            f"restoring week {week} needs partitions {max(1, week - cfg.history_weeks + 1)}..{week}"
-        )
-    last = frames[week]
-    state = CellState(cfg, week=week)
-    state.add_cells(last.select(cell_key(), "first_week", "store_region", "store_format"))
-    s, h = state.slot, cfg.history_weeks
-    for name, column in (
-        ("n_obs", "n_obs_to_date"),
-        ("price_sum", "price_sum_to_date"),
-        ("price_sumsq", "price_sumsq_to_date"),
-        ("prev_base", "base_price"),
-    ):
-        s[name][:] = last[column].to_numpy()
-    state.product["first_week"][s["product"]] = last["product_first_week"].to_numpy()
-    state.product["obs_weeks"][s["product"]] = last["product_obs_weeks"].to_numpy()
-    for k, frame in frames.items():
-        m = frame.height
-        if not np.array_equal(frame.select(cell_key()).to_series().to_numpy(), s["key"][:m]):
-            raise ValueError(
-                f"derived_prices week {k} is not a row prefix of week {week}: "
-                "re-materialize derived_prices from week 1"
-            )
-        if week - k < BASE_WINDOW - 1:
-            s["prev_price"][week - k, :m] = frame["actual_price"].to_numpy()
-        s["history"][k % h, :m] = frame["observed_price"].fill_null(np.nan).to_numpy()
-    for window, count in ((cfg.reference_window, "own_n"), (cfg.store_mean_window, "l2_n")):
-        rows = s["history"][[(week - j) % h for j in range(min(window, week))]]
-        s[count][:] = (~np.isnan(rows)).sum(axis=0)
-        if count == "l2_n":
-            s["l2_sum"][:] = np.where(np.isnan(rows), 0, micro(np.nan_to_num(rows))).sum(axis=0)
-    return state

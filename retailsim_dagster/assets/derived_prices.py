@@ -7,13 +7,17 @@ from retailsim_core.pipeline.price_weeks import (
     derive_price_weeks,
     price_rule_report,
 )
-from retailsim_core.prices import VALIDATION_FLAGS, PriceConfig
+from retailsim_core.prices import VALIDATION_FLAGS
 from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
-from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
+from retailsim_dagster.partitions import (
+    CALENDAR,
+    CPU_POOL,
+    previous_weeks,
+    weekly_partitions,
+    weeks_of,
+)
 from retailsim_dagster.resources import WarehouseResource
-
-PRICE_HISTORY_WEEKS = PriceConfig().history_weeks
 
 
 @dg.asset(
@@ -25,14 +29,14 @@ PRICE_HISTORY_WEEKS = PriceConfig().history_weeks
     backfill_policy=dg.BackfillPolicy.single_run(),
     deps=[
         dg.AssetDep(RAW_TABLE),
-        # Week W reads the state left by its previous partitions (cumulative statistics and
-        # the observed prices of the reference lookback), never the whole history.
-        dg.AssetDep(PRICES_TABLE, partition_mapping=previous_weeks(PRICE_HISTORY_WEEKS)),
+        # Week W replays the observations its previous partitions stored (D96): every earlier
+        # week, a few vectorised passes each, no table built.
+        dg.AssetDep(PRICES_TABLE, partition_mapping=previous_weeks(CALENDAR.n_weeks)),
     ],
     metadata={"dagster/column_schema": table_schema(DERIVED_PRICES_SCHEMA)},
     description="Actual, base and reference prices, promotions, imputation and validation flags "
-    "per "
-    "product x store (the store's assortment to date) x week (design §2.2).",
+    "per product x store (the store's assortment to date) x week (design §2.2); stores the "
+    "observed cells, and every reader materialises a week's whole shelf from them (D96).",
 )
 def derived_prices(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource
@@ -41,7 +45,8 @@ def derived_prices(
     totals = summary.drop("week").sum().row(0, named=True)
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": int(totals["cells"]),
+            "dagster/row_count": int(totals["observed"]),  # the stored rows
+            "dense_cells": int(totals["cells"]),  # what a reader materialises
             "observed_cells": int(totals["observed"]),
             "promo_cells": int(totals["promo_cells"]),
             "promo_share_of_observed": totals["promo_cells"] / max(totals["observed"], 1),

@@ -1,25 +1,24 @@
-"""Feature engineering (design §3): pseudo_brands, price_features, store_features."""
+"""Feature engineering (design §3): pseudo_brands, store_features (price features are read with
+the shelf, D96)."""
 
 import dagster as dg
 import polars as pl
 
 from retailsim_core.evaluation.brand_agreement import brand_agreement
 from retailsim_core.features.brands import PSEUDO_BRANDS_SCHEMA
-from retailsim_core.features.feature_tables import PRICE_FEATURES_SCHEMA, STORE_FEATURES_SCHEMA
+from retailsim_core.features.feature_tables import STORE_FEATURES_SCHEMA
 from retailsim_core.graph.product_embeddings import nearest_neighbours, train_embeddings
 from retailsim_core.ingest.completejourney import manufacturers
 from retailsim_core.models.graphsage import GraphSAGEConfig
 from retailsim_core.pipeline.embeddings import all_products, write_embeddings
 from retailsim_core.pipeline.feature_weeks import (
     build_pseudo_brands,
-    price_feature_weeks,
     store_feature_weeks,
 )
 from retailsim_core.pipeline.graph_tables import load_graph
 from retailsim_core.tables import (
     BRANDS_TABLE,
     EMBEDDINGS_TABLE,
-    PRICE_FEATURES_TABLE,
     PRICES_TABLE,
     PRODUCT_GRAPH_TABLE,
     RAW_TABLE,
@@ -56,32 +55,6 @@ def pseudo_brands(
             "tiers": dg.MetadataValue.md(
                 markdown_table(brands.group_by("price_tier").len("products").sort("price_tier"))
             ),
-        }
-    )
-
-
-@dg.asset(
-    group_name="features",
-    partitions_def=weekly_partitions,
-    kinds={"polars", "parquet"},
-    backfill_policy=dg.BackfillPolicy.single_run(),
-    deps=[
-        dg.AssetDep(PRICES_TABLE),
-        dg.AssetDep(PRICE_FEATURES_TABLE, partition_mapping=previous_weeks(1)),
-    ],
-    metadata={"dagster/column_schema": table_schema(PRICE_FEATURES_SCHEMA)},
-    description="T4 inputs per product x store x week: log, relative price, velocity, "
-    "acceleration, "
-    "promotional momentum, depth, flag (design §3.3).",
-)
-def price_features(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource
-) -> dg.MaterializeResult:
-    summary = price_feature_weeks(warehouse.warehouse, weeks_of(context), log=context.log.info)
-    return dg.MaterializeResult(
-        metadata={
-            "dagster/row_count": int(summary["cells"].sum()),
-            "per_week": dg.MetadataValue.md(markdown_table(summary)),
         }
     )
 
@@ -157,25 +130,6 @@ def pseudo_brands_vs_manufacturers(
             "product_type_nmi": by_type["nmi"],
             **{f"private_share_{t}": v["private"] for t, v in tiers.items()},
         },
-    )
-
-
-@dg.asset_check(
-    asset=PRICE_FEATURES_TABLE, description="positive prices and relative prices, momentum >= 0"
-)
-def price_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    bad = (
-        warehouse.warehouse.scan(PRICE_FEATURES_TABLE)
-        .select(
-            (pl.col("actual_price") <= 0).sum().alias("nonpositive_price"),
-            (pl.col("relative_price") <= 0).sum().alias("nonpositive_relative"),
-            (pl.col("promo_momentum") < 0).sum().alias("negative_momentum"),
-        )
-        .collect()
-        .row(0, named=True)
-    )
-    return dg.AssetCheckResult(
-        passed=not any(bad.values()), metadata={k: int(v) for k, v in bad.items()}
     )
 
 

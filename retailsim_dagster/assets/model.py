@@ -19,7 +19,7 @@ from retailsim_core.tables import (
     EMBEDDINGS_TABLE,
     MISSIONS_TABLE,
     ONNX_TABLE,
-    PRICE_FEATURES_TABLE,
+    PRICES_TABLE,
     PROMOTIONS_TABLE,
     REPORT_TABLE,
     SAMPLES_TABLE,
@@ -34,7 +34,7 @@ from retailsim_dagster.resources import PipelineConfigResource, RawSourceResourc
 _INPUTS = [
     SAMPLES_TABLE,
     TRIPS_TABLE,
-    PRICE_FEATURES_TABLE,
+    PRICES_TABLE,  # the shelf and its price features, materialised on read (D96)
     STORE_FEATURES_TABLE,
     AFFINITY_TABLE,
     MISSIONS_TABLE,

@@ -117,7 +117,6 @@ def test_weekly_job_refreshes_one_week_through_the_graph(tiny_dataset, tmp_path)
         "raw_transactions",
         "derived_prices",
         "customer_store_affinity",
-        "price_features",
         "store_features",
     ):
         assert wh.weeks(table) == [1, 2], table

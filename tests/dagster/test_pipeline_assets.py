@@ -81,9 +81,7 @@ def test_materialize_pipeline_range_with_checks(tiny_dataset, tmp_path):
     assert emb["dimensions"].value == 256 and "loss_curve" in emb and "nearest_neighbours" in emb
     feature_run = dg.materialize(
         [
-            features.price_features,
             features.store_features,
-            features.price_feature_ranges,
             features.store_feature_ranges,
             training_data.training_data,
         ],

@@ -72,30 +72,26 @@ def test_resumed_runs_equal_one_pass(warehouse, tmp_path):
 
 
 def test_feature_tables_of_week_w_ignore_later_weeks(warehouse):
-    from retailsim_core.pipeline.feature_weeks import (
-        PRICE_FEATURES_TABLE,
-        STORE_FEATURES_TABLE,
-        price_feature_weeks,
-        store_feature_weeks,
-    )
+    from retailsim_core.pipeline.feature_weeks import STORE_FEATURES_TABLE, store_feature_weeks
+    from retailsim_core.pipeline.price_reader import read_price_features, read_prices
 
     def build():
         derive_price_weeks(warehouse, WEEKS)
-        price_feature_weeks(warehouse, WEEKS)
         store_feature_weeks(warehouse, WEEKS)
 
+    def shelf():  # the dense prices and price features of weeks <= W, materialised on read
+        weeks = range(1, W + 1)
+        return read_prices(warehouse, weeks), read_price_features(warehouse, weeks)
+
     build()
-    before = {
-        (t, w): _bytes(warehouse, t, w)
-        for t in (PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE)
-        for w in WEEKS
-    }
+    before = {(STORE_FEATURES_TABLE, w): _bytes(warehouse, STORE_FEATURES_TABLE, w) for w in WEEKS}
+    prices, features = shelf()
+    later = read_prices(warehouse, [W + 1])
     _perturb_from(warehouse, W + 1)  # price features of W may use week W itself
     build()
-    assert all(
-        _bytes(warehouse, PRICE_FEATURES_TABLE, w) == before[(PRICE_FEATURES_TABLE, w)]
-        for w in range(1, W + 1)
-    )
+    prices_after, features_after = shelf()
+    assert prices_after.equals(prices) and features_after.equals(features)
+    assert not read_prices(warehouse, [W + 1]).equals(later)  # the perturbation bites
     _perturb_from(warehouse, W)  # store features of W use weeks < W only
     build()
     assert all(

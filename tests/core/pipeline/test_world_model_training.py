@@ -10,9 +10,10 @@ from polars.testing import assert_frame_equal
 
 from retailsim_core.evaluation.response_prior import FLOOR
 from retailsim_core.models.heads import PRODUCT_RESPONSES, PriceResponse
+from retailsim_core.pipeline.price_reader import read_price_features
 from retailsim_core.pipeline.world_model_training import load_model_inputs, start_responses
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
-from retailsim_core.tables import PRICE_FEATURES_TABLE, PRICES_TABLE, SAMPLES_TABLE
+from retailsim_core.tables import PRICES_TABLE, SAMPLES_TABLE
 from retailsim_core.training_data.shelf import SHELF_FEATURES, ShelfPrices
 from retailsim_core.training_data.tensors import PRICE_COLUMNS
 
@@ -23,7 +24,7 @@ def _history_at_once(wh, weeks, inputs):
     """The construction before D67: every week's price features and observed cells in memory,
     one semi-join and one shelf build."""
     price_weeks = sorted({max(weeks[0] - 1, 1), *weeks})
-    features = wh.scan(PRICE_FEATURES_TABLE, price_weeks).select(*KEY, *PRICE_COLUMNS).collect()
+    features = read_price_features(wh, price_weeks, columns=(*KEY, *PRICE_COLUMNS))
     observed = (
         wh.scan(PRICES_TABLE, price_weeks, schema=DERIVED_PRICES_SCHEMA)
         .filter(pl.col("imputation_method") == "observed")

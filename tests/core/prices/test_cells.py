@@ -1,4 +1,5 @@
-"""The array engine against the Polars reference, its state restore, and its bookkeeping."""
+"""The array engine against the Polars reference, and its bookkeeping (its replay from stored
+rows: test_carried.py)."""
 
 import numpy as np
 import polars as pl
@@ -9,7 +10,7 @@ from polars.testing import assert_frame_equal
 
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA, PriceConfig, observed_prices, reference
 from retailsim_core.prices import kernel as price_kernel
-from retailsim_core.prices.cells import advance, restore
+from retailsim_core.prices.cells import advance
 from retailsim_core.prices.fold import fold_week_numpy
 from retailsim_core.prices.slots import Growable, KeyIndex
 from retailsim_core.prices.state import CellState
@@ -123,29 +124,6 @@ def test_slot_order_is_first_week_then_cell():
             table.select("product_id", "store_id"),
             last.head(table.height).select("product_id", "store_id"),
         )
-
-
-@pytest.mark.parametrize("resume_at", [2, 5, 30, 35])
-def test_restored_state_continues_bitwise(resume_at):
-    weeks = range(1, 38)
-    observed = observed_by_week(random_raw(2, len(weeks)), weeks)
-    state = CellState(CFG)
-    tables = {w: advance(state, observed[w], w) for w in weeks}
-    lo = max(1, resume_at - CFG.history_weeks)
-    resumed = restore(CFG, {w: tables[w] for w in range(lo, resume_at)})
-    for w in range(resume_at, weeks[-1] + 1):
-        assert advance(resumed, observed[w], w).equals(tables[w]), w
-
-
-def test_restore_refuses_partitions_that_are_not_prefixes():
-    observed = observed_by_week(random_raw(3, 6), range(1, 7))
-    state = CellState(CFG)
-    tables = {w: advance(state, observed[w], w) for w in range(1, 7)}
-    tables[4] = tables[4].reverse()
-    with pytest.raises(ValueError, match="not a row prefix"):
-        restore(CFG, tables)
-    with pytest.raises(ValueError, match="needs partitions"):
-        restore(CFG, {w: tables[w] for w in (5, 6)})
 
 
 def test_advance_rejects_a_skipped_week():

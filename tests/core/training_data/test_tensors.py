@@ -4,8 +4,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from retailsim_core.pipeline.feature_weeks import price_feature_weeks, store_feature_weeks
+from retailsim_core.pipeline.feature_weeks import store_feature_weeks
 from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.price_reader import read_price_features
 from retailsim_core.pipeline.price_weeks import derive_price_weeks
 from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
 from retailsim_core.pipeline.training_data_weeks import build_trip_store, training_data_weeks
@@ -14,7 +15,6 @@ from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import (
     AFFINITY_TABLE,
     MISSIONS_TABLE,
-    PRICE_FEATURES_TABLE,
     SAMPLES_TABLE,
     STORE_FEATURES_TABLE,
 )
@@ -23,6 +23,7 @@ from retailsim_core.training_data.tokens import PAD, ProductVocab, mask_items
 from retailsim_core.training_data.trips import TripStore
 
 WEEKS = range(1, 15)
+PRICE_FEATURES = "price_features"  # materialised on read (D96)
 
 
 @pytest.fixture(scope="module")
@@ -31,23 +32,22 @@ def training_set(tiny_dataset, tmp_path_factory):
     ingest_weeks(tiny_dataset["raw"], wh, WEEKS)
     derive_price_weeks(wh, WEEKS)
     snapshot_weeks(wh, WEEKS)
-    price_feature_weeks(wh, WEEKS)
     store_feature_weeks(wh, WEEKS)
     training_data_weeks(wh, WEEKS, TemporalSplit(8, 11))
     store = build_trip_store(wh)
     vocab = ProductVocab.from_products(store.trips["products"].explode().unique().to_list())
     samples = wh.scan(SAMPLES_TABLE).collect()
     tables = {
-        t: wh.scan(t).collect()
-        for t in (AFFINITY_TABLE, MISSIONS_TABLE, PRICE_FEATURES_TABLE, STORE_FEATURES_TABLE)
+        t: wh.scan(t).collect() for t in (AFFINITY_TABLE, MISSIONS_TABLE, STORE_FEATURES_TABLE)
     }
+    tables[PRICE_FEATURES] = read_price_features(wh, WEEKS)
     ts = TrainingSet(
         samples,
         store,
         vocab,
         tables[AFFINITY_TABLE],
         tables[MISSIONS_TABLE],
-        tables[PRICE_FEATURES_TABLE],
+        tables[PRICE_FEATURES],
         tables[STORE_FEATURES_TABLE],
         TensorConfig(max_history_trips=20),
     )
@@ -115,7 +115,7 @@ def test_t4_prices_are_the_weeks_price_features(training_set):
     b = ts[[row]]
     sample = samples.row(row, named=True)
     basket = store.trips.filter(pl.col("basket_id") == sample["basket_id"]).row(0, named=True)
-    pf = tables[PRICE_FEATURES_TABLE].filter(
+    pf = tables[PRICE_FEATURES].filter(
         (pl.col("week") == sample["week"]) & (pl.col("store_id") == basket["store_id"])
     )
     by_token = dict(zip(ts.vocab.frame()["token"], ts.vocab.frame()["product_id"], strict=True))
@@ -190,7 +190,7 @@ def test_a_baskets_history_inputs_ignore_its_own_week_and_later(training_set):
         ts.vocab,
         tables[AFFINITY_TABLE],
         tables[MISSIONS_TABLE],
-        tables[PRICE_FEATURES_TABLE],
+        tables[PRICE_FEATURES],
         tables[STORE_FEATURES_TABLE],
         TensorConfig(max_history_trips=20),
     )
@@ -219,7 +219,7 @@ def test_products_outside_the_vocabulary_are_counted_not_dropped(training_set):
         known,
         tables[AFFINITY_TABLE],
         tables[MISSIONS_TABLE],
-        tables[PRICE_FEATURES_TABLE],
+        tables[PRICE_FEATURES],
         tables[STORE_FEATURES_TABLE],
         TensorConfig(max_history_trips=20),
     )
