@@ -177,6 +177,28 @@ def _bootstrap_means(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndar
     return x[rng.integers(0, len(x), (n, len(x)))].mean(axis=1)
 
 
+def holdout_pairs(
+    edges: pl.DataFrame, products: pl.DataFrame, *, seed: int = 0, random_per_edge: int = 2
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(a, b) pairs the hold-out compares: the substitution edges both ways, and a seeded sample
+    of ``random_per_edge`` pairs per directed edge from the same sub-commodity (not edges)."""
+    subs = edges.filter(pl.col("edge_type") == "substitution").select(
+        pl.col("src").alias("a"), pl.col("dst").alias("b")
+    )
+    directed = pl.concat(
+        [subs, subs.select(pl.col("b").alias("a"), pl.col("a").alias("b"))]
+    ).unique()
+    same = (
+        products.select(pl.col("product_id").alias("a"), "prod_code_10")
+        .join(products.select(pl.col("product_id").alias("b"), "prod_code_10"), on="prod_code_10")
+        .filter(pl.col("a") != pl.col("b"))
+        .select("a", "b")
+        .sort("a", "b")
+        .join(directed, on=["a", "b"], how="anti")
+    )
+    return directed, same.sample(min(same.height, random_per_edge * directed.height), seed=seed)
+
+
 def promotion_holdout(
     cells: pl.LazyFrame,
     edges: pl.DataFrame,
@@ -187,27 +209,14 @@ def promotion_holdout(
     bootstrap: int = 1000,
 ) -> dict:
     """The held-out promotion test of the substitution edges: mean pair effect of substitutes
-    against random pairs of the same sub-commodity (not edges), the difference with a 95%
-    bootstrap interval over pairs. ``cells``: PROMOTION_CELLS_SCHEMA rows of weeks the graph never
-    saw; ``products``: product_id, prod_code_10."""
-    subs = edges.filter(pl.col("edge_type") == "substitution").select(
-        pl.col("src").alias("a"), pl.col("dst").alias("b")
-    )
-    directed = pl.concat(
-        [subs, subs.select(pl.col("b").alias("a"), pl.col("a").alias("b"))]
-    ).unique()
-    out: dict = {"substitution_edges": subs.height}
+    against random pairs of the same sub-commodity (not edges, :func:`holdout_pairs`), the
+    difference with a 95% bootstrap interval over pairs. ``cells``: PROMOTION_CELLS_SCHEMA rows
+    of weeks the graph never saw (those of the pairs' products suffice); ``products``:
+    product_id, prod_code_10."""
+    directed, randoms = holdout_pairs(edges, products, seed=seed, random_per_edge=random_per_edge)
+    out: dict = {"substitution_edges": int((edges["edge_type"] == "substitution").sum())}
     if directed.is_empty():
         return out | {"note": "no substitution edge to test"}
-    same = (
-        products.select(pl.col("product_id").alias("a"), "prod_code_10")
-        .join(products.select(pl.col("product_id").alias("b"), "prod_code_10"), on="prod_code_10")
-        .filter(pl.col("a") != pl.col("b"))
-        .select("a", "b")
-        .sort("a", "b")
-        .join(directed, on=["a", "b"], how="anti")
-    )
-    randoms = same.sample(min(same.height, random_per_edge * directed.height), seed=seed)
     sub_fx, rand_fx = pair_effects(cells, directed), pair_effects(cells, randoms)
     out |= {
         "substitute_pairs_measured": sub_fx.height,

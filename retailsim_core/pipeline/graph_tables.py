@@ -20,7 +20,7 @@ from retailsim_core.graph.graph_edges import (
     substitution_edges,
 )
 from retailsim_core.graph.graph_frames import ProductGraph
-from retailsim_core.graph.substitution import promotion_holdout, switching_edges
+from retailsim_core.graph.substitution import holdout_pairs, promotion_holdout, switching_edges
 from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA, promotion_cells
 from retailsim_core.split import TemporalSplit
@@ -106,11 +106,13 @@ def substitution_holdout(
             "substitution_edges": int((graph.edges["edge_type"] == "substitution").sum()),
             "note": "no held-out week of derived_prices is materialized",
         }
-    cells = promotion_cells(warehouse, weeks)
     products = graph.nodes.filter(pl.col("node_type") == "product").select(
         pl.col("node_id").alias("product_id"),
         pl.col("category_path").str.split("/").list.last().alias("prod_code_10"),
     )
+    # Only the compared pairs' products are read: the same pairs, a small share of the cells.
+    paired = pl.concat(holdout_pairs(graph.edges, products, seed=seed))
+    cells = promotion_cells(warehouse, weeks, products=pl.concat([paired["a"], paired["b"]]))
     return {
         "held_out_weeks": [weeks[0], weeks[-1]],
         **promotion_holdout(cells, graph.edges, products, seed=seed),

@@ -184,13 +184,17 @@ def price_rule_report(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
 
 
 def promotion_cells(
-    warehouse: Warehouse, weeks: list[int], promoted_products: bool = False
+    warehouse: Warehouse,
+    weeks: list[int],
+    promoted_products: bool = False,
+    products: pl.Series | None = None,
 ) -> pl.LazyFrame:
     """Dense derived_prices cells of ``weeks`` as the promotion tests read them
     (``substitution.PROMOTION_CELLS_SCHEMA``): promotion flag, observed or imputed, units, depth;
     materialised week by week (``price_reader``), only these columns kept. ``promoted_products``
     keeps only the products some store observed on promotion that week: all that
-    ``regional_promotions`` reads, a small share of the cells."""
+    ``regional_promotions`` reads, a small share of the cells; ``products`` only those."""
+    keep = None if products is None else products.unique().implode()
     frames = []
     for week in price_weeks(warehouse, weeks):
         cells = week.prices.select(
@@ -202,6 +206,8 @@ def promotion_cells(
             pl.col("units").fill_null(0).cast(pl.Int64),
             "discount_depth",
         ).cast(dict(PROMOTION_CELLS_SCHEMA))
+        if keep is not None:
+            cells = cells.filter(pl.col("product_id").is_in(keep))
         if promoted_products:
             promoted = cells.filter(pl.col("promo") & pl.col("observed"))["product_id"]
             cells = cells.filter(pl.col("product_id").is_in(promoted.unique().implode()))
