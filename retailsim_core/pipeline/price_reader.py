@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from retailsim_core.features.feature_tables import PriceFeatureCarry
+from retailsim_core.features.feature_tables import PRICE_FEATURES_SCHEMA, PriceFeatureCarry
 from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA, PriceConfig
 from retailsim_core.prices.carried import replay
@@ -53,8 +53,8 @@ def price_weeks(
     wanted = sorted(set(weeks))
     if not wanted:
         return
-    warehouse.require_weeks(PRICES_TABLE, range(1, wanted[0]))
-    warehouse.require_weeks(PRICES_TABLE, wanted)
+    # The replay reads every week up to the last asked for: a gap fails here, naming the week.
+    warehouse.require_weeks(PRICES_TABLE, range(1, wanted[-1] + 1))
     keep = None if stores is None else pl.Series(sorted(set(stores)), dtype=pl.String)
     carry = PriceFeatureCarry(product_categories(warehouse, wanted[-1])) if features else None
     replayed = range(1, wanted[-1] + 1) if features else wanted
@@ -90,8 +90,6 @@ def read_price_features(
     columns: Iterable[str] | None = None,
 ) -> pl.DataFrame:
     """Price features of ``weeks`` in one frame (``columns`` of PRICE_FEATURES_SCHEMA)."""
-    from retailsim_core.features.feature_tables import PRICE_FEATURES_SCHEMA
-
     names = list(columns) if columns is not None else PRICE_FEATURES_SCHEMA.names()
     frames = [
         w.features.select(names)

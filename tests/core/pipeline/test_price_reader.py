@@ -2,7 +2,10 @@
 observed rows is the dense engine's table cell for cell, and its price features are the joined
 reference's, exactly."""
 
+import shutil
+
 import polars as pl
+import pytest
 from polars.testing import assert_frame_equal
 
 from retailsim_core.features.feature_tables import (
@@ -20,6 +23,7 @@ from retailsim_core.pipeline.price_reader import (
 from retailsim_core.prices import PriceConfig, observed_prices
 from retailsim_core.prices.cells import advance
 from retailsim_core.prices.state import CellState
+from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
 
 
@@ -52,3 +56,14 @@ def test_a_store_subset_and_one_frame_read_the_same_cells(default_pipeline):
     assert prices.select("product_id", "store_id", "week").equals(
         some.select("product_id", "store_id", "week")
     )
+
+
+def test_a_reader_fails_clearly_on_a_missing_week(tmp_path, default_pipeline):
+    wh = default_pipeline["warehouse"]
+    copy = Warehouse(tmp_path / "wh")
+    for week in (1, 2, 4):  # week 3 never materialized
+        shutil.copytree(
+            wh.partition_dir(PRICES_TABLE, week), copy.partition_dir(PRICES_TABLE, week)
+        )
+    with pytest.raises(FileNotFoundError, match="derived_prices week 3"):
+        read_prices(copy, [4])
