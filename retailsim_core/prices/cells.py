@@ -4,8 +4,9 @@ A *slot* is a cell's position in the order cells entered the assortment: by firs
 cell key (product, then store). The assortment to date only grows, so slots never move: every
 per-cell statistic is one flat array, week W's cells are slots ``0..N-1``, and a week costs a
 few vectorised passes over N plus its own observations — no joins and no group-bys over the
-history. Partitions are written in slot order, so partition k's rows are the first rows of
-every later partition: that is what :func:`restore` resumes from.
+history. A week's dense table is in slot order, so week k's rows are the first rows of every
+later week's: what the price features align on (D96). ``carried.replay`` rebuilds the state
+from the stored observed cells.
 
 The state carried from week to week is ``state.CellState``; the week's arithmetic is the week
 fold (the NumPy reference ``fold.py`` and its compiled path ``kernel.py``, D50); ``reference.py``
