@@ -138,15 +138,11 @@ class PriceFeatureCarry:
             .join(self.categories, on="product_id", how="left", maintain_order="left")
         )
         self.codes = pl.concat([self.codes, fresh["prod_code_10"]], rechunk=False)
-        prev = pl.concat([self.prev, _CARRIED.to_frame().extend(_nulls(n - m))])
+        prev = pl.concat([self.prev, _nulls(n - m)])  # new cells have no previous week
         features = feature_columns(
             prices.select(_PRICE_INPUTS).hstack([self.codes.alias("prod_code_10"), *prev])
         )
-        self.prev = features.select(
-            pl.col("log_price").alias("prev_log_price"),
-            pl.col("price_velocity").alias("prev_velocity"),
-            pl.col("promo_momentum").alias("prev_momentum"),
-        )
+        self.prev = next_price_state(features).select(_CARRIED.names())
         return features
 
 
@@ -159,9 +155,7 @@ _PRICE_INPUTS = (
     "discount_depth",
     "promo_flag",
 )
-_CARRIED = pl.Schema(
-    {"prev_log_price": pl.Float64, "prev_velocity": pl.Float64, "prev_momentum": pl.Int16}
-)
+_CARRIED = pl.Schema({k: v for k, v in PRICE_STATE_SCHEMA.items() if k.startswith("prev_")})
 
 
 def _nulls(n: int) -> pl.DataFrame:

@@ -19,7 +19,7 @@ import polars as pl
 
 from retailsim_core.graph.substitution import PROMOTION_CELLS_SCHEMA
 from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.price_reader import price_weeks
+from retailsim_core.pipeline.price_reader import price_weeks, stored_prices
 from retailsim_core.prices import (
     DERIVED_PRICES_SCHEMA,
     VALIDATION_FLAGS,
@@ -56,14 +56,9 @@ def _observed_week(warehouse: Warehouse, week: int) -> pl.DataFrame:
 def state_from_warehouse(warehouse: Warehouse, week: int, cfg: PriceConfig) -> CellState | None:
     """The state left by weeks < ``week``, replayed from derived_prices partitions; None if one
     is absent."""
-    weeks = range(1, week)
-    if any(warehouse.manifest(PRICES_TABLE, w) is None for w in weeks):
+    if any(warehouse.manifest(PRICES_TABLE, w) is None for w in range(1, week)):
         return None
-
-    def read(w: int) -> pl.DataFrame:
-        return warehouse.scan(PRICES_TABLE, [w], schema=DERIVED_PRICES_SCHEMA).collect()
-
-    return replay_state(read, week - 1, cfg)
+    return replay_state(lambda w: stored_prices(warehouse, [w]).collect(), week - 1, cfg)
 
 
 def derive_price_weeks(

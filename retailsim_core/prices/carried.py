@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 import polars as pl
 
 from retailsim_core.prices import (
-    DERIVED_PRICES_SCHEMA,
+    IMPUTATION_METHODS,
     OBSERVED_SCHEMA,
     PriceConfig,
     cell_key,
@@ -28,7 +28,7 @@ from retailsim_core.prices import (
 from retailsim_core.prices.cells import advance
 from retailsim_core.prices.state import CellState
 
-OBSERVED = "observed"  # imputation_method of a stored row
+OBSERVED = IMPUTATION_METHODS[0]  # "observed": the imputation_method of a stored row
 
 
 def stored_rows(table: pl.DataFrame) -> pl.DataFrame:
@@ -84,8 +84,3 @@ def replay_state(
     for week in range(1, through + 1):
         advance(state, observations(read_week(week)), week, table=False)
     return state
-
-
-def empty_week() -> pl.DataFrame:
-    """The stored rows of a week without observations (a missing week file)."""
-    return DERIVED_PRICES_SCHEMA.to_frame()
