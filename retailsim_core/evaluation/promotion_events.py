@@ -158,16 +158,27 @@ def _period(panel: pl.LazyFrame, weeks: list[int]) -> pl.LazyFrame:
 def basket_sales(trips: pl.DataFrame, baskets: pl.Series) -> pl.LazyFrame:
     """``SALES_SCHEMA``: per product × store × week, how many of ``baskets`` (basket ids) hold
     the product, from the trip store's product lists: the units every method predicts."""
+    return trip_sales(trips.lazy().filter(pl.col("basket_id").is_in(baskets.implode())))
+
+
+def trip_sales(trips: pl.LazyFrame) -> pl.LazyFrame:
+    """``SALES_SCHEMA`` of every trip of ``trips`` (store_id, week, products)."""
     return (
-        trips.lazy()
-        .filter(pl.col("basket_id").is_in(baskets.implode()))
-        .select("store_id", "week", product_id=pl.col("products"))
+        trips.select("store_id", "week", product_id=pl.col("products"))
         .explode("product_id", empty_as_null=False)
         .group_by("product_id", "store_id", "week")
         .agg(units=pl.len())
         .select(SALES_SCHEMA.names())
         .cast(dict(SALES_SCHEMA))
     )
+
+
+def weekly_sales(trips: pl.LazyFrame) -> pl.DataFrame:
+    """``trip_sales`` of ``trips`` aggregated a week at a time (a cell is one week's): memory
+    holds one week's exploded product lists, not every week's (D97)."""
+    weeks = trips.select(pl.col("week").unique().sort()).collect()["week"]
+    frames = [trip_sales(trips.filter(pl.col("week") == w)).collect() for w in weeks]
+    return pl.concat(frames) if frames else trip_sales(trips).collect()
 
 
 def planted_promotions(calendar: pl.DataFrame, stores: pl.DataFrame) -> pl.LazyFrame:

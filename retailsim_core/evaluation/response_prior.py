@@ -39,6 +39,7 @@ from retailsim_core.evaluation.promotion_events import (
     basket_sales,
     sales_panel,
     table_promotions,
+    weekly_sales,
 )
 from retailsim_core.evaluation.shrunk_poisson import hierarchical_slopes
 from retailsim_core.models.heads import POOLED_RESPONSES, PRODUCT_RESPONSES, PriceResponse
@@ -46,6 +47,7 @@ from retailsim_core.models.heads import POOLED_RESPONSES, PRODUCT_RESPONSES, Pri
 PLAN_RESPONSES = ("display", "mailer")
 FLOOR = 0.01  # a response is >= 0 by construction; a negative or zero lift starts here
 PSEUDO_UNITS = 10.0  # expected units of prior weight pulling a product toward its category
+PANEL_SALES_ROWS = 1_000_000  # sold cells per panel group: bounds one group's panel (D97)
 
 
 def plan_lifts(
@@ -68,7 +70,10 @@ def plan_lifts(
 
 
 def depth_responses(
-    trips: pl.DataFrame, promotions: pl.LazyFrame, vocab: pl.DataFrame, categories: np.ndarray
+    trips: pl.DataFrame | pl.LazyFrame,
+    promotions: pl.LazyFrame,
+    vocab: pl.DataFrame,
+    categories: np.ndarray,
 ) -> np.ndarray | None:
     """(V,) each token's own-depth response, a logit shift per unit of depth (the model's
     scale), over the weeks of ``trips`` (as in ``plan_lifts``) and ``promotions``
@@ -77,15 +82,26 @@ def depth_responses(
     category's and the category's toward the overall one by empirical Bayes
     (``shrunk_poisson``, D94), times its cuts' mean log price change per unit of depth. A
     token never cut takes its category's slope. None where nothing cut sold."""
-    panel = _panel(trips, promotions.filter(pl.col("depth") > 0))
-    cells = (
-        panel.with_columns(
-            off=pl.col("units").filter(~pl.col("promo")).mean().over("product_id", "store_id")
+    sales = weekly_sales(trips.lazy())
+    cuts = promotions.filter(pl.col("depth") > 0).collect().lazy()
+    products = sales["product_id"].unique().sort()
+    parts = []
+    # The panel in groups of products (a product x store's cells are all in one group, so the
+    # unpromoted rate is the same), in product order: the cells come in the panel's order and
+    # memory holds one group's panel, not every product x store x week of the training weeks.
+    groups = max(1, -(-sales.height // PANEL_SALES_ROWS))
+    for group in np.array_split(np.arange(len(products)), groups):
+        keep = pl.col("product_id").is_in(products.gather(group).implode())
+        panel = sales_panel(sales.lazy().filter(keep), cuts.filter(keep)).collect()
+        parts.append(
+            panel.with_columns(
+                off=pl.col("units").filter(~pl.col("promo")).mean().over("product_id", "store_id")
+            )
+            .filter(pl.col("promo") & pl.col("off").is_not_null())
+            .join(vocab.select("product_id", "token"), on="product_id", maintain_order="left")
+            .select("token", "units", "off", "depth", x=-(1 - pl.col("depth")).log())
         )
-        .filter(pl.col("promo") & pl.col("off").is_not_null())
-        .join(vocab.select("product_id", "token"), on="product_id")
-        .select("token", "units", "off", "depth", x=-(1 - pl.col("depth")).log())
-    )
+    cells = pl.concat(parts)
     if cells.height == 0 or cells["units"].sum() == 0:
         return None
     token = cells["token"].cast(pl.Int64).to_numpy()

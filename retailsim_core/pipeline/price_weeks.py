@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from retailsim_core.evaluation.promotion_events import regional_promotions
 from retailsim_core.graph.substitution import PROMOTION_CELLS_SCHEMA
 from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.pipeline.price_reader import price_weeks, stored_prices
@@ -190,21 +191,40 @@ def promotion_cells(
     keeps only the products some store observed on promotion that week: all that
     ``regional_promotions`` reads, a small share of the cells; ``products`` only those."""
     keep = None if products is None else products.unique().implode()
-    frames = []
-    for week in price_weeks(warehouse, weeks):
-        cells = week.prices.select(
-            "product_id",
-            "store_id",
-            "week",
-            pl.col("promo_flag").fill_null(False).alias("promo"),
-            (pl.col("imputation_method") == "observed").alias("observed"),
-            pl.col("units").fill_null(0).cast(pl.Int64),
-            "discount_depth",
-        ).cast(dict(PROMOTION_CELLS_SCHEMA))
-        if keep is not None:
-            cells = cells.filter(pl.col("product_id").is_in(keep))
-        if promoted_products:
-            promoted = cells.filter(pl.col("promo") & pl.col("observed"))["product_id"]
-            cells = cells.filter(pl.col("product_id").is_in(promoted.unique().implode()))
-        frames.append(cells)
+    frames = [
+        _promotion_cells(week.prices, promoted_products, keep)
+        for week in price_weeks(warehouse, weeks)
+    ]
     return (pl.concat(frames) if frames else PROMOTION_CELLS_SCHEMA.to_frame()).lazy()
+
+
+def regional_cuts(warehouse: Warehouse, weeks: list[int], stores: pl.DataFrame) -> pl.DataFrame:
+    """``regional_promotions`` of ``weeks`` computed a week at a time: a week's cuts read that
+    week's cells alone, so memory holds one week's promoted cells, not all of them (D97)."""
+    frames = [
+        regional_promotions(_promotion_cells(week.prices, True, None).lazy(), stores).collect()
+        for week in price_weeks(warehouse, weeks)
+    ]
+    return (
+        pl.concat(frames)
+        if frames
+        else regional_promotions(PROMOTION_CELLS_SCHEMA.to_frame().lazy(), stores).collect()
+    )
+
+
+def _promotion_cells(prices: pl.DataFrame, promoted_products: bool, keep) -> pl.DataFrame:
+    cells = prices.select(
+        "product_id",
+        "store_id",
+        "week",
+        pl.col("promo_flag").fill_null(False).alias("promo"),
+        (pl.col("imputation_method") == "observed").alias("observed"),
+        pl.col("units").fill_null(0).cast(pl.Int64),
+        "discount_depth",
+    ).cast(dict(PROMOTION_CELLS_SCHEMA))
+    if keep is not None:
+        cells = cells.filter(pl.col("product_id").is_in(keep))
+    if promoted_products:
+        promoted = cells.filter(pl.col("promo") & pl.col("observed"))["product_id"]
+        cells = cells.filter(pl.col("product_id").is_in(promoted.unique().implode()))
+    return cells

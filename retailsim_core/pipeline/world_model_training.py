@@ -21,7 +21,6 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.evaluation.promotion_events import regional_promotions
 from retailsim_core.evaluation.response_prior import (
     depth_responses,
     plan_lifts,
@@ -39,11 +38,12 @@ from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.graph_tables import load_graph
 from retailsim_core.pipeline.price_reader import price_weeks as read_weeks
 from retailsim_core.pipeline.price_reader import stored_prices
-from retailsim_core.pipeline.price_weeks import promotion_cells
+from retailsim_core.pipeline.price_weeks import regional_cuts
 from retailsim_core.pipeline.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.training_data_weeks import build_trip_store
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet
+from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import (
     AFFINITY_TABLE,
@@ -61,28 +61,37 @@ from retailsim_core.training.train_config import TrainConfig, phase_schedule
 from retailsim_core.training.validation import popularity_scores
 from retailsim_core.training_data.model_inputs import ModelInputs
 from retailsim_core.training_data.sample_buckets import SAMPLES_SCHEMA
-from retailsim_core.training_data.shelf import PLAN_SCHEMA, ShelfPrices
+from retailsim_core.training_data.shelf import PLAN_SCHEMA, ShelfPrices, ShelfWriter
 from retailsim_core.training_data.tensors import PRICE_COLUMNS, TensorConfig
 from retailsim_core.training_data.tokens import ProductVocab
 
 
-def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) -> ModelInputs:
+def load_model_inputs(
+    warehouse: Warehouse,
+    weeks: Iterable[int] | None = None,
+    mapped: MappedArrays | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> ModelInputs:
     """Samples of ``weeks`` (default all) with the features their rows join to; price features
-    are read only for the (product, store, week) cells of those baskets."""
+    are read only for the (product, store, week) cells of those baskets. Given ``mapped``, the
+    shelf and every training set built from the inputs live on its disk (D97)."""
     vectors, id_map = load_embeddings(warehouse)
     vocab = ProductVocab.from_products(id_map["product_id"].to_list())
     weeks = sorted(weeks) if weeks is not None else warehouse.weeks(SAMPLES_TABLE)
     samples = warehouse.scan(SAMPLES_TABLE, weeks, schema=SAMPLES_SCHEMA).collect()
     store = build_trip_store(warehouse, max_week=max(weeks))
+    log(f"trip store: {store.trips.height:,} trips; {samples.height:,} samples")
+    # The samples' own cells, a week at a time (``_prices_and_shelf`` collects each week's).
     cells = (
         store.trips.lazy()
-        .filter(pl.col("basket_id").is_in(samples["basket_id"].implode()))
+        .with_columns(sample=store.trips["basket_id"].is_in(samples["basket_id"].implode()))
+        .filter("sample")
         .select("store_id", "week", pl.col("products").alias("product_id"))
         .explode("product_id")
         .unique()
-        .collect()
     )
-    prices, shelf = _prices_and_shelf(warehouse, weeks, cells, vocab)
+    prices, shelf = _prices_and_shelf(warehouse, weeks, cells, vocab, mapped)
+    log(f"shelf: {shelf.keys.height:,} store-weeks, {len(shelf.tokens):,} cells")
     key_weeks = pl.col("week").is_in(weeks)
     edges = load_graph(warehouse).edges
     return ModelInputs(
@@ -91,8 +100,8 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
         product_table=graphsage_rows(vocab, vectors, id_map),
         store=store,
         samples=samples,
-        affinity=warehouse.scan(AFFINITY_TABLE, weeks).filter(key_weeks).collect(),
-        missions=warehouse.scan(MISSIONS_TABLE, weeks).filter(key_weeks).collect(),
+        affinity=_frame(warehouse.scan(AFFINITY_TABLE, weeks).filter(key_weeks), mapped),
+        missions=_frame(warehouse.scan(MISSIONS_TABLE, weeks).filter(key_weeks), mapped),
         price_features=prices,
         store_features=warehouse.scan(STORE_FEATURES_TABLE, weeks).collect(),
         shelf=shelf,
@@ -100,15 +109,27 @@ def load_model_inputs(warehouse: Warehouse, weeks: Iterable[int] | None = None) 
         substitutes=substitute_token_pairs(edges, vocab),
         copurchase=copurchase_token_pairs(edges, vocab),
         calendar=warehouse.calendar,
+        mapped=mapped,
     )
 
 
+def _frame(scan: pl.LazyFrame, mapped: MappedArrays | None) -> pl.DataFrame | pl.LazyFrame:
+    """The scan itself where the inputs are mapped (read a chunk's weeks at a time), else its
+    rows."""
+    return scan if mapped is not None else scan.collect()
+
+
 def _prices_and_shelf(
-    warehouse: Warehouse, weeks: list[int], cells: pl.DataFrame, vocab: ProductVocab
-) -> tuple[pl.DataFrame, ShelfPrices]:
+    warehouse: Warehouse,
+    weeks: list[int],
+    cells: pl.LazyFrame,
+    vocab: ProductVocab,
+    mapped: MappedArrays | None = None,
+) -> tuple[pl.DataFrame | pl.LazyFrame, ShelfPrices]:
     """T4 rows of the samples' own cells, and the shelf of every store-week, materialised one
     week at a time (D67, D96): week W's shelf comes from W-1's price features and W's observed
-    cells, so the history's price features are never in memory together."""
+    cells, so the history's price features are never in memory together. Given ``mapped``,
+    both go to its disk as they are made (D97): the T4 rows as a scan of weekly files."""
     price_weeks = sorted({max(weeks[0] - 1, 1), *weeks})
     observed_columns = ("product_id", "store_id", "store_region", "week", "discount_depth")
     # Every store with a shelf row sold something (its cells are pairs it sold), so its region is
@@ -116,10 +137,16 @@ def _prices_and_shelf(
     regions = (
         stored_prices(warehouse, price_weeks).select("store_id", "store_region").unique().collect()
     )
-    kept, shelves = [], []
+    kept, shelves = [], ShelfWriter(vocab, mapped)
     for week in read_weeks(warehouse, price_weeks, features=True):
         features = week.features.select("product_id", "store_id", "week", *PRICE_COLUMNS)
-        kept.append(features.join(cells, on=["product_id", "store_id", "week"], how="semi"))
+        week_cells = cells.filter(pl.col("week") == week.week).collect()
+        own = features.join(week_cells, on=["product_id", "store_id", "week"], how="semi")
+        if mapped is None:
+            kept.append(own)
+        else:  # one Parquet file per week; a chunk's scan reads its weeks' files
+            kept.append(mapped.folder / f"t4-{week.week}.parquet")
+            own.write_parquet(kept[-1], statistics=True)
         if week.week >= max(weeks):
             continue
         # A week outside the read range has no observations to give (as in one read of it).
@@ -127,7 +154,8 @@ def _prices_and_shelf(
         observed = stored_prices(warehouse, observed_weeks).select(observed_columns).collect()
         plan = promotion_plan(warehouse, observed_weeks)
         shelves.append(ShelfPrices.build(features, observed, regions, vocab, plan))
-    return pl.concat(kept), ShelfPrices.concat(shelves, vocab)
+    prices = pl.concat(kept) if mapped is None else pl.scan_parquet(kept)
+    return prices, shelves.shelf()
 
 
 def promotion_plan(warehouse: Warehouse, weeks: list[int]) -> pl.DataFrame | None:
@@ -155,16 +183,17 @@ def start_responses(
     weeks have a promotion plan, at the training weeks' rate ratios (``response_prior``; D87,
     D88). The depth is the shelf's: a cut the region's other stores showed (D45)."""
     weeks = list(range(1, split.train_end + 1))
-    trips = inputs.store.trips.filter(pl.col("week") <= split.train_end)
+    # Lazy: the sales are aggregated from the store's own frame, never a filtered copy of it.
+    trips = inputs.store.trips.lazy().filter(pl.col("week") <= split.train_end)
     vocab = inputs.vocab.frame()
-    stores = trips.select("store_id", "store_region").unique("store_id")
-    cuts = regional_promotions(promotion_cells(warehouse, weeks, True), stores)
+    stores = trips.select("store_id", "store_region").unique("store_id").collect()
+    cuts = regional_cuts(warehouse, weeks, stores).lazy()
     own = depth_responses(trips, cuts, vocab, inputs.categories)
     if own is not None:
         start_depth_responses(response, own)
         log(f"own-depth responses start at the training weeks' (median {np.median(own):.2f})")
     plan = promotion_plan(warehouse, weeks)
-    lifts = None if plan is None else plan_lifts(trips, plan, vocab, inputs.categories)
+    lifts = None if plan is None else plan_lifts(trips.collect(), plan, vocab, inputs.categories)
     if lifts is not None:  # a source with a promotion plan
         start_plan_responses(response, lifts)
         log(f"plan responses start at the training weeks' lifts (median {np.median(lifts, 0)})")
@@ -213,7 +242,8 @@ def train_world_model(
     share of the customers (a seeded draw; the held-out simulator of ``pricing_run``)."""
     start = time.perf_counter()
     torch.set_num_threads(max(torch.get_num_threads(), 1))
-    inputs = load_model_inputs(warehouse, range(1, split.valid_end + 1))
+    # The shelf and both sets on disk, read a batch at a time (D97).
+    inputs = load_model_inputs(warehouse, range(1, split.valid_end + 1), MappedArrays(), log)
     usable = inputs.samples.filter(~pl.col("truncated"))  # design §4.7.5 case 5
     train_samples = sample_customers(
         usable.filter(pl.col("split") == "train"), customer_share, train_cfg.seed
@@ -234,8 +264,12 @@ def train_world_model(
         torch.from_numpy(inputs.categories),
     )
     start_responses(model.price_response, warehouse, split, inputs, log)
+    vocab, buckets = inputs.vocab, train_samples["bucket"].to_numpy()
+    basket_hash = train_samples["basket_id"].hash().sum()
+    del inputs, usable, train_samples  # the sets hold what training reads: the frames can go
     fit_feature_scaling(model, train_data, train_cfg.seed)
     popularity = popularity_scores(train_data, np.arange(len(train_data)))
+    train_data.release()  # the pages the whole-set passes above read
     folder = folder or warehouse.table_dir(CHECKPOINT_TABLE)
     fingerprint = hashlib.sha256(
         json.dumps(
@@ -243,8 +277,8 @@ def train_world_model(
                 model_cfg.to_dict(),
                 train_cfg.to_dict(),
                 tensor_cfg.__dict__,
-                inputs.vocab.n_products,
-                train_samples["basket_id"].hash().sum(),
+                vocab.n_products,
+                basket_hash,
                 len(valid_data),
             ],
             default=str,
@@ -253,7 +287,7 @@ def train_world_model(
     result = train(
         model,
         train_data,
-        train_samples["bucket"].to_numpy(),
+        buckets,
         valid_data,
         popularity,
         train_cfg,
@@ -270,7 +304,7 @@ def train_world_model(
         "training_seconds": round(result.state.seconds, 1),
         "train_samples": len(train_data),
         "valid_samples": len(valid_data),
-        "vocabulary": inputs.vocab.n_products,
+        "vocabulary": vocab.n_products,
         "best": {k: v for k, v in best.items() if isinstance(v, float)},
     }
     if distributed.rank_and_world()[0] == 0:
@@ -279,7 +313,7 @@ def train_world_model(
             folder,
             model,
             split_weeks,
-            inputs.vocab,
+            vocab,
             tensor_cfg,
             train_cfg,
             summary,

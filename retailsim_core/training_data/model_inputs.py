@@ -8,12 +8,15 @@ Glossary: V vocabulary, G GraphSAGE width, E graph edges.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
 import torch
 
 from retailsim_core.calendar import LGSR, SourceCalendar
+from retailsim_core.storage.mapped import MappedArrays
+from retailsim_core.training_data.batch_inputs import TripIndex
 from retailsim_core.training_data.shelf import ShelfPrices
 from retailsim_core.training_data.tensors import TensorConfig, TrainingSet
 from retailsim_core.training_data.tokens import ProductVocab
@@ -29,15 +32,19 @@ class ModelInputs:
     product_table: torch.Tensor  # (V, G) GraphSAGE rows in token order
     store: TripStore
     samples: pl.DataFrame
-    affinity: pl.DataFrame  # customer_store_affinity of the weeks
-    missions: pl.DataFrame  # mission_patterns of the weeks
-    price_features: pl.DataFrame  # T4 rows of the samples' own (product, store, week) cells
+    # customer_store_affinity, mission_patterns of the weeks and the T4 rows of the samples' own
+    # (product, store, week) cells: frames, or scans where the inputs are ``mapped`` (a
+    # training set's build reads one chunk's weeks at a time)
+    affinity: pl.DataFrame | pl.LazyFrame
+    missions: pl.DataFrame | pl.LazyFrame
+    price_features: pl.DataFrame | pl.LazyFrame
     store_features: pl.DataFrame  # store_features of the weeks
     shelf: ShelfPrices
     edges: pl.DataFrame  # the product graph's edges
     substitutes: torch.Tensor  # (2, E) substitution edges of the product graph, as tokens
     copurchase: tuple[torch.Tensor, torch.Tensor]  # (2, E) co-purchase edges as tokens, (E,) lifts
     calendar: SourceCalendar = LGSR  # the source's weeks and holidays (calendar inputs)
+    mapped: MappedArrays | None = None  # where training sets keep their arrays (None: memory)
 
     def training_set(
         self, samples: pl.DataFrame, cfg: TensorConfig = TensorConfig()
@@ -53,7 +60,14 @@ class ModelInputs:
             cfg,
             self.shelf,
             self.calendar,
+            self.mapped,
+            self.trip_index,
         )
+
+    @cached_property
+    def trip_index(self) -> TripIndex:
+        """The trip store's arrays, built once for every set of these inputs."""
+        return TripIndex.build(self.store.trips, self.vocab)
 
     @property
     def categories(self) -> np.ndarray:

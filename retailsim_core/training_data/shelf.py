@@ -20,7 +20,8 @@ A source without regions (null) is one zone: the chain.
 
 Counterfactual simulation sets these directly (``with_price_multipliers``).
 
-Glossary: R store-weeks, V vocabulary, S = ``len(SHELF_FEATURES)``.
+Glossary: R store-weeks, C their cells (assortment products), V vocabulary,
+S = ``len(SHELF_FEATURES)``.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
 import torch
 
+from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.training_data.tokens import ProductVocab
 
 SHELF_FEATURES = (
@@ -57,10 +58,16 @@ MAX_DEPTH = 0.7  # design §2.2.2 business rule: deeper discounts are data error
 
 @dataclass(frozen=True)
 class ShelfPrices:
+    """The shelf of some store-weeks as cells: row r's products are
+    ``tokens[indptr[r] : indptr[r + 1]]`` (ascending) with their features in ``values``, so a
+    batch's (B, V, S) block is one ragged gather and one scatter. The arrays may be mapped
+    (``ShelfWriter``): a batch then reads its rows' cells only."""
+
     keys: pl.DataFrame  # store_id, week (the basket week W), row
-    # (R, V * S): row r's features of product v in columns v * S .. v * S + S - 1, so a batch's
-    # (B, V, S) block is one sparse row gather and one toarray, already in its final layout.
-    table: sp.csr_matrix
+    indptr: np.ndarray  # (R + 1,) int64
+    tokens: np.ndarray  # (C,) int32 the cells' product tokens
+    values: np.ndarray  # (C, S) float32 the cells' shelf features
+    vocab_size: int  # V
 
     @classmethod
     def build(
@@ -102,47 +109,36 @@ class ShelfPrices:
         keys = (
             cells.select("store_id", "week").unique().sort("store_id", "week").with_row_index("row")
         )
-        cells = cells.join(keys, on=["store_id", "week"], how="left")
-        r, c = cells["row"].to_numpy(), cells["token"].to_numpy()
+        cells = cells.join(keys, on=["store_id", "week"], how="left").sort("row", "token")
         depth = cells["depth"].to_numpy()
         values = np.stack(
             [
                 cells["regular_log_relative"].to_numpy() + np.log1p(-depth),
                 depth,
                 (depth > PROMO_DEPTH).astype(np.float64),
-                np.ones(len(r)),
+                np.ones(len(depth)),
                 cells["display"].cast(pl.Float64).to_numpy(),
                 cells["mailer"].cast(pl.Float64).to_numpy(),
             ],
             axis=-1,
         )  # (cells, S)
-        s = len(SHELF_FEATURES)
-        columns = (c[:, None] * s + np.arange(s)).reshape(-1)
-        table = sp.csr_matrix(
-            (values.astype(np.float32).reshape(-1), (np.repeat(r, s), columns)),
-            shape=(keys.height, vocab.size * s),
+        counts = np.bincount(cells["row"].to_numpy(), minlength=keys.height)
+        return cls(
+            keys=keys,
+            indptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+            tokens=cells["token"].to_numpy().astype(np.int32),
+            values=values.astype(np.float32).reshape(-1, len(SHELF_FEATURES)),
+            vocab_size=vocab.size,
         )
-        return cls(keys=keys, table=table)
 
     @classmethod
     def concat(cls, parts: list[ShelfPrices], vocab: ProductVocab) -> ShelfPrices:
         """One shelf from shelves of disjoint store-weeks (e.g. one per week): the same features
         for every (store, week) as one ``build`` over all their rows."""
-        width = vocab.size * len(SHELF_FEATURES)
-        parts = [p for p in parts if p.keys.height]
-        if not parts:
-            keys = pl.DataFrame(
-                schema={"row": pl.UInt32, "store_id": pl.String, "week": pl.Int64}
-            ).select("store_id", "week", "row")
-            return cls(keys=keys, table=sp.csr_matrix((0, width), dtype=np.float32))
-        offsets = np.cumsum([0] + [p.keys.height for p in parts[:-1]])
-        keys = pl.concat(
-            [
-                p.keys.with_columns(pl.col("row") + pl.lit(int(o), pl.UInt32))
-                for p, o in zip(parts, offsets, strict=True)
-            ]
-        )
-        return cls(keys=keys, table=sp.vstack([p.table for p in parts], format="csr"))
+        writer = ShelfWriter(vocab)
+        for part in parts:
+            writer.append(part)
+        return writer.shelf()
 
     def rows_of(self, store_ids: pl.Series, weeks: pl.Series) -> np.ndarray:
         """Row of each (store, week); -1 where the store had no priced cell the week before."""
@@ -157,15 +153,69 @@ class ShelfPrices:
 
     def dense(self, rows: np.ndarray) -> np.ndarray:
         """(B, V, S) float32; all zero for a row of -1 (a store first seen this week)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros((len(rows), self.vocab_size, len(SHELF_FEATURES)), dtype=np.float32)
+        known = rows >= 0
+        starts = self.indptr[np.where(known, rows, 0)]
+        counts = np.where(known, self.indptr[np.where(known, rows + 1, 0)] - starts, 0)
+        owner = np.repeat(np.arange(len(rows)), counts)
+        cells = np.arange(counts.sum()) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        out[owner, self.tokens[cells]] = self.values[cells]
+        return out
+
+
+class ShelfWriter:
+    """Shelves of disjoint store-weeks appended one after another (week by week), in memory or,
+    given ``mapped``, on its disk: the shelf then costs page cache, not process memory."""
+
+    def __init__(self, vocab: ProductVocab, mapped: MappedArrays | None = None):
+        self.vocab, self.mapped, self.keys = vocab, mapped, []
+        self.rows = self.cells = 0
+        self.parts: dict[str, list[np.ndarray]] = {"indptr": [np.zeros(1, np.int64)]}
+        self.parts |= {"tokens": [], "values": []}
+
+    def append(self, part: ShelfPrices) -> None:
+        self.keys.append(part.keys.with_columns(pl.col("row") + pl.lit(self.rows, pl.UInt32)))
+        chunk = {
+            "indptr": part.indptr[1:] + self.cells,
+            "tokens": part.tokens,
+            "values": part.values,
+        }
+        for name, array in chunk.items():
+            self.parts[name].append(array)
+        if self.mapped is not None:  # the cells go to disk now, not at the end
+            self._spill()
+        self.rows, self.cells = self.rows + part.keys.height, self.cells + len(part.tokens)
+
+    def _spill(self) -> None:
+        if not hasattr(self, "writers"):
+            self.writers = {name: self.mapped.writer(f"shelf_{name}") for name in self.parts}
+        for name, parts in self.parts.items():
+            for array in parts:
+                self.writers[name].append(array)
+            parts.clear()
+
+    def shelf(self) -> ShelfPrices:
         s = len(SHELF_FEATURES)
-        shape = (len(rows), self.table.shape[1] // s, s)
-        ok = rows >= 0
-        if ok.all():
-            return self.table[rows].toarray().reshape(shape)
-        out = np.zeros((len(rows), self.table.shape[1]), dtype=np.float32)
-        if ok.any():
-            out[ok] = self.table[rows[ok]].toarray()
-        return out.reshape(shape)
+        empty = {"tokens": np.zeros(0, np.int32), "values": np.zeros((0, s), np.float32)}
+        if self.mapped is None:
+            arrays = {
+                name: np.concatenate(parts) if parts else empty[name]
+                for name, parts in self.parts.items()
+            }
+        else:
+            for name, array in empty.items():  # a dtype for a shelf of no cells
+                self.parts[name].append(array)
+            self._spill()
+            for writer in self.writers.values():
+                writer.close()
+            arrays = {name: self.mapped.read(w) for name, w in self.writers.items()}
+        keys = (
+            pl.concat(self.keys)
+            if self.keys
+            else pl.DataFrame(schema={"row": pl.UInt32, "store_id": pl.String, "week": pl.Int64})
+        )
+        return ShelfPrices(keys=keys, vocab_size=self.vocab.size, **arrays)
 
 
 def regional_depth(

@@ -20,6 +20,7 @@ import polars as pl
 
 from retailsim_core.calendar import LGSR, SourceCalendar
 from retailsim_core.ingest.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
+from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.training_data.batch import Batch, to_batch
 from retailsim_core.training_data.batch_inputs import (
     BASKET_TYPES,
@@ -61,110 +62,125 @@ class TensorConfig:
     # product enters the history features
 
 
+CHUNK_ROWS = 200_000  # samples per build step: bounds the joins' memory (a few hundred MB)
+
+
 class TrainingSet:
+    """Row-aligned arrays of some samples. Built ``CHUNK_ROWS`` samples at a time, so the joins
+    hold one chunk; given ``mapped``, every per-sample and per-item array lives on disk and a
+    batch releases the pages it read: memory stays one batch whatever the number of samples
+    (D97). Without it, the arrays are in memory."""
+
     def __init__(
         self,
         samples: pl.DataFrame,
         store: TripStore,
         vocab: ProductVocab,
-        affinity: pl.DataFrame,
-        missions: pl.DataFrame,
-        prices: pl.DataFrame,
+        affinity: pl.DataFrame | pl.LazyFrame,
+        missions: pl.DataFrame | pl.LazyFrame,
+        prices: pl.DataFrame | pl.LazyFrame,
         stores: pl.DataFrame,
         cfg: TensorConfig = TensorConfig(),
         shelf: ShelfPrices | None = None,
         calendar: SourceCalendar = LGSR,
+        mapped: MappedArrays | None = None,
+        index: TripIndex | None = None,
     ):
+        """``affinity``, ``missions`` and ``prices`` may be lazy (scans): a chunk reads its weeks'
+        rows only. ``index``: the trip store's ``TripIndex`` when already built."""
         self.cfg, self.vocab, self.n, self.shelf = cfg, vocab, samples.height, shelf
-        self.calendar = calendar
-        self.index = TripIndex.build(store.trips, vocab)
+        self.calendar, self.mapped = calendar, mapped
+        self.index = index if index is not None else TripIndex.build(store.trips, vocab)
         self.trips = self.index.arrays
         self.trip_tokens, self.trip_offsets = self.trips.tokens, self.trips.offsets
         self.trip_day, self.trip_context = self.trips.day, self.trips.mission
         self.trip_customer = self.index.customer
         trips = store.trips.with_row_index("row")
-        s = samples.join(
+        columns = ChunkedArrays(mapped)
+        for lo in range(0, max(self.n, 1), CHUNK_ROWS):
+            chunk = samples.slice(lo, CHUNK_ROWS)
+            weeks = pl.col("week").is_in(chunk["week"].unique().implode())
+            weekly = [f.lazy().filter(weeks).collect() for f in (affinity, missions, prices)]
+            columns.append(self._chunk(chunk, store, trips, *weekly, stores))
+        for name, array in columns.finish().items():
+            setattr(self, name, array)
+        self.item_starts = columns.put(
+            "item_starts", (np.cumsum(self.item_counts) - self.item_counts).astype(np.int64)
+        )
+        self.basket_context = BasketContext(
+            start=self.full_hist_start,
+            end=self.hist_end,
+            day=self.basket_trip_day,
+            store=self.basket_store,
+            hour=self.basket_hour,
+            weekend=self.basket_weekend,
+        )
+
+    def _chunk(self, s, store, trips, affinity, missions, prices, stores) -> dict[str, np.ndarray]:
+        """Every per-sample and per-item array of the samples ``s``."""
+        s = s.join(
             trips.select("basket_id", pl.col("row").alias("trip")),
             on="basket_id",
             how="left",
             maintain_order="left",
         )
         bounds = store.history_bounds(s["customer_id"], s["week"])
-        self.hist_end = bounds["end"].to_numpy()
-        self.full_hist_start = bounds["start"].to_numpy()  # whole history (baselines)
-        self.hist_start = np.maximum(self.full_hist_start, self.hist_end - cfg.max_history_trips)
+        hist_end = bounds["end"].to_numpy()
+        start = bounds["start"].to_numpy()  # whole history (baselines)
+        hist_start = np.maximum(start, hist_end - self.cfg.max_history_trips)
         basket = s.select("trip").join(
             trips, left_on="trip", right_on="row", how="left", maintain_order="left"
         )
         trip_row = s["trip"].to_numpy()
-        self.basket_context = BasketContext(
-            start=self.full_hist_start,
-            end=self.hist_end,
-            day=self.trip_day[trip_row],
-            store=self.trips.store[trip_row],
-            hour=self.trips.hour[trip_row],
-            weekend=self.trips.weekend[trip_row],
+        a = self.trips
+        ctx = BasketContext(
+            start=start,
+            end=hist_end,
+            day=a.day[trip_row],
+            store=a.store[trip_row],
+            hour=a.hour[trip_row],
+            weekend=a.weekend[trip_row],
         )
-        self._targets(basket, prices)
-        self._context(s, basket, affinity, missions, stores)
-        self.shelf_rows = (
-            shelf.rows_of(basket["store_id"], basket["week"]) if shelf is not None else None
-        )
+        out = {"hist_end": hist_end, "full_hist_start": start, "hist_start": hist_start}
+        out |= {
+            "basket_trip_day": ctx.day,
+            "basket_store": ctx.store,
+            "basket_hour": ctx.hour,
+            "basket_weekend": ctx.weekend,
+        }
+        out |= _targets(basket, prices, self.vocab)
+        out |= self._context(s, basket, affinity, missions, stores, ctx, hist_start)
+        if self.shelf is not None:
+            out["shelf_rows"] = self.shelf.rows_of(basket["store_id"], basket["week"])
+        return out
 
-    def _targets(self, basket: pl.DataFrame, prices: pl.DataFrame) -> None:
-        """Target products (highest-priced first when truncated) with their T4 price inputs.
-        Products outside the vocabulary (first sold in a test week) are no target any method can
-        rank; they are counted in ``item_oov`` so that recall still counts them as missed."""
-        items = (
-            basket.with_row_index("i")
-            .select("i", "week", "store_id", pl.col("products"))
-            .explode("products")
-            .join(
-                prices.select("product_id", "store_id", "week", *PRICE_COLUMNS),
-                left_on=["products", "store_id", "week"],
-                right_on=["product_id", "store_id", "week"],
-                how="left",
-            )
-            .join(self.vocab.frame(), left_on="products", right_on="product_id", how="left")
-            .sort(
-                ["i", "actual_price", "products"], descending=[False, True, False], nulls_last=True
-            )
-        )
-        n = basket.height
-        self.item_oov = np.bincount(
-            items.filter(pl.col("token").is_null())["i"].to_numpy(), minlength=n
-        )
-        items = items.filter(pl.col("token").is_not_null())
-        self.item_tokens = items["token"].to_numpy().astype(np.int32)
-        self.item_prices = items.select(
-            pl.col(PRICE_COLUMNS).cast(pl.Float32).fill_null(0.0)
-        ).to_numpy()
-        counts = np.bincount(items["i"].to_numpy(), minlength=n).astype(np.int64)
-        self.item_starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        self.item_counts = counts
-
-    def _context(self, s, basket, affinity, missions, stores) -> None:
-        self.t1_numeric, self.t1_names, self.t1_has_snapshot = customer_inputs(
-            s, affinity, missions
-        )
-        self.t1_codes = basket.select(
-            codes("cust_price_sensitivity", PRICE_SENSITIVITY_CODES),
-            codes("cust_lifestage", LIFESTAGE_CODES),
-        ).to_numpy()
-        self.t1_alpha = history_alpha(s["history_trips"].to_numpy())
+    def _context(self, s, basket, affinity, missions, stores, ctx, hist_start) -> dict:
+        numeric, self.t1_names, has_snapshot = customer_inputs(s, affinity, missions)
         date = basket["shop_date"]
-        self.basket_day = date.cast(pl.Int32).to_numpy()
-        since = days_since_last_trip(self.index, self.basket_context, self.hist_start)
-        self.t3 = calendar_inputs(
-            date, basket["shop_hour"].to_numpy(), s["week"].to_numpy(), since, self.calendar
-        )
-        self.t5_numeric, self.t5_codes, self.t5_is_new = store_inputs(basket, stores)
-        self.t6 = basket.select(
-            codes("basket_type", BASKET_TYPES),
-            codes("basket_dominant_mission", MISSIONS),
-            codes("basket_price_sensitivity", PRICE_SENSITIVITY_CODES),
-            codes("basket_size", SIZES),
-        ).to_numpy()
+        since = days_since_last_trip(self.index, ctx, hist_start)
+        t5_numeric, t5_codes, t5_is_new = store_inputs(basket, stores)
+        return {
+            "t1_numeric": numeric,
+            "t1_has_snapshot": has_snapshot,
+            "t1_codes": basket.select(
+                codes("cust_price_sensitivity", PRICE_SENSITIVITY_CODES),
+                codes("cust_lifestage", LIFESTAGE_CODES),
+            ).to_numpy(),
+            "t1_alpha": history_alpha(s["history_trips"].to_numpy()),
+            "basket_day": date.cast(pl.Int32).to_numpy(),
+            "t3": calendar_inputs(
+                date, basket["shop_hour"].to_numpy(), s["week"].to_numpy(), since, self.calendar
+            ),
+            "t5_numeric": t5_numeric,
+            "t5_codes": t5_codes,
+            "t5_is_new": t5_is_new,
+            "t6": basket.select(
+                codes("basket_type", BASKET_TYPES),
+                codes("basket_dominant_mission", MISSIONS),
+                codes("basket_price_sensitivity", PRICE_SENSITIVITY_CODES),
+                codes("basket_size", SIZES),
+            ).to_numpy(),
+        }
 
     def __len__(self) -> int:
         return self.n
@@ -192,7 +208,7 @@ class TrainingSet:
             ),
         )
         shelf = {} if self.shelf is None else {"shelf": self.shelf.dense(self.shelf_rows[idx])}
-        return to_batch(
+        batch = to_batch(
             shelf
             | {
                 "tokens": tokens,
@@ -209,6 +225,70 @@ class TrainingSet:
                 "basket_labels": self.t6[idx],
             }
         )
+        self.release()  # the batch is a copy: the pages it was gathered from can go
+        return batch
+
+    def release(self) -> None:
+        """Drop the mapped pages read so far from this process's memory (none in memory)."""
+        if self.mapped is not None:
+            self.mapped.release()
+
+
+def _targets(basket: pl.DataFrame, prices: pl.DataFrame, vocab: ProductVocab) -> dict:
+    """Target products (highest-priced first when truncated) with their T4 price inputs.
+    Products outside the vocabulary (first sold in a test week) are no target any method can
+    rank; they are counted in ``item_oov`` so that recall still counts them as missed."""
+    items = (
+        basket.with_row_index("i")
+        .select("i", "week", "store_id", pl.col("products"))
+        .explode("products")
+        .join(
+            prices.select("product_id", "store_id", "week", *PRICE_COLUMNS),
+            left_on=["products", "store_id", "week"],
+            right_on=["product_id", "store_id", "week"],
+            how="left",
+        )
+        .join(vocab.frame(), left_on="products", right_on="product_id", how="left")
+        .sort(["i", "actual_price", "products"], descending=[False, True, False], nulls_last=True)
+    )
+    n = basket.height
+    oov = np.bincount(items.filter(pl.col("token").is_null())["i"].to_numpy(), minlength=n)
+    items = items.filter(pl.col("token").is_not_null())
+    return {
+        "item_oov": oov.astype(np.int64),
+        "item_tokens": items["token"].to_numpy().astype(np.int32),
+        "item_prices": items.select(pl.col(PRICE_COLUMNS).cast(pl.Float32).fill_null(0.0))
+        .to_numpy()
+        .reshape(-1, len(PRICE_COLUMNS)),
+        "item_counts": np.bincount(items["i"].to_numpy(), minlength=n).astype(np.int64),
+    }
+
+
+class ChunkedArrays:
+    """Named arrays appended chunk by chunk: concatenated in memory, or written to ``mapped``
+    as they come (one chunk in memory at a time) and read back mapped."""
+
+    def __init__(self, mapped: MappedArrays | None):
+        self.mapped, self.parts, self.writers = mapped, {}, {}
+
+    def append(self, chunk: dict[str, np.ndarray]) -> None:
+        for name, array in chunk.items():
+            if self.mapped is None:
+                self.parts.setdefault(name, []).append(array)
+            else:
+                if name not in self.writers:
+                    self.writers[name] = self.mapped.writer(name)
+                self.writers[name].append(array)
+
+    def finish(self) -> dict[str, np.ndarray]:
+        if self.mapped is None:
+            return {k: v[0] if len(v) == 1 else np.concatenate(v) for k, v in self.parts.items()}
+        for writer in self.writers.values():
+            writer.close()
+        return {name: self.mapped.read(w) for name, w in self.writers.items()}
+
+    def put(self, name: str, array: np.ndarray) -> np.ndarray:
+        return array if self.mapped is None else self.mapped.put(name, array)
 
 
 class LengthBucketSampler:

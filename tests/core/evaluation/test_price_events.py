@@ -176,10 +176,7 @@ def test_removing_a_promotion_takes_the_product_off_display_and_out_of_the_maile
     )
     data, samples, model = tasks.data, tasks.samples, tasks.model
     rows = np.flatnonzero(samples["split"].to_numpy() == "test")[:64]
-    s = len(SHELF_FEATURES)
-    table = data.shelf.table  # every stored cell holds its S values, zeros included
-    column = table.indices % s
-    table.data[column == SHELF_FEATURES.index("display")] = 1.0  # every shelf cell displayed
+    data.shelf.values[:, SHELF_FEATURES.index("display")] = 1.0  # every shelf cell displayed
     with torch.no_grad():
         model.price_response.raw_category_weights[:, POOLED_RESPONSES.index("display")] = 3.0
     shelf = data[rows]["shelf"]

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from scipy.optimize import minimize_scalar
 
+from retailsim_core.evaluation import response_prior
 from retailsim_core.evaluation.promotion_events import PROMOTIONS_SCHEMA
 from retailsim_core.evaluation.response_prior import (
     FLOOR,
@@ -142,3 +143,23 @@ def test_the_depth_start_is_set_exactly_and_leaves_the_plan_responses():
             2, 4, torch.zeros(2, 0, dtype=torch.long), torch.from_numpy(CATEGORIES)
         ).raw_product_weights[:, 1:]
     ).all()
+
+
+def test_depth_responses_in_product_groups_equal_one_panel(monkeypatch):
+    """D97: the panel built a group of products at a time gives the same responses, bit for bit,
+    as one panel of every product (a product x store is never split across groups)."""
+    rng = np.random.default_rng(3)
+    products = [f"P{i:02d}" for i in range(12)]
+    vocab = pl.DataFrame({"product_id": products, "token": range(1, 13)})
+    rows = [
+        (b, f"S{rng.integers(3)}", int(rng.integers(1, 9)), list(rng.choice(products, 3, False)))
+        for b in range(600)
+    ]
+    trips = pl.DataFrame(rows, schema=["basket_id", "store_id", "week", "products"], orient="row")
+    cuts = _cuts(
+        [(p, int(w), float(rng.uniform(0.05, 0.5))) for p in products[:9] for w in (2, 5)]
+    ).with_columns(store_id=pl.lit("S1"))
+    categories = np.array([0] + [1 + i % 3 for i in range(12)])
+    whole = depth_responses(trips, cuts, vocab, categories)
+    monkeypatch.setattr(response_prior, "PANEL_SALES_ROWS", 7)  # many groups
+    np.testing.assert_array_equal(depth_responses(trips, cuts, vocab, categories), whole)

@@ -4,12 +4,17 @@ warehouse.
 
 import pyarrow.parquet as pq
 import pytest
+from polars.testing import assert_frame_equal
 
+from retailsim_core.evaluation.promotion_events import CELL, regional_promotions
 from retailsim_core.pipeline.price_weeks import (
     PRICES_COMPRESSION,
     PRICES_COMPRESSION_LEVEL,
     derive_price_weeks,
+    promotion_cells,
+    regional_cuts,
 )
+from retailsim_core.pipeline.training_data_weeks import build_trip_store
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import PRICES_TABLE
@@ -66,3 +71,16 @@ def test_a_resumed_run_replays_stored_rows_in_any_order(warehouse):
     )
     derive_price_weeks(warehouse, [4])  # the state replayed from the stored weeks 1..3
     assert warehouse.data_file(PRICES_TABLE, 4).read_bytes() == one_pass
+
+
+def test_regional_cuts_a_week_at_a_time_equal_one_pass(tiny_warehouse):
+    """D97: the training's regional cuts, computed week by week, are the rows of one
+    ``regional_promotions`` over every week's promotion cells."""
+    wh = tiny_warehouse["warehouse"]
+    weeks = list(range(1, 15))  # the tiny world's weeks
+    stores = build_trip_store(wh).trips.select("store_id", "store_region").unique("store_id")
+    whole = regional_promotions(promotion_cells(wh, weeks, True), stores).collect()
+    got = regional_cuts(wh, weeks, stores)
+    assert got.height > 0 and got.schema == whole.schema
+    assert_frame_equal(got.sort(CELL), whole.sort(CELL))
+    assert regional_cuts(wh, [], stores).height == 0

@@ -1,6 +1,8 @@
 """The model's price inputs read one week at a time equal one read of the whole history (D67);
 the price responses start from the training weeks alone (D88)."""
 
+import mmap
+
 import numpy as np
 import polars as pl
 import pytest
@@ -13,7 +15,9 @@ from retailsim_core.models.heads import PRODUCT_RESPONSES, PriceResponse
 from retailsim_core.pipeline.price_reader import read_price_features
 from retailsim_core.pipeline.world_model_training import load_model_inputs, start_responses
 from retailsim_core.prices import DERIVED_PRICES_SCHEMA
+from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.tables import PRICES_TABLE, SAMPLES_TABLE
+from retailsim_core.training_data import tensors
 from retailsim_core.training_data.shelf import SHELF_FEATURES, ShelfPrices
 from retailsim_core.training_data.tensors import PRICE_COLUMNS
 
@@ -65,7 +69,11 @@ def test_weekly_reads_give_the_same_prices_and_shelf(tiny_warehouse, first):
 def test_no_week_gives_an_empty_shelf(tiny_warehouse):
     inputs = load_model_inputs(tiny_warehouse["warehouse"], [1])  # week 1 has no week before it
     empty = ShelfPrices.concat([], inputs.vocab)
-    assert empty.keys.height == 0 and empty.table.shape == inputs.shelf.table[:0].shape
+    assert (
+        empty.keys.height == 0
+        and len(empty.indptr) == 1
+        and empty.values.shape[1:] == inputs.shelf.values.shape[1:]
+    )
     assert inputs.shelf.dense(np.array([-1])).shape[1:] == (inputs.vocab.size, len(SHELF_FEATURES))
 
 
@@ -89,3 +97,33 @@ def test_responses_start_from_training_weeks_only(tiny_warehouse):
     own = full.product_weights[:, PRODUCT_RESPONSES.index("discount_depth")].detach()
     assert not torch.allclose(own, torch.full_like(own, float(F.softplus(torch.tensor(0.0)))))
     assert (own >= FLOOR - 1e-6).all()
+
+
+def _on_map(array: np.ndarray) -> bool:
+    while isinstance(array, np.ndarray | memoryview):
+        array = array.obj if isinstance(array, memoryview) else array.base
+    return isinstance(array, mmap.mmap)
+
+
+def test_mapped_chunked_sets_equal_the_in_memory_set(tiny_warehouse, monkeypatch):
+    """D97: the training's sets built a few samples at a time into mapped files, the shelf
+    included, hold the in-memory set's arrays and give its batches exactly."""
+    wh, weeks = tiny_warehouse["warehouse"], range(1, 12)
+    memory = load_model_inputs(wh, weeks)
+    full = memory.training_set(memory.samples)
+    monkeypatch.setattr(tensors, "CHUNK_ROWS", 37)  # many chunks, some across weeks
+    disk = load_model_inputs(wh, weeks, MappedArrays())
+    mapped = disk.training_set(disk.samples)
+    assert _on_map(disk.shelf.values) and _on_map(disk.shelf.tokens)
+    for name in ("item_tokens", "item_prices", "item_starts", "hist_end", "t1_numeric", "t6"):
+        assert _on_map(getattr(mapped, name)), name
+    names = [k for k, v in vars(full).items() if isinstance(v, np.ndarray)]
+    assert {"item_prices", "shelf_rows", "t3", "full_hist_start"} <= set(names)
+    for name in names:
+        np.testing.assert_array_equal(getattr(mapped, name), getattr(full, name), err_msg=name)
+    rows = np.random.default_rng(0).permutation(len(full))
+    for batch in np.array_split(rows, 5):
+        got, want = mapped[batch], full[batch]
+        assert got.keys() == want.keys()
+        for key in want:
+            torch.testing.assert_close(got[key], want[key], rtol=0, atol=0, msg=key)
