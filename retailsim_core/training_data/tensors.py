@@ -100,7 +100,7 @@ class TrainingSet:
         for lo in range(0, max(self.n, 1), CHUNK_ROWS):
             chunk = samples.slice(lo, CHUNK_ROWS)
             weeks = pl.col("week").is_in(chunk["week"].unique().implode())
-            weekly = [f.lazy().filter(weeks).collect() for f in (affinity, missions, prices)]
+            weekly = [f.lazy().filter(weeks) for f in (affinity, missions, prices)]
             columns.append(self._chunk(chunk, store, trips, *weekly, stores))
         for name, array in columns.finish().items():
             setattr(self, name, array)
@@ -155,6 +155,10 @@ class TrainingSet:
         return out
 
     def _context(self, s, basket, affinity, missions, stores, ctx, hist_start) -> dict:
+        keys = s.select("customer_id", "week").unique().lazy()
+        affinity, missions = (
+            _rows_of(f, keys, ["customer_id", "week"]) for f in (affinity, missions)
+        )
         numeric, self.t1_names, has_snapshot = customer_inputs(s, affinity, missions)
         date = basket["shop_date"]
         since = days_since_last_trip(self.index, ctx, hist_start)
@@ -234,7 +238,14 @@ class TrainingSet:
             self.mapped.release()
 
 
-def _targets(basket: pl.DataFrame, prices: pl.DataFrame, vocab: ProductVocab) -> dict:
+def _rows_of(frame: pl.LazyFrame, keys: pl.LazyFrame, on: list[str]) -> pl.DataFrame:
+    """The rows of ``frame`` (a chunk's weeks of an input) whose ``on`` is among ``keys``: what
+    the chunk's left joins would match, read by the streaming engine so that a chunk spanning
+    many weeks never holds those weeks' every row."""
+    return frame.join(keys, on=on, how="semi").collect(engine="streaming")
+
+
+def _targets(basket: pl.DataFrame, prices: pl.LazyFrame, vocab: ProductVocab) -> dict:
     """Target products (highest-priced first when truncated) with their T4 price inputs.
     Products outside the vocabulary (first sold in a test week) are no target any method can
     rank; they are counted in ``item_oov`` so that recall still counts them as missed."""
@@ -242,7 +253,11 @@ def _targets(basket: pl.DataFrame, prices: pl.DataFrame, vocab: ProductVocab) ->
         basket.with_row_index("i")
         .select("i", "week", "store_id", pl.col("products"))
         .explode("products")
-        .join(
+    )
+    cells = items.select(product_id="products", store_id="store_id", week="week").unique().lazy()
+    prices = _rows_of(prices, cells, ["product_id", "store_id", "week"])
+    items = (
+        items.join(
             prices.select("product_id", "store_id", "week", *PRICE_COLUMNS),
             left_on=["products", "store_id", "week"],
             right_on=["product_id", "store_id", "week"],
