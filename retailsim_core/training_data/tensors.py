@@ -86,8 +86,8 @@ class TrainingSet:
         mapped: MappedArrays | None = None,
         index: TripIndex | None = None,
     ):
-        """``affinity``, ``missions`` and ``prices`` may be lazy (scans): a chunk reads its weeks'
-        rows only. ``index``: the trip store's ``TripIndex`` when already built."""
+        """``affinity``, ``missions`` and ``prices`` may be lazy (scans): a chunk reads only the
+        rows its samples join to. ``index``: the trip store's ``TripIndex`` when already built."""
         self.cfg, self.vocab, self.n, self.shelf = cfg, vocab, samples.height, shelf
         self.calendar, self.mapped = calendar, mapped
         self.index = index if index is not None else TripIndex.build(store.trips, vocab)
