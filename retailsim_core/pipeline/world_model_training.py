@@ -114,8 +114,8 @@ def load_model_inputs(
 
 
 def _frame(scan: pl.LazyFrame, mapped: MappedArrays | None) -> pl.DataFrame | pl.LazyFrame:
-    """The scan itself where the inputs are mapped (read a chunk's weeks at a time), else its
-    rows."""
+    """The scan itself where the inputs are mapped (a build chunk reads the rows it joins to),
+    else its rows."""
     return scan if mapped is not None else scan.collect()
 
 

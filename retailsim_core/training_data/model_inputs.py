@@ -34,7 +34,7 @@ class ModelInputs:
     samples: pl.DataFrame
     # customer_store_affinity, mission_patterns of the weeks and the T4 rows of the samples' own
     # (product, store, week) cells: frames, or scans where the inputs are ``mapped`` (a
-    # training set's build reads one chunk's weeks at a time)
+    # training set's build chunk reads the rows its samples join to)
     affinity: pl.DataFrame | pl.LazyFrame
     missions: pl.DataFrame | pl.LazyFrame
     price_features: pl.DataFrame | pl.LazyFrame
