@@ -22,7 +22,12 @@ from retailsim_core.evaluation.oracle_scorers import planted_context
 from retailsim_core.evaluation.response_metrics import predicted_lifts, response_metrics
 from retailsim_core.ingest.lgsr import MISSION_FOCI
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
-from retailsim_core.synth.oracle import WeekDemand, purchase_probabilities, week_demand
+from retailsim_core.synth.oracle import (
+    WeekDemand,
+    cut_removed,
+    purchase_probabilities,
+    week_demand,
+)
 from retailsim_core.synth.world import load_world
 
 PLANTED = ("planted_units", "planted_units_no_promotion")
@@ -54,18 +59,17 @@ def planted_event_units(
         cells = cells.with_columns(k=at).filter(pl.col("k") >= 0).sort("p")
         event, k, p = (cells[c].to_numpy() for c in ("event", "k", "p"))
         week = int(week)
-        on[event] = off[event] = baskets.store_sums(world, week, week_demand(world, week))[k, p]
+        demand = week_demand(world, week)
+        on[event] = off[event] = baskets.store_sums(world, week, demand)[k, p]
         depth = world.prices.depth[week]  # (P, R)
         starts = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
         for first, last in zip(starts, np.r_[starts[1:], len(p)], strict=True):
             product = int(p[first])
             if not depth[product].any():  # no planted cut: removing it changes nothing
                 continue
-            cut = depth.copy()
-            cut[product] = 0.0
-            demand = week_demand(world, week, cut)
             rows = np.isin(baskets.store_of, k[first:last])
-            sums = baskets.store_sums(world, week, demand, rows, product)  # (K, 1)
+            with cut_removed(world, week, demand, product) as uncut:  # the cuts less p's
+                sums = baskets.store_sums(world, week, uncut, rows, product)  # (K, 1)
             off[event[first:last]] = sums[k[first:last], 0]
     return pl.Series(PLANTED[0], on), pl.Series(PLANTED[1], off)
 

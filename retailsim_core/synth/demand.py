@@ -24,15 +24,19 @@ def week_of_year(week: int) -> int:
     return monday_of(week).isocalendar()[1]
 
 
-def product_avail(world, week: int, depth: np.ndarray | None = None) -> np.ndarray:
+def product_avail(world, week: int, depth: np.ndarray | None = None, products=None) -> np.ndarray:
     """(P, R, M) unnormalised choice weight of each product within its slot; ``depth`` (P, R)
-    replaces the week's planted cuts (a counterfactual shelf)."""
+    replaces the week's planted cuts (a counterfactual shelf). ``products`` (C,): those rows
+    only, ``depth`` then (C, R)."""
     cat, beh = world.catalogue, world.cfg.behaviour
-    depth = world.prices.depth[week] if depth is None else depth
+    rows = slice(None) if products is None else np.asarray(products)
+    depth = world.prices.depth[week][rows] if depth is None else depth
     ratio = 1.0 - depth.astype(np.float64)  # (P, R)
-    exponent = cat.elasticity[:, None] * np.asarray(beh.elasticity_multiplier)  # (P, M)
-    launched = (cat.launch_week <= week).astype(np.float64)
-    return (cat.slot_share * launched)[:, None, None] * ratio[:, :, None] ** exponent[:, None, :]
+    exponent = cat.elasticity[rows, None] * np.asarray(beh.elasticity_multiplier)  # (P, M)
+    launched = (cat.launch_week[rows] <= week).astype(np.float64)
+    return (cat.slot_share[rows] * launched)[:, None, None] * ratio[:, :, None] ** exponent[
+        :, None, :
+    ]
 
 
 def slot_factor(world, avail: np.ndarray) -> np.ndarray:
@@ -80,15 +84,24 @@ def personal_weights(
     return np.where(slots >= 0, w, 0.0)
 
 
-def slot_probabilities(world, week, factor, explore, customer, region, focus, mode):
-    """(B, S) the mixture q of each basket, for the oracle (dense over slots)."""
+def slot_probabilities(world, week, factor, explore, customer, region, focus, mode, slots=None):
+    """(B, S) the mixture q of each basket, for the oracle; (B, len(slots)) for those distinct
+    slots only, each entry computed as in the dense matrix (the same operations, same order)."""
     pers = personal_weights(world, week, factor, customer, region, focus, mode)
     total = pers.sum(axis=1, keepdims=True)
     rho = np.where(total[:, 0] > 0, world.population.repeat_share[customer], 0.0)
-    q = (1.0 - rho)[:, None] * explore[region, focus, mode]
+    favs = world.population.fav_slots[customer].ravel()
+    if slots is None:
+        q = (1.0 - rho)[:, None] * explore[region, focus, mode]
+        column = favs
+    else:
+        picked = explore[region[:, None], focus[:, None], mode[:, None], slots[None, :]]
+        q = (1.0 - rho)[:, None] * picked  # (B, C)
+        lookup = np.full(explore.shape[-1], -1)
+        lookup[slots] = np.arange(len(slots))
+        column = np.where(favs >= 0, lookup[np.maximum(favs, 0)], -1)
     rows = np.repeat(np.arange(len(customer)), pers.shape[1])
-    slots = world.population.fav_slots[customer].ravel()
     contrib = (rho[:, None] * pers / np.where(total > 0, total, 1.0)).ravel()
-    keep = slots >= 0
-    np.add.at(q, (rows[keep], slots[keep]), contrib[keep])
+    keep = column >= 0
+    np.add.at(q, (rows[keep], column[keep]), contrib[keep])
     return q

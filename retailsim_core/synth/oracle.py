@@ -14,6 +14,8 @@ with A_p = P(slot of p not drawn) and A_px = P(neither drawn).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +57,32 @@ def week_demand(world, week: int, depth: np.ndarray | None = None) -> WeekDemand
     return WeekDemand(avail, factor, explore_distribution(world, week, factor))
 
 
+@contextmanager
+def cut_removed(world, week: int, demand: WeekDemand, product: int) -> Iterator[WeekDemand]:
+    """``demand`` (the week's) turned in place into ``week_demand(world, week, depth)`` for the
+    week's planted cuts less ``product``'s, restored on leaving. Only the product's row, its
+    slot's totals and the exploration of the regions it was cut in change; they are computed
+    as the full call would (to the bit), so the cost is a slot and a few regions, not the
+    catalogue, and nothing is copied."""
+    cat = world.catalogue
+    regions = np.flatnonzero(world.prices.depth[week][product] != 0)
+    slot = cat.slot[product]
+    saved = (demand.avail[product].copy(), demand.factor[slot].copy(), demand.explore[regions])
+    try:
+        if len(regions):
+            zero = np.zeros((1, demand.avail.shape[1]))
+            demand.avail[product] = product_avail(world, week, zero, [product])[0]
+            members = np.flatnonzero(cat.slot == slot)
+            totals = np.zeros((1,) + demand.avail.shape[1:])
+            np.add.at(totals, np.zeros(len(members), np.int64), demand.avail[members])
+            demand.factor[slot] = totals[0]  # as slot_factor adds them up, in member order
+            explore = explore_distribution(world, week, demand.factor[:, regions])
+            demand.explore[regions] = explore
+        yield demand
+    finally:
+        demand.avail[product], demand.factor[slot], demand.explore[regions] = saved
+
+
 def purchase_probabilities(
     world,
     week: int,
@@ -84,21 +112,24 @@ def purchase_probabilities(
     region = cat.store_region[store]
     demand = week_demand(world, week) if demand is None else demand
     avail, factor, explore = demand.avail, demand.factor, demand.explore
-    q = slot_probabilities(world, week, factor, explore, customer, region, f, m)  # (B, S)
-    lam = np.asarray(beh.extra_draws_by_size)[z][:, None]
-
-    def missed(slots):  # (B, len(slots)): P(slot never drawn)
-        qs = q[:, slots]
-        return (1.0 - qs) * np.exp(-lam * qs)
-
     cols = np.arange(cat.n_products) if products is None else np.asarray(products)
-    own = cat.slot[cols]  # (C,) each column's slot
-    share = avail[cols][:, region, m].T / np.maximum(factor[own][:, region, m].T, 1e-300)  # (B, C)
-    absent = 1.0 - (1.0 - missed(own)) * share
     partner = cat.complement[cols]
     has = partner >= 0
     j, p, x = np.flatnonzero(has), cols[has], partner[has]  # column, product, its partner
-    s = cat.slot
+    # Only the slots these columns read: the dense (B, S) mixture is most of the cost when a
+    # caller asks for a few products (each entry is the dense one, to the bit).
+    slots = None if products is None else np.unique(np.r_[cat.slot[cols], cat.slot[x]])
+    q = slot_probabilities(world, week, factor, explore, customer, region, f, m, slots)
+    s = cat.slot if slots is None else np.searchsorted(slots, cat.slot)  # product -> q column
+    lam = np.asarray(beh.extra_draws_by_size)[z][:, None]
+
+    def missed(columns):  # (B, len(columns)): P(slot never drawn)
+        qs = q[:, columns]
+        return (1.0 - qs) * np.exp(-lam * qs)
+
+    own = cat.slot[cols]  # (C,) each column's slot
+    share = avail[cols][:, region, m].T / np.maximum(factor[own][:, region, m].T, 1e-300)  # (B, C)
+    absent = 1.0 - (1.0 - missed(s[cols])) * share
     a_p = missed(s[p])
     qp, qx = q[:, s[p]], q[:, s[x]]
     a_px = (1.0 - qp - qx) * np.exp(-lam * (qp + qx))

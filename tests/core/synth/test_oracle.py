@@ -7,7 +7,7 @@ from retailsim_core.ingest.lgsr import MISSION_FOCI
 from retailsim_core.synth import build_world, preset
 from retailsim_core.synth.baskets import draw_basket_lines
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
-from retailsim_core.synth.oracle import purchase_probabilities, week_demand
+from retailsim_core.synth.oracle import cut_removed, purchase_probabilities, week_demand
 
 N = 40_000
 
@@ -86,3 +86,32 @@ def test_some_products_are_the_full_matrix_columns(world):
     cols = np.r_[np.flatnonzero(cat.complement >= 0)[:3], np.flatnonzero(cat.complement < 0)[:3]]
     cols = np.r_[cols, cols[:1]]  # a repeat too
     np.testing.assert_array_equal(purchase_probabilities(*args, products=cols), full[:, cols])
+
+
+def test_a_removed_cut_is_the_full_counterfactual_to_the_bit_and_is_undone(world):
+    """``cut_removed`` (one slot, the cut's regions) equals ``week_demand`` with the product's
+    row of cuts zeroed, for one-region and many-region cuts and an uncut product; leaving it
+    restores the week's demand exactly."""
+    week = 60
+    depth = world.prices.depth[week]
+    regions = (depth != 0).sum(1)
+    picks = [int(np.flatnonzero(regions == 1)[0]), int(regions.argmax()), int(regions.argmin())]
+    assert regions[picks[1]] > 1 and regions[picks[2]] == 0
+    demand = week_demand(world, week)
+    before = {part: getattr(demand, part).copy() for part in ("avail", "factor", "explore")}
+    carded = np.flatnonzero(world.population.carded)[:50]
+    args = (carded, world.population.home_store[carded], "Mixed", "LA", "M")
+    parts = ("avail", "factor", "explore")
+    for product in picks:
+        plan = depth.copy()
+        plan[product] = 0.0
+        full = week_demand(world, week, plan)
+        with cut_removed(world, week, demand, product) as uncut:
+            for part in parts:
+                np.testing.assert_array_equal(getattr(uncut, part), getattr(full, part))
+            np.testing.assert_array_equal(
+                purchase_probabilities(world, week, *args, uncut, products=np.array([product])),
+                purchase_probabilities(world, week, *args, full)[:, [product]],
+            )
+        for part, want in before.items():
+            np.testing.assert_array_equal(getattr(demand, part), want)
