@@ -114,6 +114,9 @@ PRESETS: dict[str, SynthConfig] = {
         n_complement_pairs=250,
     ),
 }
+# Scale checks (issue #37): ``large`` with twice its customers, so twice the baskets and trips
+# over the same stores and catalogue.
+PRESETS["xlarge"] = PRESETS["large"].replace(name="xlarge", n_customers=160_000)
 
 
 def preset(name: str, **overrides) -> SynthConfig:

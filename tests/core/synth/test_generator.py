@@ -136,3 +136,10 @@ def test_prices_follow_the_promotion_calendar(tiny_year):
     # Demand responds to price: promoted lines sell more units per line than unpromoted ones.
     qty = lines["QUANTITY"].cast(pl.Int64).to_numpy()
     assert qty[promoted].mean() > qty[~promoted].mean()
+
+
+def test_xlarge_is_large_with_twice_the_customers():
+    """The scale check's preset (issue #37) differs from ``large`` in its customers alone."""
+    large, xlarge = preset("large"), preset("xlarge")
+    assert xlarge.n_customers == 2 * large.n_customers
+    assert xlarge.replace(name="large", n_customers=large.n_customers) == large
