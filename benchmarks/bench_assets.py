@@ -1,11 +1,13 @@
-"""Benchmark: the asset graph through Dagster as a user runs it, wall time per asset.
+"""Benchmark: the asset graph through Dagster as a user runs it, time and peak memory per asset.
 
 Materializes, with the project's executor (two steps at once), the data and feature assets over
 every week of ``--raw`` and then, with ``--model``, the model group (``tuned_baselines``,
-``trained_checkpoint``, ``evaluation_report``, ``onnx_scoring_graph``), each with
+``trained_checkpoint``, ``evaluation_report``, ``onnx_scoring_graph``, ...), each with
 ``dagster asset materialize`` in a subprocess, and prints each step's duration from the run's
-event log. Targets (issue #21, on the 3.03M-row real LGSR sample): data and feature assets
-<= 60 s wall; ``evaluation_report`` <= 180 s.
+event log and its process's peak resident memory (``VmHWM``, sampled every 0.2 s over the
+run's process tree and matched to the step by the pid its ``STEP_START`` event names).
+Targets (issue #21, on the 3.03M-row real LGSR sample): data and feature assets <= 60 s wall;
+``evaluation_report`` <= 180 s.
 
     python benchmarks/bench_assets.py --raw <week files> --warehouse <new or existing folder>
 """
@@ -17,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,9 +38,60 @@ def asset_keys() -> tuple[list[str], list[str]]:
     return data, model
 
 
-def materialize(keys: list[str], env: dict, partition_range: str | None) -> float:
+class TreePeaks:
+    """The peak resident memory (``VmHWM``, MiB) of every process under ``root``, sampled by a
+    daemon thread until ``stop``. A process's peak is its last sample's: ``VmHWM`` only grows."""
+
+    def __init__(self, root: int, every: float = 0.2):
+        self.root, self.every, self.peaks = root, every, {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> dict[int, float]:
+        self._done.set()
+        self._thread.join()
+        return self.peaks
+
+    def _sample(self) -> None:
+        while not self._done.is_set():
+            for pid in self._tree():
+                peak = _vm_hwm(pid)
+                if peak is not None:
+                    self.peaks[pid] = max(self.peaks.get(pid, 0.0), peak)
+            self._done.wait(self.every)
+
+    def _tree(self) -> list[int]:
+        parent = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:  # the field after the parenthesised name is the state, then the ppid
+                    stat = (entry / "stat").read_text()
+                    parent[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue  # the process ended while read
+        tree, frontier = [self.root], [self.root]
+        while frontier:
+            frontier = [pid for pid, ppid in parent.items() if ppid in set(frontier)]
+            tree += frontier
+        return tree
+
+
+def _vm_hwm(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def materialize(
+    keys: list[str], env: dict, partition_range: str | None, peaks: dict[int, float]
+) -> float:
     """Wall seconds of one ``dagster asset materialize``; its log goes to $DAGSTER_HOME/run.log
-    (the tail is printed if the run fails)."""
+    (the tail is printed if the run fails). ``peaks`` gains each of its processes' peak MiB."""
     cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m"]
     cmd += ["retailsim_dagster.definitions", "--select", ",".join(keys)]
     if partition_range:
@@ -45,23 +99,30 @@ def materialize(keys: list[str], env: dict, partition_range: str | None) -> floa
     log = Path(env["DAGSTER_HOME"]) / "run.log"
     start = time.perf_counter()
     with log.open("a") as out:
-        done = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        done = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        sampler = TreePeaks(done.pid)
+        done.wait()
+        peaks.update(sampler.stop())
     if done.returncode:
         sys.exit(f"materialize failed:\n{''.join(log.read_text().splitlines(True)[-30:])}")
     return time.perf_counter() - start
 
 
-def step_seconds(home: str) -> dict[str, float]:
-    """Every step's duration in the latest runs of the instance at ``home``."""
+def step_stats(home: str, peaks: dict[int, float]) -> dict[str, tuple[float, float | None]]:
+    """Every step's (duration, peak MiB of its process) in the latest runs of the instance at
+    ``home``; the peak is None where no sample saw the step's process."""
     import dagster as dg
 
     os.environ["DAGSTER_HOME"] = home
     instance = dg.DagsterInstance.get()
     out = {}
     for run in instance.get_runs(limit=2):
+        starts = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
+        pid_of = {entry.step_key: entry.pid for entry in starts}
         for stat in instance.get_run_step_stats(run.run_id):
             if stat.start_time and stat.end_time:
-                out[stat.step_key] = stat.end_time - stat.start_time
+                peak = peaks.get(pid_of.get(stat.step_key))
+                out[stat.step_key] = (stat.end_time - stat.start_time, peak)
     return out
 
 
@@ -85,15 +146,19 @@ def main() -> None:
         "DGLBACKEND": "pytorch",
     }
     data, model = asset_keys()
-    walls = {"data and feature assets": materialize(data, env, weeks_range)}
+    peaks: dict[int, float] = {}
+    walls = {"data and feature assets": materialize(data, env, weeks_range, peaks)}
     if args.model:
-        walls["model assets"] = materialize(model, env, None)
-    steps = step_seconds(home)
+        walls["model assets"] = materialize(model, env, None, peaks)
+    steps = step_stats(home, peaks)
     print(f"{len(weeks)} week files in {args.raw}; two steps at once (multiprocess executor)")
-    for step, seconds in sorted(steps.items(), key=lambda kv: -kv[1]):
-        print(f"  {step:40s} {seconds:8.1f} s")
+    print(f"  {'step':40s} {'wall':>10s} {'peak RSS':>12s}")
+    for step, (seconds, peak) in sorted(steps.items(), key=lambda kv: -kv[1][0]):
+        memory = "?" if peak is None else f"{peak:,.0f} MiB"
+        print(f"  {step:40s} {seconds:8.1f} s {memory:>12s}")
+    print(f"  {'whole run (largest process)':40s} {'':10s} {max(peaks.values()):>8,.0f} MiB")
     if args.model:
-        walls["evaluation_report"] = steps["evaluation_report"]
+        walls["evaluation_report"] = steps["evaluation_report"][0]
     for name, seconds in walls.items():
         target = TARGETS.get(name)
         verdict = (

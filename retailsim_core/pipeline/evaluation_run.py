@@ -33,6 +33,7 @@ from retailsim_core.pipeline.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.truth import bind_truth
 from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import (
     BASELINES_TABLE,
@@ -106,9 +107,9 @@ def _tasks_and_inputs(
         model, vocab, config = load_model(checkpoint or warehouse.table_dir(CHECKPOINT_TABLE))
     # Validation and test weeks only: their rows are all it scores, and the price and shelf
     # tables of the training weeks were most of its memory on real data (20 GB at 3M rows).
-    inputs = load_model_inputs(
-        warehouse, [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.train_end]
-    )
+    # The training's loader (D97): the shelf and the sets on disk, a batch read at a time.
+    weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.train_end]
+    inputs = load_model_inputs(warehouse, weeks, MappedArrays())
     if with_model and inputs.vocab != vocab:
         raise ValueError(
             "the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain"

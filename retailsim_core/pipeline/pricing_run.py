@@ -44,6 +44,7 @@ from retailsim_core.pricing.policies import (
 from retailsim_core.pricing.pricing_report import pricing_markdown
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet, atomic_write_text
+from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import PRICES_TABLE, SAMPLES_TABLE
 from retailsim_core.training import checkpoint as ckpt
@@ -165,7 +166,7 @@ def run_pricing(
         if second_vocab != vocab:
             raise ValueError(f"{holdout} has another vocabulary than {checkpoint}: retrain it")
     weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.valid_end]
-    inputs = load_model_inputs(warehouse, weeks)
+    inputs = load_model_inputs(warehouse, weeks, MappedArrays())  # sets on disk (D97)
     products = priced_categories(warehouse, split, inputs.id_map, vocab.frame())
     top = (
         products.filter(pl.col("category_products") >= 2)
