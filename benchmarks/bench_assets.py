@@ -118,7 +118,7 @@ def step_stats(home: str, peaks: dict[int, float]) -> dict[str, tuple[float, flo
     out = {}
     for run in instance.get_runs(limit=2):
         starts = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
-        pid_of = {entry.step_key: entry.pid for entry in starts}
+        pid_of = {entry.step_key: entry.dagster_event.pid for entry in starts}
         for stat in instance.get_run_step_stats(run.run_id):
             if stat.start_time and stat.end_time:
                 peak = peaks.get(pid_of.get(stat.step_key))
@@ -152,11 +152,11 @@ def main() -> None:
         walls["model assets"] = materialize(model, env, None, peaks)
     steps = step_stats(home, peaks)
     print(f"{len(weeks)} week files in {args.raw}; two steps at once (multiprocess executor)")
-    print(f"  {'step':40s} {'wall':>10s} {'peak RSS':>12s}")
+    print(f"  {'step':46s} {'wall':>10s} {'peak RSS':>12s}")
     for step, (seconds, peak) in sorted(steps.items(), key=lambda kv: -kv[1][0]):
         memory = "?" if peak is None else f"{peak:,.0f} MiB"
-        print(f"  {step:40s} {seconds:8.1f} s {memory:>12s}")
-    print(f"  {'whole run (largest process)':40s} {'':10s} {max(peaks.values()):>8,.0f} MiB")
+        print(f"  {step:46s} {seconds:8.1f} s {memory:>12s}")
+    print(f"  {'whole run (largest process)':46s} {'':10s} {max(peaks.values()):>8,.0f} MiB")
     if args.model:
         walls["evaluation_report"] = steps["evaluation_report"][0]
     for name, seconds in walls.items():

@@ -1,6 +1,7 @@
 """The world model's two predictions per promotion event: equal where its shelf shows no
 promotion, different where removing the promotion changes what it reads."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -176,7 +177,9 @@ def test_removing_a_promotion_takes_the_product_off_display_and_out_of_the_maile
     )
     data, samples, model = tasks.data, tasks.samples, tasks.model
     rows = np.flatnonzero(samples["split"].to_numpy() == "test")[:64]
-    data.shelf.values[:, SHELF_FEATURES.index("display")] = 1.0  # every shelf cell displayed
+    values = data.shelf.values.copy()  # the loaded shelf is a read-only map
+    values[:, SHELF_FEATURES.index("display")] = 1.0  # every shelf cell displayed
+    data.shelf = dataclasses.replace(data.shelf, values=values)
     with torch.no_grad():
         model.price_response.raw_category_weights[:, POOLED_RESPONSES.index("display")] = 3.0
     shelf = data[rows]["shelf"]
