@@ -52,8 +52,9 @@ class HierarchicalLogLog:
             centred=pl.col("y") - pl.col("y").mean().over("product_id", "store_id")
         )
         # Sorted after every group_by: sums in a fixed order, so the same panel gives the same
-        # bytes (a group_by's row order is not fixed).
-        weeks = off.group_by("week").agg(effect=pl.col("centred").mean()).sort("week")
+        # bytes (a group_by's row order is not fixed). A week is a large group, whose plain mean
+        # Polars adds up in partial sums per thread: its values are sorted first.
+        weeks = off.group_by("week").agg(effect=pl.col("centred").sort().mean()).sort("week")
         off = off.join(weeks, on="week", maintain_order="left").with_columns(
             net=pl.col("y") - pl.col("effect")
         )

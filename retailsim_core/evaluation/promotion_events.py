@@ -109,9 +109,12 @@ def product_lifts(panel: pl.LazyFrame, weeks: list[int], units: str = "units") -
         )
         .filter(pl.col("events") > 0)
         .with_columns(lift=((pl.col("on") + 1) / (pl.col("off") + 1)).log())
+        # A group_by's row order is not fixed, and a product's sums below add its stores in
+        # that order: sorted, the same panel gives the same bytes.
+        .sort("product_id", "store_id")
     )
     return (
-        per_store.group_by("product_id")
+        per_store.group_by("product_id", maintain_order=True)
         .agg(
             lift=(pl.col("lift") * pl.col("events")).sum() / pl.col("events").sum(),
             events=pl.col("events").sum(),

@@ -24,3 +24,27 @@ def default_pipeline(tmp_path_factory):
     write_graph(wh, graph)
     snapshot_weeks(wh, weeks)
     return {"root": root, "truth": root / "truth", "warehouse": wh, "graph": graph}
+
+
+@pytest.fixture(scope="session")
+def large_random_panel():
+    """A ``PANEL_SCHEMA`` panel of ~1.5M cells over 95 weeks: large enough that Polars adds up
+    a group in partial sums per thread, where a float's sum depends on their order."""
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(0)
+    n = 1_500_000
+    promo = rng.random(n) < 0.2
+    kind = np.where(rng.random(n) < 0.5, "display", "mailer")
+    return pl.DataFrame(
+        {
+            "product_id": pl.Series(rng.integers(0, 3000, n)).cast(pl.String),
+            "store_id": pl.Series(rng.integers(0, 300, n)).cast(pl.String),
+            "week": rng.integers(1, 96, n).astype(np.int32),
+            "units": rng.poisson(0.7, n).astype(np.float64),
+            "promo": promo,
+            "kind": pl.Series(np.where(promo, kind, "")).replace("", None),
+            "depth": np.where(promo, rng.random(n) * 0.5, np.nan),
+        }
+    ).unique(["product_id", "store_id", "week"], maintain_order=True)

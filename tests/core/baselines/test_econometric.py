@@ -100,3 +100,14 @@ def test_the_fit_is_the_same_bytes_in_any_row_order_and_predictions_follow_their
     forward = a.predict(events)
     backward = a.predict(events.reverse())
     assert forward["units_promoted"].to_list() == backward["units_promoted"].reverse().to_list()
+
+
+def test_the_same_panel_gives_the_same_fit_to_the_bit(large_random_panel):
+    """Week effects, levels and responses are summed in a fixed order: the same bytes."""
+    cats = pl.DataFrame({"product_id": [str(i) for i in range(3000)]}).with_columns(
+        category=(pl.col("product_id").cast(pl.Int64) % 40).cast(pl.String)
+    )
+    events = large_random_panel.filter(pl.col("promo")).head(20_000)
+    first = HierarchicalLogLog.fit(large_random_panel, cats).predict(events)
+    for _ in range(3):
+        assert HierarchicalLogLog.fit(large_random_panel, cats).predict(events).equals(first)

@@ -234,3 +234,12 @@ def test_table_promotions_name_the_kind_and_take_the_depth_from_other_stores():
         ("A", "S2", 7, "mailer", 0.25),
         ("B", "S1", 7, "display+mailer", None),
     ]
+
+
+def test_the_same_panel_gives_the_same_lifts_to_the_bit(large_random_panel):
+    """A product's lift adds its stores up in a fixed order (a group_by's is not)."""
+    panel = large_random_panel.lazy()
+    weeks = list(range(70, 96))
+    first = product_lifts(panel, weeks)
+    for _ in range(3):
+        assert product_lifts(panel, weeks).equals(first)
