@@ -137,19 +137,22 @@ def pair_effects(cells: pl.LazyFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     """Per directed pair (a, b): the store-weeks where a sold on promotion and b was not on
     promotion, and the mean over them of log((b's units + 1) / (b's baseline + 1)), b's baseline
     being its mean units in that store over the weeks when neither was on promotion."""
-    b_cells = cells.filter(~pl.col("promo")).select(
-        pl.col("product_id").alias("b"), "store_id", "week", "units"
+    promoted = cells.filter(pl.col("observed") & pl.col("promo")).select(
+        pl.col("product_id").alias("a"), "store_id", "week"
+    )
+    hits = pairs.lazy().join(promoted, on="a")  # (a, b, store, week): a on promotion
+    # Only the (b, store) pairs some promotion of a partner reaches: the same sums over a
+    # small share of the cells (the real sample: 29M cells, 7.5 GB for the joins before).
+    b_cells = (
+        cells.filter(~pl.col("promo"))
+        .select(pl.col("product_id").alias("b"), "store_id", "week", "units")
+        .join(hits.select("b", "store_id").unique(), on=["b", "store_id"], how="semi")
     )
     baseline = b_cells.group_by("b", "store_id").agg(
         pl.col("units").sum().alias("total"), pl.len().alias("weeks")
     )
-    promoted = cells.filter(pl.col("observed") & pl.col("promo")).select(
-        pl.col("product_id").alias("a"), "store_id", "week"
-    )
     per_store = (
-        pairs.lazy()
-        .join(promoted, on="a")
-        .join(b_cells, on=["b", "store_id", "week"])
+        hits.join(b_cells, on=["b", "store_id", "week"])
         .group_by("a", "b", "store_id")
         .agg(pl.col("units").sum().alias("promo_units"), pl.len().alias("promo_weeks"))
         .join(baseline, on=["b", "store_id"])
@@ -161,9 +164,10 @@ def pair_effects(cells: pl.LazyFrame, pairs: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             effect=log_rate_ratio("promo_units", "promo_weeks", "base_units", "base_weeks")
         )
+        .sort("a", "b", "store_id")  # a pair's stores add up in a fixed order: same bytes
     )
     return (
-        per_store.group_by("a", "b")
+        per_store.group_by("a", "b", maintain_order=True)
         .agg(
             weighted_mean("effect", "promo_weeks").alias("effect"),
             pl.col("promo_weeks").sum().alias("store_weeks"),

@@ -100,6 +100,77 @@ def test_a_pairs_effect_is_the_log_ratio_to_the_weeks_when_neither_was_on_promot
     assert_frame_equal(got, want)
 
 
+def _all_cells_pair_effects(cells: pl.LazyFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+    """The reference: every non-promoted cell joined, no pre-filter."""
+    b_cells = cells.filter(~pl.col("promo")).select(
+        pl.col("product_id").alias("b"), "store_id", "week", "units"
+    )
+    baseline = b_cells.group_by("b", "store_id").agg(total=pl.col("units").sum(), weeks=pl.len())
+    promoted = cells.filter(pl.col("observed") & pl.col("promo")).select(
+        pl.col("product_id").alias("a"), "store_id", "week"
+    )
+    per_store = (
+        pairs.lazy()
+        .join(promoted, on="a")
+        .join(b_cells, on=["b", "store_id", "week"])
+        .group_by("a", "b", "store_id")
+        .agg(promo_units=pl.col("units").sum(), promo_weeks=pl.len())
+        .join(baseline, on=["b", "store_id"])
+        .filter(pl.col("weeks") > pl.col("promo_weeks"))
+        .with_columns(
+            effect=(
+                (pl.col("promo_units") / pl.col("promo_weeks") + 1)
+                / (
+                    (pl.col("total") - pl.col("promo_units"))
+                    / (pl.col("weeks") - pl.col("promo_weeks"))
+                    + 1
+                )
+            ).log()
+        )
+    )
+    return (
+        per_store.group_by("a", "b")
+        .agg(
+            effect=(pl.col("effect") * pl.col("promo_weeks")).sum() / pl.col("promo_weeks").sum(),
+            store_weeks=pl.col("promo_weeks").sum(),
+        )
+        .sort("a", "b")
+        .collect()
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pair_effects_read_only_the_reached_cells_and_equal_the_reference(seed):
+    """Pre-filtering b's cells to the (b, store) pairs a partner's promotion reaches changes no
+    effect and no count: random cells over 30 products, 12 stores, 20 weeks."""
+    rng = np.random.default_rng(seed)
+    n = 30 * 12 * 20
+    grid = np.stack(np.unravel_index(np.arange(n), (30, 12, 20)), axis=1)
+    keep = rng.random(n) < 0.7  # not every product at every store every week
+    promo = rng.random(n) < 0.1
+    cells = pl.DataFrame(
+        {
+            "product_id": [f"P{i}" for i in grid[keep, 0]],
+            "store_id": [f"S{i}" for i in grid[keep, 1]],
+            "week": grid[keep, 2].astype(np.int32),
+            "promo": promo[keep],
+            "observed": rng.random(int(keep.sum())) < 0.8,
+            "units": rng.poisson(2.0, int(keep.sum())),
+            "discount_depth": np.where(promo[keep], 0.3, 0.0),
+        }
+    ).cast(dict(PROMOTION_CELLS_SCHEMA))
+    a, b = rng.integers(0, 30, (2, 60))
+    pairs = (
+        pl.DataFrame({"a": [f"P{i}" for i in a], "b": [f"P{i}" for i in b]})
+        .filter(pl.col("a") != pl.col("b"))
+        .unique()
+    )
+    got = pair_effects(cells.lazy(), pairs)
+    want = _all_cells_pair_effects(cells.lazy(), pairs)
+    assert got.height > 20
+    assert_frame_equal(got, want, check_exact=False, rtol=1e-12)
+
+
 def test_the_holdout_test_confirms_substitutes_whose_sales_fall_and_not_random_pairs():
     rng = np.random.default_rng(0)
     products = pl.DataFrame(
