@@ -27,6 +27,10 @@ def weeks_of(context: dg.AssetExecutionContext) -> list[int]:
 # Steps that use every core share this concurrency pool: at most `pools.default_limit` of them
 # run at once across all runs (dagster.yaml), whatever the executor's parallelism.
 CPU_POOL = "cpu_heavy"
+# Steps on the data stage's longest chain (prices -> product graph -> pseudo-brands ->
+# GraphSAGE, which every model step waits for): first when a slot or the pool frees up, before
+# the snapshots, features and checks that could run beside them.
+CRITICAL_PATH = {"dagster/priority": "2"}
 
 
 def previous_weeks(n: int) -> dg.TimeWindowPartitionMapping:

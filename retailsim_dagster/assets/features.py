@@ -25,7 +25,13 @@ from retailsim_core.tables import (
     STORE_FEATURES_TABLE,
 )
 from retailsim_dagster.metadata import markdown_table, table_schema
-from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
+from retailsim_dagster.partitions import (
+    CPU_POOL,
+    CRITICAL_PATH,
+    previous_weeks,
+    weekly_partitions,
+    weeks_of,
+)
 from retailsim_dagster.resources import (
     PipelineConfigResource,
     RawSourceResource,
@@ -37,6 +43,7 @@ from retailsim_dagster.resources import (
     group_name="features",
     kinds={"polars", "parquet"},
     deps=[RAW_TABLE, PRICES_TABLE, PRODUCT_GRAPH_TABLE],
+    op_tags=CRITICAL_PATH,
     backfill_policy=dg.BackfillPolicy.single_run(),
     metadata={"dagster/column_schema": table_schema(PSEUDO_BRANDS_SCHEMA)},
     description="Pseudo-brand per product: sub-commodity x price tier x substitution cluster "
@@ -152,6 +159,7 @@ def store_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     kinds={"pytorch", "dgl", "safetensors"},
     pool=CPU_POOL,
     deps=[PRODUCT_GRAPH_TABLE, BRANDS_TABLE, RAW_TABLE],
+    op_tags=CRITICAL_PATH,
     backfill_policy=dg.BackfillPolicy.single_run(),
     description="256-d edge-type-aware GraphSAGE product embeddings, trained by link prediction "
     "(design §3.4); safetensors + Parquet id map.",
