@@ -34,9 +34,8 @@ def product_avail(world, week: int, depth: np.ndarray | None = None, products=No
     ratio = 1.0 - depth.astype(np.float64)  # (P, R)
     exponent = cat.elasticity[rows, None] * np.asarray(beh.elasticity_multiplier)  # (P, M)
     launched = (cat.launch_week[rows] <= week).astype(np.float64)
-    return (cat.slot_share[rows] * launched)[:, None, None] * ratio[:, :, None] ** exponent[
-        :, None, :
-    ]
+    weight = (cat.slot_share[rows] * launched)[:, None, None]  # (P, 1, 1)
+    return weight * ratio[:, :, None] ** exponent[:, None, :]
 
 
 def slot_factor(world, avail: np.ndarray) -> np.ndarray:
