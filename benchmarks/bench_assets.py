@@ -72,7 +72,8 @@ class TreePeaks:
                     continue  # the process ended while read
         tree, frontier = [self.root], [self.root]
         while frontier:
-            frontier = [pid for pid, ppid in parent.items() if ppid in set(frontier)]
+            level = set(frontier)
+            frontier = [pid for pid, ppid in parent.items() if ppid in level]
             tree += frontier
         return tree
 
