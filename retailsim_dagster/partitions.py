@@ -24,11 +24,13 @@ def weeks_of(context: dg.AssetExecutionContext) -> list[int]:
     return [CALENDAR.week_of_key(k) for k in context.partition_keys]
 
 
-# Steps that use every core share this concurrency pool: at most `pools.default_limit` of them
-# run at once across all runs (dagster.yaml), whatever the executor's parallelism.
+# The model steps (wall-clock-budgeted training, whole-test-set scoring) share this pool: at
+# most `pools.default_limit` (1) of them at once across all runs (dagster.yaml), so a budget is
+# never spent beside another model step. The data stage is outside it: its steps are
+# deterministic, and two at once (the executor's limit) halve its time on 2 cores (D98).
 CPU_POOL = "cpu_heavy"
 # Steps on the data stage's longest chain (prices -> product graph -> pseudo-brands ->
-# GraphSAGE, which every model step waits for): first when a slot or the pool frees up, before
+# GraphSAGE, which every model step waits for): first when an executor slot frees up, before
 # the snapshots, features and checks that could run beside them.
 CRITICAL_PATH = {"dagster/priority": "2"}
 

@@ -8,7 +8,7 @@ from retailsim_core.customers.customer_features import AFFINITY_SCHEMA, MISSION_
 from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
 from retailsim_core.tables import AFFINITY_TABLE, MISSIONS_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
-from retailsim_dagster.partitions import CPU_POOL, previous_weeks, weekly_partitions, weeks_of
+from retailsim_dagster.partitions import previous_weeks, weekly_partitions, weeks_of
 from retailsim_dagster.resources import WarehouseResource
 
 
@@ -36,7 +36,6 @@ from retailsim_dagster.resources import WarehouseResource
     partitions_def=weekly_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
     can_subset=True,
-    pool=CPU_POOL,
 )
 def customer_snapshots(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     summary = snapshot_weeks(warehouse.warehouse, weeks_of(context), log=context.log.info)

@@ -12,7 +12,7 @@ from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import (
     CALENDAR,
-    CPU_POOL,
+    CRITICAL_PATH,
     previous_weeks,
     weekly_partitions,
     weeks_of,
@@ -25,7 +25,7 @@ from retailsim_dagster.resources import WarehouseResource
     group_name="pipeline",
     partitions_def=weekly_partitions,
     kinds={"polars", "parquet"},
-    pool=CPU_POOL,
+    op_tags=CRITICAL_PATH,
     backfill_policy=dg.BackfillPolicy.single_run(),
     deps=[
         dg.AssetDep(RAW_TABLE),

@@ -26,7 +26,6 @@ from retailsim_core.tables import (
 )
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import (
-    CPU_POOL,
     CRITICAL_PATH,
     previous_weeks,
     weekly_partitions,
@@ -157,7 +156,6 @@ def store_feature_ranges(warehouse: WarehouseResource) -> dg.AssetCheckResult:
 @dg.asset(
     group_name="features",
     kinds={"pytorch", "dgl", "safetensors"},
-    pool=CPU_POOL,
     deps=[PRODUCT_GRAPH_TABLE, BRANDS_TABLE, RAW_TABLE],
     op_tags=CRITICAL_PATH,
     backfill_policy=dg.BackfillPolicy.single_run(),

@@ -9,7 +9,7 @@ from retailsim_core.pipeline.graph_tables import substitution_holdout as substit
 from retailsim_core.pipeline.truth import bind_truth
 from retailsim_core.tables import PRICES_TABLE, PRODUCT_GRAPH_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table
-from retailsim_dagster.partitions import CPU_POOL, CRITICAL_PATH
+from retailsim_dagster.partitions import CRITICAL_PATH
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
 
@@ -17,7 +17,6 @@ from retailsim_dagster.resources import PipelineConfigResource, RawSourceResourc
     group_name="pipeline",
     kinds={"scipy", "parquet"},
     deps=[RAW_TABLE, PRICES_TABLE],
-    pool=CPU_POOL,
     op_tags=CRITICAL_PATH,
     backfill_policy=dg.BackfillPolicy.single_run(),  # lets `--partition-range` runs include it
     description="Heterogeneous product graph from the training weeks: co-purchase, substitution "

@@ -8,7 +8,7 @@ from retailsim_core.ingest.week_file import expected_file_name
 from retailsim_core.pipeline.ingest_weeks import ingest_weeks
 from retailsim_core.tables import QUARANTINE_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
-from retailsim_dagster.partitions import CPU_POOL, weekly_partitions, weeks_of
+from retailsim_dagster.partitions import weekly_partitions, weeks_of
 from retailsim_dagster.resources import RawSourceResource, WarehouseResource
 
 CHECKS = [
@@ -56,7 +56,6 @@ CHECKS = [
     # Either table may be selected alone (`--select raw_transactions`); both are always
     # written together, since row accounting spans the pair.
     can_subset=True,
-    pool=CPU_POOL,
 )
 def raw_transactions(
     context: dg.AssetExecutionContext, raw_source: RawSourceResource, warehouse: WarehouseResource

@@ -9,7 +9,7 @@ from retailsim_core.tables import METADATA_TABLE, RAW_TABLE, SAMPLES_TABLE, TRIP
 from retailsim_core.training_data.sample_buckets import METADATA_SCHEMA, SAMPLES_SCHEMA
 from retailsim_core.training_data.trips import TRIPS_SCHEMA
 from retailsim_dagster.metadata import markdown_table, table_schema
-from retailsim_dagster.partitions import CPU_POOL, weekly_partitions, weeks_of
+from retailsim_dagster.partitions import weekly_partitions, weeks_of
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
 _SPECS = [
@@ -49,7 +49,6 @@ _SPECS = [
     partitions_def=weekly_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
     can_subset=True,
-    pool=CPU_POOL,
 )
 def training_data(
     context: dg.AssetExecutionContext,
