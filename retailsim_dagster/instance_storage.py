@@ -11,7 +11,9 @@ is shared between threads or processes) and writes a batch (Dagster batches a ru
 events and a step's partition materializations when ``DAGSTER_EVENT_BATCH_SIZE`` is set) in
 one transaction per database file, with the rows that writing the events one by one makes.
 The run, schedule and index files and their schema are Dagster's own: an instance written
-with ``storage: sqlite`` reads the same.
+with ``storage: sqlite`` reads the same. It subclasses Dagster's storage classes, whose
+internals are not a public API: Dagster is pinned (constraints.txt), and the oracle test
+(tests/dagster/test_instance_storage.py) fails if an upgrade changes what a batch must write.
 """
 
 from __future__ import annotations
