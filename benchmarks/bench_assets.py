@@ -111,15 +111,21 @@ def materialize(
     return time.perf_counter() - start
 
 
-def run_seconds(home: str) -> list[float]:
-    """Each of the latest runs' span, its first event (the run's creation, before its plan is
-    logged) to its last, oldest run first: the wall time without the CLI's start."""
+def _latest_runs(home: str):
+    """The instance at ``home`` and its two latest runs, newest first."""
     import dagster as dg
 
     os.environ["DAGSTER_HOME"] = home
     instance = dg.DagsterInstance.get()
+    return instance, instance.get_runs(limit=2)
+
+
+def run_seconds(home: str) -> list[float]:
+    """Each of the latest runs' span, its first event (the run's creation, before its plan is
+    logged) to its last, oldest run first: the wall time without the CLI's start."""
+    instance, runs = _latest_runs(home)
     spans = []
-    for run in instance.get_runs(limit=2):
+    for run in runs:
         logs = instance.all_logs(run.run_id)
         spans.append(logs[-1].timestamp - logs[0].timestamp)
     return spans[::-1]
@@ -130,10 +136,9 @@ def step_stats(home: str, peaks: dict[int, float]) -> dict[str, tuple[float, flo
     ``home``; the peak is None where no sample saw the step's process."""
     import dagster as dg
 
-    os.environ["DAGSTER_HOME"] = home
-    instance = dg.DagsterInstance.get()
+    instance, runs = _latest_runs(home)
     out = {}
-    for run in instance.get_runs(limit=2):
+    for run in runs:
         starts = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
         pid_of = {entry.step_key: entry.dagster_event.pid for entry in starts}
         for stat in instance.get_run_step_stats(run.run_id):

@@ -27,7 +27,7 @@ def weeks_of(context: dg.AssetExecutionContext) -> list[int]:
 # The model steps (wall-clock-budgeted training, whole-test-set scoring) share this pool: at
 # most `pools.default_limit` (1) of them at once across all runs (dagster.yaml), so a budget is
 # never spent beside another model step. The data stage is outside it: its steps are
-# deterministic, and two at once (the executor's limit) halve its time on 2 cores (D98).
+# deterministic, and two at once (the executor's limit) cut its time by a third (D98).
 CPU_POOL = "cpu_heavy"
 # Steps on the data stage's longest chain (prices -> product graph -> pseudo-brands ->
 # GraphSAGE, which every model step waits for): first when an executor slot frees up, before
