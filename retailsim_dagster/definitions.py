@@ -16,6 +16,7 @@ from retailsim_dagster.assets import (
     training_data,
 )
 from retailsim_dagster.automation import new_week_file_sensor, weekly_job, weekly_refresh_schedule
+from retailsim_dagster.executor import prompt_multiprocess_executor
 from retailsim_dagster.recovery import dead_run_sweeper
 from retailsim_dagster.resources import default_resources
 
@@ -47,5 +48,5 @@ defs = dg.Definitions(
     schedules=[weekly_refresh_schedule],
     sensors=[new_week_file_sensor, model.model_retraining_sensor, dead_run_sweeper],
     resources=default_resources(),
-    executor=dg.multiprocess_executor.configured(STEP_PROCESSES),
+    executor=prompt_multiprocess_executor.configured(STEP_PROCESSES),
 )

@@ -1,0 +1,170 @@
+"""The prompt multiprocess executor: its poll (fake queues), and a job run under it and under
+Dagster's own executor (the same steps and events, its poll in use only during the run)."""
+
+import queue
+import time
+
+import dagster as dg
+import pytest
+from dagster._core.definitions.executor_definition import multiprocess_executor
+from dagster._core.executor import child_process_executor as child
+
+from retailsim_dagster import executor as prompt
+from retailsim_dagster.definitions import STEP_PROCESSES, defs
+from retailsim_dagster.executor import PromptPoll, prompt_multiprocess_executor
+
+
+class FakeQueue:
+    """A step's event queue: ``get`` records how long it was allowed to wait."""
+
+    def __init__(self, events=(), closed=False):
+        self.events, self.closed, self.waits = list(events), closed, []
+
+    def get(self, block=True, timeout=None):
+        self.waits.append(timeout if block else 0.0)
+        if self.events:
+            return self.events.pop(0)
+        raise queue.Empty
+
+    def empty(self):
+        if self.closed:
+            raise OSError("handle is closed")
+        return not self.events
+
+
+class FakeProcess:
+    def __init__(self, alive=True):
+        self.alive = alive
+
+    def is_alive(self):
+        return self.alive
+
+
+def test_a_quiet_step_does_not_wait_while_another_steps_events_flow():
+    poll, busy, quiet, alive = PromptPoll(), FakeQueue(range(51)), FakeQueue(), FakeProcess()
+    got = []
+    for _ in range(50):  # the executor's pass: one poll per running step
+        got.append(poll(alive, busy))
+        assert poll(alive, quiet) is None
+    assert got == list(range(50))
+    assert quiet.waits == [0.0] * 50  # never a blocking wait while `busy` held events
+
+
+def test_every_step_quiet_waits_up_to_the_tick_in_slices():
+    poll, mine, other = PromptPoll(tick=0.01, slice_s=0.002), FakeQueue(), FakeQueue()
+    poll(FakeProcess(), other)
+    start = time.monotonic()
+    assert poll(FakeProcess(), mine) is None
+    assert time.monotonic() - start >= 0.01
+    blocking = [w for w in mine.waits if w > 0]
+    assert blocking and max(blocking) <= 0.002
+
+
+def test_a_dead_process_is_drained_then_reported():
+    poll, dead = PromptPoll(tick=0.001), FakeProcess(alive=False)
+    last = FakeQueue(["last event"])
+    assert poll(dead, last) == "last event"
+    assert poll(dead, last) == child.PROCESS_DEAD_AND_QUEUE_EMPTY
+
+
+def test_a_closed_queue_is_forgotten():
+    poll, closed = PromptPoll(tick=0.001), FakeQueue(closed=True)
+    poll.queues.add(closed)
+    assert poll(FakeProcess(), FakeQueue()) is None
+    assert closed not in poll.queues
+
+
+def test_configured_as_dagsters_executor():
+    config = {
+        "max_concurrent": 2,
+        "tag_concurrency_limits": None,
+        "retries": {"enabled": {}},
+        "start_method": STEP_PROCESSES["start_method"],
+        "step_dependency_config": {"require_upstream_step_success": True},
+    }
+
+    class Context:  # what both creation functions read
+        executor_config = config
+
+    ours = prompt_multiprocess_executor.executor_creation_fn(Context())
+    theirs = multiprocess_executor.executor_creation_fn(Context())
+    assert isinstance(ours, prompt.PromptMultiprocessExecutor)
+    assert vars(ours) == vars(theirs)
+    assert defs.resolve_job_def("__ASSET_JOB").executor_def.name == "multiprocess"
+
+
+@dg.op
+def chatty():
+    for week in range(40):
+        yield dg.AssetMaterialization(asset_key=f"week_{week}")
+    yield dg.Output(None)
+
+
+@dg.op
+def quiet():
+    time.sleep(0.5)
+
+
+def dagster_job():
+    return dg.JobDefinition(
+        name="dagster_job", graph_def=_graph(), executor_def=multiprocess_executor
+    )
+
+
+def prompt_job():
+    return dg.JobDefinition(
+        name="prompt_job", graph_def=_graph(), executor_def=prompt_multiprocess_executor
+    )
+
+
+def _graph():
+    @dg.graph(name="two_steps")
+    def two_steps():
+        chatty()
+        quiet()
+
+    return two_steps
+
+
+def _events(job_fn, home) -> dict[str, list[str]]:
+    home.mkdir()
+    with dg.instance_for_test(temp_dir=str(home)) as instance:
+        result = dg.execute_job(dg.reconstructable(job_fn), instance=instance)
+        assert result.success
+        logs = instance.all_logs(result.run_id)
+    steps: dict[str, list[str]] = {}
+    for entry in logs:
+        if entry.is_dagster_event and entry.step_key:
+            event = entry.dagster_event
+            steps.setdefault(entry.step_key, []).append(
+                f"{event.event_type_value} {event.asset_key.to_user_string()}"
+                if event.asset_key
+                else event.event_type_value
+            )
+    return steps
+
+
+def test_a_job_records_the_same_steps_and_events_as_under_dagsters_executor(tmp_path, monkeypatch):
+    calls = []
+    original = PromptPoll.__call__
+
+    def counted(self, process, event_queue):
+        calls.append(1)
+        return original(self, process, event_queue)
+
+    monkeypatch.setattr(PromptPoll, "__call__", counted)
+    before = child._poll_for_event
+    ours = _events(prompt_job, tmp_path / "prompt")
+    assert calls  # the run polled through PromptPoll ...
+    assert child._poll_for_event is before  # ... and Dagster's poll is back after it
+    assert ours == _events(dagster_job, tmp_path / "dagster")
+    assert ours["chatty"].count("ASSET_MATERIALIZATION week_39") == 1
+    assert set(ours) == {"chatty", "quiet"}
+
+
+def test_the_poll_is_restored_when_a_run_fails():
+    before = child._poll_for_event
+    with pytest.raises(RuntimeError), prompt.prompt_polling():
+        assert isinstance(child._poll_for_event, PromptPoll)
+        raise RuntimeError("a step failed")
+    assert child._poll_for_event is before
