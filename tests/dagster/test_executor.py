@@ -1,6 +1,7 @@
 """The prompt multiprocess executor: its poll (fake queues), and a job run under it and under
 Dagster's own executor (the same steps and events, its poll in use only during the run)."""
 
+import os
 import queue
 import time
 
@@ -168,3 +169,45 @@ def test_the_poll_is_restored_when_a_run_fails():
         assert isinstance(child._poll_for_event, PromptPoll)
         raise RuntimeError("a step failed")
     assert child._poll_for_event is before
+
+
+# Run in a fresh interpreter: what the forkserver imports, then a forked step opening the
+# instance (Dagster's step process does this first) and naming what it had to import.
+STEP_OPENS_INSTANCE = """
+import importlib, os, sys
+from retailsim_dagster.definitions import STEP_IMPORTS
+for name in STEP_IMPORTS:
+    importlib.import_module(name)
+import dagster as dg
+from dagster._core.instance.ref import InstanceRef
+ref = InstanceRef.from_dir(sys.argv[1])
+before = set(sys.modules)
+read, write = os.pipe()
+if os.fork() == 0:
+    instance = dg.DagsterInstance.from_ref(ref)
+    instance.event_log_storage, instance.run_storage, instance.compute_log_manager
+    os.write(write, " ".join(sorted(set(sys.modules) - before)).encode() or b"-")
+    os._exit(0)
+print(os.read(read, 1 << 20).decode())
+"""
+
+
+def test_a_forked_step_opens_the_instance_without_importing(tmp_path):
+    """The forkserver's preload holds every module a step imports to open the project's
+    instance (D99: ~1 s of CPU per step otherwise)."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).resolve().parents[2] / "dagster.yaml", tmp_path / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", STEP_OPENS_INSTANCE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["-"], f"imported by a step: {out.stdout[:500]}"
