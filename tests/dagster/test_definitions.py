@@ -55,7 +55,7 @@ def test_local_scale_out_settings():
     config = defs.executor.config_schema.resolve_config({}).value["config"]
     assert config["max_concurrent"] == 2
     preload = config["start_method"]["forkserver"]["preload_modules"]
-    assert preload == ["retailsim_dagster.definitions"]  # steps fork, never re-import torch
+    assert preload[0] == "retailsim_dagster.definitions"  # steps fork, never re-import torch
     graph = defs.resolve_asset_graph()
     model = {"trained_checkpoint", "holdout_checkpoint", "evaluation_report", "pricing_policy"}
     for key in graph.get_all_asset_keys():
@@ -70,6 +70,10 @@ def test_local_scale_out_settings():
     assert graph.get(dg.AssetKey("tuned_baselines")).pools == {"cpu_heavy"}
     assert defs.get_assets_def("tuned_baselines").op.tags["dagster/priority"] == "1"
     assert not graph.get(dg.AssetKey("onnx_scoring_graph")).pools
+    # The hold-out check goes after GraphSAGE, in the model pool, last (D99).
+    holdout = next(c for c in defs.asset_checks if "substitution_holdout" in c.op.name)
+    assert dg.AssetKey("graphsage_embeddings") in holdout.keys_by_input_name.values()
+    assert holdout.op.pool == "cpu_heavy" and holdout.op.tags["dagster/priority"] == "-1"
     from pathlib import Path
 
     instance = yaml.safe_load((Path(__file__).resolve().parents[2] / "dagster.yaml").read_text())
