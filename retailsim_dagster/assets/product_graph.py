@@ -78,8 +78,8 @@ def product_graph_integrity(warehouse: WarehouseResource) -> dg.AssetCheckResult
 
 # The hold-out check replays the prices of the held-out weeks (~20 s, 4.7 GB on the real sample)
 # and gates nothing, so it waits for GraphSAGE, which every model step waits for and which ran
-# at half speed beside it (the dependency is only that), and then for the model pool at the
-# lowest priority: it never shares the cores with a time-budgeted training either (D99).
+# at half speed beside it (the dependency is only that), and then for a slot of the model
+# pool: it never shares the cores with a time-budgeted training either (D99).
 @dg.asset_check(
     asset=PRODUCT_GRAPH_TABLE,
     additional_deps=[EMBEDDINGS_TABLE],

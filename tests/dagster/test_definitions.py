@@ -70,7 +70,7 @@ def test_local_scale_out_settings():
     assert graph.get(dg.AssetKey("tuned_baselines")).pools == {"cpu_heavy"}
     assert defs.get_assets_def("tuned_baselines").op.tags["dagster/priority"] == "1"
     assert not graph.get(dg.AssetKey("onnx_scoring_graph")).pools
-    # The hold-out check goes after GraphSAGE, in the model pool, last (D99).
+    # The hold-out check goes after GraphSAGE, in the model pool (D99).
     holdout = next(c for c in defs.asset_checks if "substitution_holdout" in c.op.name)
     assert dg.AssetKey("graphsage_embeddings") in holdout.keys_by_input_name.values()
     assert holdout.op.pool == "cpu_heavy" and holdout.op.tags["dagster/priority"] == "-1"
