@@ -39,6 +39,18 @@ def stored_prices(warehouse: Warehouse, weeks: Iterable[int] | None = None) -> p
     return warehouse.scan(PRICES_TABLE, weeks, schema=DERIVED_PRICES_SCHEMA)
 
 
+def store_regions(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:
+    """store_id, store_region pairs of the stored rows of ``weeks``, sorted; read a week at a
+    time, so memory holds one week's rows, not two strings of every observed cell (at ``large``
+    one scan of them was a 1.6 GB transient beside the training's trip store)."""
+    frames = [
+        stored_prices(warehouse, [week]).select("store_id", "store_region").unique().collect()
+        for week in weeks
+    ]
+    pairs = pl.concat(frames) if frames else DERIVED_PRICES_SCHEMA.to_frame()
+    return pairs.select("store_id", "store_region").unique().sort("store_id", "store_region")
+
+
 def price_weeks(
     warehouse: Warehouse,
     weeks: Iterable[int],
@@ -100,11 +112,20 @@ def read_price_features(
 
 def product_categories(warehouse: Warehouse, through: int) -> pl.DataFrame:
     """product_id -> prod_code_10 of the products sold in weeks <= ``through`` (each product's
-    first row in week order, as the features have always read it)."""
+    first row in week order, as the features have always read it). A week at a time: memory
+    holds one week's rows and the products so far, not every raw row's two strings (at
+    ``large`` that transient was ~1 GB beside the training's trip store)."""
     weeks = [w for w in warehouse.weeks(RAW_TABLE) if w <= through]
-    return (
-        warehouse.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA)
-        .select("product_id", "prod_code_10")
-        .unique("product_id", keep="first", maintain_order=True)
-        .collect()
-    )
+    parts = [pl.DataFrame(schema={"product_id": pl.String, "prod_code_10": pl.String})]
+    seen = parts[0]["product_id"]
+    for week in weeks:
+        new = (
+            warehouse.scan(RAW_TABLE, [week], schema=RAW_TRANSACTIONS_SCHEMA)
+            .select("product_id", "prod_code_10")
+            .unique("product_id", keep="first", maintain_order=True)
+            .filter(~pl.col("product_id").is_in(seen.implode()))
+            .collect()
+        )
+        parts.append(new)
+        seen = seen.append(new["product_id"])
+    return pl.concat(parts)

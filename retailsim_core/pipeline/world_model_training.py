@@ -37,7 +37,7 @@ from retailsim_core.models.world_model import WorldModel, WorldModelConfig, para
 from retailsim_core.pipeline.embeddings import load_embeddings
 from retailsim_core.pipeline.graph_tables import load_graph
 from retailsim_core.pipeline.price_reader import price_weeks as read_weeks
-from retailsim_core.pipeline.price_reader import stored_prices
+from retailsim_core.pipeline.price_reader import store_regions, stored_prices
 from retailsim_core.pipeline.price_weeks import regional_cuts
 from retailsim_core.pipeline.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.training_data_weeks import build_trip_store
@@ -134,9 +134,7 @@ def _prices_and_shelf(
     observed_columns = ("product_id", "store_id", "store_region", "week", "discount_depth")
     # Every store with a shelf row sold something (its cells are pairs it sold), so its region is
     # here.
-    regions = (
-        stored_prices(warehouse, price_weeks).select("store_id", "store_region").unique().collect()
-    )
+    regions = store_regions(warehouse, price_weeks)
     kept, shelves = [], ShelfWriter(vocab, mapped)
     for week in read_weeks(warehouse, price_weeks, features=True):
         features = week.features.select("product_id", "store_id", "week", *PRICE_COLUMNS)

@@ -19,6 +19,8 @@ from retailsim_core.pipeline.price_reader import (
     product_categories,
     read_price_features,
     read_prices,
+    store_regions,
+    stored_prices,
 )
 from retailsim_core.prices import PriceConfig, observed_prices
 from retailsim_core.prices.cells import advance
@@ -67,3 +69,56 @@ def test_a_reader_fails_clearly_on_a_missing_week(tmp_path, default_pipeline):
         )
     with pytest.raises(FileNotFoundError, match="derived_prices week 3"):
         read_prices(copy, [4])
+
+
+def _one_pass_categories(wh: Warehouse, through: int) -> pl.DataFrame:
+    """The reference: one scan of every raw row, each product's first row in week order."""
+    weeks = [w for w in wh.weeks(RAW_TABLE) if w <= through]
+    return (
+        wh.scan(RAW_TABLE, weeks, schema=RAW_TRANSACTIONS_SCHEMA)
+        .select("product_id", "prod_code_10")
+        .unique("product_id", keep="first", maintain_order=True)
+        .collect()
+    )
+
+
+def test_product_categories_week_by_week_equal_one_pass(default_pipeline):
+    wh = default_pipeline["warehouse"]
+    for through in (1, 30, wh.weeks(RAW_TABLE)[-1]):
+        assert_frame_equal(product_categories(wh, through), _one_pass_categories(wh, through))
+
+
+def test_product_categories_keep_a_products_first_row_across_weeks(tmp_path):
+    """A product re-coded later keeps its first week's code; new products follow in order."""
+    wh = Warehouse(tmp_path / "wh")
+    rows = {1: [("P2", "A"), ("P1", "B"), ("P2", "Z")], 2: [("P3", "C"), ("P1", "Y")], 3: []}
+    for week, pairs in rows.items():
+        frame = (
+            RAW_TRANSACTIONS_SCHEMA.to_frame()
+            .clear(len(pairs))
+            .with_columns(
+                product_id=pl.Series([p for p, _ in pairs], dtype=pl.String),
+                prod_code_10=pl.Series([c for _, c in pairs], dtype=pl.String),
+                week=pl.lit(week, dtype=RAW_TRANSACTIONS_SCHEMA["week"]),
+            )
+        )
+        wh.write_partition(RAW_TABLE, week, frame, RAW_TRANSACTIONS_SCHEMA)
+    got = product_categories(wh, 3)
+    assert got.rows() == [("P2", "A"), ("P1", "B"), ("P3", "C")]
+    assert_frame_equal(got, _one_pass_categories(wh, 3))
+    assert product_categories(wh, 1).rows() == [("P2", "A"), ("P1", "B")]
+
+
+def test_store_regions_week_by_week_equal_one_pass(default_pipeline):
+    wh = default_pipeline["warehouse"]
+    weeks = wh.weeks(PRICES_TABLE)[:40]
+    want = (
+        stored_prices(wh, weeks)
+        .select("store_id", "store_region")
+        .unique()
+        .sort("store_id", "store_region")
+        .collect()
+    )
+    assert want.height > 1
+    assert_frame_equal(store_regions(wh, weeks), want)
+    assert store_regions(wh, []).is_empty()
