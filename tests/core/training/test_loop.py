@@ -11,6 +11,7 @@ from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.world_model_training import load_model_inputs, train_world_model
 from retailsim_core.split import TemporalSplit
 from retailsim_core.tables import CHECKPOINT_TABLE
+from retailsim_core.training import validation
 from retailsim_core.training.checkpoint import load_model
 from retailsim_core.training.loop import train
 from retailsim_core.training.model_setup import build_model
@@ -22,6 +23,7 @@ from retailsim_core.training.validation import (
     next_basket_metrics_of,
     popularity_scores,
 )
+from retailsim_core.training_data.tokens import PAD
 
 MODEL = WorldModelConfig.preset("tiny")
 
@@ -295,3 +297,26 @@ def test_training_killed_mid_epoch_resumes_to_the_uninterrupted_result(tiny_ware
     a = load_file(str(runs["killed"] / CHECKPOINT_TABLE / "model.safetensors"))
     b = load_file(str(runs["whole"] / CHECKPOINT_TABLE / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _popularity_in_one_pass(data, rows):
+    """The reference: every item of the rows counted at once, with ``np.add.at``."""
+    counts = np.zeros(data.vocab.size, dtype=np.float64)
+    starts, lengths = data.item_starts[rows], data.item_counts[rows]
+    idx = np.repeat(starts, lengths) + (
+        np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    )
+    np.add.at(counts, data.item_tokens[idx], 1.0)
+    counts[[PAD, data.vocab.mask, data.vocab.eos]] = -1.0
+    return counts - 1e-6 * np.arange(data.vocab.size) / data.vocab.size
+
+
+def test_popularity_counted_in_chunks_equals_one_pass(sets, monkeypatch):
+    data = sets[1]
+    every = np.arange(len(data))
+    some = np.random.default_rng(3).choice(len(data), len(data) // 2, replace=False)
+    want = [_popularity_in_one_pass(data, rows) for rows in (every, some)]
+    monkeypatch.setattr(validation, "POPULARITY_CHUNK", 7)  # many chunks, a short last one
+    for rows, expected in zip((every, some), want, strict=True):
+        np.testing.assert_array_equal(popularity_scores(data, rows), expected)
+    assert (want[0][PAD + 4 :] > 0).any()
