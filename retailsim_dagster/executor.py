@@ -10,8 +10,15 @@ step's queue holds events, and otherwise waits up to ``TICK`` in 2-ms slices, lo
 other queues between them: the loop still waits when every step is quiet. Steps, events and
 their order per step are Dagster's own.
 
-The poll is swapped in for the span of :meth:`PromptMultiprocessExecutor.execute` only. It
-replaces ``child_process_executor._poll_for_event``, a private function of the pinned Dagster
+A step waiting for a pool slot (``dagster/pool``) asks again after a back-off that grows to
+15 s, so the model steps of a whole-graph run, one at a time in ``cpu_heavy``, each started
+8-10 s after the previous one ended (four such waits in ``make demo``). Here a step of the run
+freeing its slot makes the run's waiting claims due at once; a slot freed by another run is
+still noticed at Dagster's back-off.
+
+Both are swapped in for the span of :meth:`PromptMultiprocessExecutor.execute` only. They
+replace ``child_process_executor._poll_for_event`` and wrap
+``InstanceConcurrencyContext.free_step``, private parts of the pinned Dagster
 (tests/dagster/test_executor.py runs the same job under both executors).
 """
 
@@ -27,6 +34,7 @@ from dagster._core.definitions.executor_definition import (
     MULTI_PROC_CONFIG,
     multiple_process_executor_requirements,
 )
+from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
 from dagster._core.execution.retries import RetryMode
 from dagster._core.execution.step_dependency_config import StepDependencyConfig
 from dagster._core.executor import child_process_executor as child
@@ -89,9 +97,29 @@ def prompt_polling():
         child._poll_for_event = before
 
 
+@contextlib.contextmanager
+def prompt_claims():
+    """For the block, a slot freed by a step makes its run's waiting pool claims due at once
+    (their next ``claim`` asks the storage, instead of waiting out the back-off)."""
+    free_step = InstanceConcurrencyContext.free_step
+
+    def free_and_recheck(self: InstanceConcurrencyContext, step_key: str) -> None:
+        held = step_key in self._claims
+        free_step(self, step_key)
+        if held:
+            for waiting in self._pending_claims:
+                self._pending_timeouts[waiting] = 0.0
+
+    InstanceConcurrencyContext.free_step = free_and_recheck
+    try:
+        yield
+    finally:
+        InstanceConcurrencyContext.free_step = free_step
+
+
 class PromptMultiprocessExecutor(MultiprocessExecutor):
     def execute(self, plan_context, execution_plan):
-        with prompt_polling():
+        with prompt_polling(), prompt_claims():
             yield from super().execute(plan_context, execution_plan)
 
 

@@ -8,7 +8,9 @@ import time
 import dagster as dg
 import pytest
 from dagster._core.definitions.executor_definition import multiprocess_executor
+from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
 from dagster._core.executor import child_process_executor as child
+from dagster._core.storage.dagster_run import DagsterRun
 
 from retailsim_dagster import executor as prompt
 from retailsim_dagster.definitions import STEP_PROCESSES, defs
@@ -169,6 +171,34 @@ def test_the_poll_is_restored_when_a_run_fails():
         assert isinstance(child._poll_for_event, PromptPoll)
         raise RuntimeError("a step failed")
     assert child._poll_for_event is before
+
+
+def _pool_of_one(instance) -> InstanceConcurrencyContext:
+    instance.event_log_storage.set_concurrency_slots("cpu", 1)
+    return InstanceConcurrencyContext(instance, DagsterRun(job_name="job", run_id="run"))
+
+
+def test_a_freed_slot_makes_the_runs_waiting_claims_due_at_once():
+    with dg.instance_for_test() as instance, _pool_of_one(instance) as pool:
+        assert pool.claim("cpu", "train") and not pool.claim("cpu", "evaluate")
+        pool.free_step("train")  # Dagster's own: the waiting claim keeps its back-off
+        assert not pool.claim("cpu", "evaluate")
+        with prompt.prompt_claims():
+            pool.free_step("nothing held")  # frees no slot: the back-off stands
+            assert not pool.claim("cpu", "evaluate")
+    with dg.instance_for_test() as instance, _pool_of_one(instance) as pool:
+        assert pool.claim("cpu", "train") and not pool.claim("cpu", "evaluate")
+        with prompt.prompt_claims():
+            pool.free_step("train")
+            assert pool.claim("cpu", "evaluate")  # asked the storage at once, and got it
+
+
+def test_free_step_is_restored_when_a_run_fails():
+    before = InstanceConcurrencyContext.free_step
+    with pytest.raises(RuntimeError), prompt.prompt_claims():
+        assert InstanceConcurrencyContext.free_step is not before
+        raise RuntimeError("a step failed")
+    assert InstanceConcurrencyContext.free_step is before
 
 
 # Run in a fresh interpreter: what the forkserver imports, then a forked step opening the
