@@ -79,4 +79,4 @@ def training_data_weeks(
 def build_trip_store(warehouse: Warehouse, max_week: int | None = None) -> TripStore:
     """All trips of weeks <= ``max_week`` (default: every materialized week) as one store."""
     weeks = [w for w in warehouse.weeks(TRIPS_TABLE) if max_week is None or w <= max_week]
-    return TripStore.build(warehouse.scan(TRIPS_TABLE, weeks, schema=TRIPS_SCHEMA).collect())
+    return TripStore.from_scan(warehouse.scan(TRIPS_TABLE, weeks, schema=TRIPS_SCHEMA))

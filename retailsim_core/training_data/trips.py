@@ -22,6 +22,7 @@ import polars as pl
 from retailsim_core.storage.io import atomic_write
 
 TIME_ORDER = ("customer_id", "shop_date", "shop_hour", "basket_id")
+GATHER_ROWS = 500_000  # trips a sorting gather reads at once
 TRIPS_SCHEMA = pl.Schema(
     {
         "customer_id": pl.String,
@@ -92,13 +93,35 @@ class TripStore:
 
     @classmethod
     def build(cls, trips: pl.DataFrame) -> TripStore:
+        return cls._sorted([trips])
+
+    @classmethod
+    def from_scan(cls, scan: pl.LazyFrame) -> TripStore:
+        """``build`` of the scan's rows, which only the sort holds: it frees each unsorted column
+        once sorted (a frame passed to ``build`` stays alive in its caller, beside the sorted
+        one)."""
+        return cls._sorted([scan.collect()])
+
+    @classmethod
+    def _sorted(cls, owned: list[pl.DataFrame]) -> TripStore:
         # ``trips.sort`` would hold two whole copies (the product lists are most of the bytes);
-        # a column at a time holds the frame and one column. Basket ids are unique: a total order.
+        # a column at a time holds the frame and one column, gathered a slice of rows at a time
+        # (one gather of every product list was a 1.2 GB transient at ``large``), then joined
+        # into one chunk: Polars rechunks a many-chunk frame whole in some joins and group-bys.
+        # Basket ids are unique: a total order.
+        trips = owned.pop()
         order = trips.select(pl.arg_sort_by(*TIME_ORDER)).to_series()
         columns = []
         for name in trips.columns:
-            columns.append(trips[name].gather(order))
+            column = trips[name]
             trips = trips.drop(name)
+            parts = [
+                column.gather(order.slice(lo, GATHER_ROWS))
+                for lo in range(0, len(order), GATHER_ROWS)
+            ] or [column.clear()]
+            del column  # its sorted parts are all that is left of it
+            columns.append(pl.concat(parts, rechunk=True))
+            del parts
         trips = pl.DataFrame(columns)
         runs = (
             trips.with_row_index("row")
