@@ -1,10 +1,13 @@
 """GraphSAGE: shapes, determinism, gradients, and what the embeddings learn on planted truth."""
 
+from functools import partial
+
 import polars as pl
 import pytest
 import torch
 
 from retailsim_core.graph.product_embeddings import train_embeddings
+from retailsim_core.models.determinism import deterministic_kernels
 from retailsim_core.models.graphsage import (
     RELATIONS,
     GraphSAGEConfig,
@@ -79,6 +82,62 @@ def test_training_runs_with_deterministic_kernels_and_restores_the_setting():
     with pytest.raises(ZeroDivisionError):
         train(graphs, ids, edges, sizes, SMALL, progress=lambda *_: 1 / 0)
     assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_no_kernel_reads_memory_it_did_not_write(monkeypatch):
+    """Deterministic mode's NaN fill of new tensors is off inside ``deterministic_kernels`` (and
+    restored after): the same bytes with the fill on prove no kernel of training read memory
+    it had not written (a NaN read would have spread into the weights or the losses)."""
+    ids, edges, graphs, sizes = _toy()
+    fill = torch.utils.deterministic
+    assert fill.fill_uninitialized_memory
+    seen = []
+    fast = train(
+        graphs, ids, edges, sizes, SMALL, lambda *_: seen.append(fill.fill_uninitialized_memory)
+    )
+    assert seen == [False] * SMALL.epochs and fill.fill_uninitialized_memory
+    filling = partial(deterministic_kernels, fill=True)
+    monkeypatch.setattr("retailsim_core.models.graphsage.deterministic_kernels", filling)
+    seen.clear()
+    slow = train(
+        graphs, ids, edges, sizes, SMALL, lambda *_: seen.append(fill.fill_uninitialized_memory)
+    )
+    assert seen == [True] * SMALL.epochs
+    assert fast[1] == slow[1]
+    slow_weights = slow[0].state_dict()
+    for name, weights in fast[0].state_dict().items():
+        assert torch.equal(weights, slow_weights[name]), name
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_score_equals_the_advanced_index_forward_and_backward_bit_for_bit(threads):
+    """The score gathers rows with ``index_select``; the reference is ``unit[src]``. Repeated
+    nodes (every negative's source is a positive's, many destinations recur) make the backward a
+    sum per node whose order must be the reference's for the model to stay the same bytes."""
+    gen = torch.Generator().manual_seed(3)
+    unit = torch.nn.functional.normalize(torch.randn(50, 256, generator=gen), dim=-1)
+    src = torch.randint(0, 50, (400,), generator=gen).repeat(5)
+    dst = torch.randint(0, 50, (2_000,), generator=gen)
+    weight = torch.randn(2_000, generator=gen)
+    model = ProductGraphSAGE(SMALL, 4, 2, 2)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with deterministic_kernels():
+            grads = []
+            for score in (
+                model.score,
+                lambda u, r, s, d: (u[s] * u[d]).sum(-1) / model.temperature + model.bias[r],
+            ):
+                leaf = unit.clone().requires_grad_()
+                out = score(leaf, 1, src, dst)
+                (out * weight).sum().backward()
+                grads.append((out.detach(), leaf.grad))
+    finally:
+        torch.set_num_threads(before)
+    (out, grad), (ref_out, ref_grad) = grads
+    assert torch.equal(out, ref_out) and torch.equal(grad, ref_grad)
+    assert grad.abs().sum() > 0
 
 
 def test_relations_are_aggregated_separately():

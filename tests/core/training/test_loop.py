@@ -1,12 +1,14 @@
 """Three-phase training on the tiny world: it learns, it stops early, it resumes bit-identically."""
 
 import dataclasses
+from functools import partial
 
 import numpy as np
 import polars as pl
 import pytest
 import torch
 
+from retailsim_core.models.determinism import deterministic_kernels
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.world_model_training import load_model_inputs, train_world_model
 from retailsim_core.split import TemporalSplit
@@ -320,3 +322,18 @@ def test_popularity_counted_in_chunks_equals_one_pass(sets, monkeypatch):
     for rows, expected in zip((every, some), want, strict=True):
         np.testing.assert_array_equal(popularity_scores(data, rows), expected)
     assert (want[0][PAD + 4 :] > 0).any()
+
+
+def test_training_reads_no_memory_it_did_not_write(sets, tmp_path, monkeypatch):
+    """Training runs without deterministic mode's NaN fill of new tensors (D100); the same
+    history and weights with the fill on prove no kernel of a step (the compiled scan's
+    included) read memory it had not written."""
+    cfg = TrainConfig.preset("tiny", seed=5)
+    _, fast = _run(sets, tmp_path / "fast", cfg)
+    filling = partial(deterministic_kernels, fill=True)
+    monkeypatch.setattr("retailsim_core.training.loop.deterministic_kernels", filling)
+    assert torch.utils.deterministic.fill_uninitialized_memory
+    _, slow = _run(sets, tmp_path / "slow", cfg)
+    assert fast.state.history == slow.state.history
+    for k, v in fast.best_weights.items():
+        assert torch.equal(v, slow.best_weights[k]), k
