@@ -42,10 +42,11 @@ def asset_keys() -> tuple[list[str], list[str]]:
 
 class TreePeaks:
     """The peak resident memory (``VmHWM``, MiB) of every process under ``root``, sampled by a
-    daemon thread until ``stop``. A process's peak is its last sample's: ``VmHWM`` only grows."""
+    daemon thread until ``stop``. A process's peak is its last sample's: ``VmHWM`` only grows;
+    so is its CPU time (``cpu``: user + system seconds, up to 0.2 s short of its end)."""
 
     def __init__(self, root: int, every: float = 0.2):
-        self.root, self.every, self.peaks = root, every, {}
+        self.root, self.every, self.peaks, self.cpu = root, every, {}, {}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -61,6 +62,9 @@ class TreePeaks:
                 peak = _vm_hwm(pid)
                 if peak is not None:
                     self.peaks[pid] = max(self.peaks.get(pid, 0.0), peak)
+                cpu = _cpu_seconds(pid)
+                if cpu is not None:
+                    self.cpu[pid] = max(self.cpu.get(pid, 0.0), cpu)
             self._done.wait(self.every)
 
     def _tree(self) -> list[int]:
@@ -90,11 +94,25 @@ def _vm_hwm(pid: int) -> float | None:
     return None
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a live process (``/proc/<pid>/stat`` fields 14 and 15)."""
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def materialize(
-    keys: list[str], env: dict, partition_range: str | None, peaks: dict[int, float]
+    keys: list[str],
+    env: dict,
+    partition_range: str | None,
+    peaks: dict[int, float],
+    cpu: dict[int, float],
 ) -> float:
     """Wall seconds of one ``dagster asset materialize``; its log goes to $DAGSTER_HOME/run.log
-    (the tail is printed if the run fails). ``peaks`` gains each of its processes' peak MiB."""
+    (the tail is printed if the run fails). ``peaks`` gains each of its processes' peak MiB,
+    ``cpu`` their CPU seconds."""
     cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m"]
     cmd += ["retailsim_dagster.definitions", "--select", ",".join(keys)]
     if partition_range:
@@ -106,6 +124,7 @@ def materialize(
         sampler = TreePeaks(done.pid)
         done.wait()
         peaks.update(sampler.stop())
+        cpu.update(sampler.cpu)
     if done.returncode:
         sys.exit(f"materialize failed:\n{''.join(log.read_text().splitlines(True)[-30:])}")
     return time.perf_counter() - start
@@ -131,9 +150,11 @@ def run_seconds(home: str) -> list[float]:
     return spans[::-1]
 
 
-def step_stats(home: str, peaks: dict[int, float]) -> dict[str, tuple[float, float | None]]:
-    """Every step's (duration, peak MiB of its process) in the latest runs of the instance at
-    ``home``; the peak is None where no sample saw the step's process."""
+def step_stats(
+    home: str, peaks: dict[int, float], cpu: dict[int, float]
+) -> dict[str, tuple[float, float | None, float | None]]:
+    """Every step's (duration, peak MiB, CPU seconds of its process) in the latest runs of the
+    instance at ``home``; peak and CPU are None where no sample saw the step's process."""
     import dagster as dg
 
     instance, runs = _latest_runs(home)
@@ -143,8 +164,8 @@ def step_stats(home: str, peaks: dict[int, float]) -> dict[str, tuple[float, flo
         pid_of = {entry.step_key: entry.dagster_event.pid for entry in starts}
         for stat in instance.get_run_step_stats(run.run_id):
             if stat.start_time and stat.end_time:
-                peak = peaks.get(pid_of.get(stat.step_key))
-                out[stat.step_key] = (stat.end_time - stat.start_time, peak)
+                pid = pid_of.get(stat.step_key)
+                out[stat.step_key] = (stat.end_time - stat.start_time, peaks.get(pid), cpu.get(pid))
     return out
 
 
@@ -171,15 +192,18 @@ def main() -> None:
     }
     data, model = asset_keys()
     peaks: dict[int, float] = {}
-    walls = {"data and feature assets": materialize(data, env, weeks_range, peaks)}
+    cpu: dict[int, float] = {}
+    walls = {"data and feature assets": materialize(data, env, weeks_range, peaks, cpu)}
     if args.model:
-        walls["model assets"] = materialize(model, env, None, peaks)
-    steps = step_stats(home, peaks)
+        walls["model assets"] = materialize(model, env, None, peaks, cpu)
+    steps = step_stats(home, peaks, cpu)
     print(f"{len(weeks)} week files in {args.raw}; two steps at once (multiprocess executor)")
-    print(f"  {'step':46s} {'wall':>10s} {'peak RSS':>12s}")
-    for step, (seconds, peak) in sorted(steps.items(), key=lambda kv: -kv[1][0]):
+    print(f"  {'step':46s} {'wall':>10s} {'CPU':>10s} {'peak RSS':>12s}")
+    for step, (seconds, peak, used) in sorted(steps.items(), key=lambda kv: -kv[1][0]):
         memory = "?" if peak is None else f"{peak:,.0f} MiB"
-        print(f"  {step:46s} {seconds:8.1f} s {memory:>12s}")
+        busy = "?" if used is None else f"{used:.1f} s"
+        print(f"  {step:46s} {seconds:8.1f} s {busy:>10s} {memory:>12s}")
+    print(f"  {'every process (CPU seconds)':46s} {'':10s} {sum(cpu.values()):8.1f} s")
     print(f"  {'whole run (largest process)':46s} {'':10s} {max(peaks.values()):>8,.0f} MiB")
     for name, seconds in zip(list(walls), run_seconds(home), strict=True):
         print(f"{name + ': the run itself':42s} {seconds:8.1f} s")

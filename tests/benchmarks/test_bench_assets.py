@@ -27,3 +27,23 @@ def test_the_sampler_sees_each_descendants_peak():
     others = [peak for pid, peak in peaks.items() if pid != child.pid]
     assert 120 <= mine < 200  # its own bytes and an interpreter, not the grandchild's
     assert len(others) == 1 and others[0] >= 260
+
+
+def test_the_sampler_counts_each_process_cpu_seconds():
+    """A child that spins for 0.8 s of CPU and then sleeps, and a grandchild that only sleeps:
+    each one's CPU seconds are its own (sampled up to 0.05 s before it ends)."""
+    spin = "import time; t = time.process_time()\nwhile time.process_time() - t < 0.8: pass\n"
+    nested = (
+        "import subprocess, sys, time; "
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1.5)'])\n"
+        + spin
+        + "time.sleep(0.5); p.wait()"
+    )
+    child = subprocess.Popen([sys.executable, "-c", nested])
+    sampler = TreePeaks(child.pid, every=0.05)
+    child.wait()
+    sampler.stop()
+    assert child.returncode == 0
+    others = [cpu for pid, cpu in sampler.cpu.items() if pid != child.pid]
+    assert 0.8 <= sampler.cpu[child.pid] < 2.0  # the spin and an interpreter's start
+    assert len(others) == 1 and others[0] < 0.5
