@@ -93,6 +93,10 @@ def export_onnx(model: WorldModel, batch: Batch, path: Path) -> Path:
                 output_names=["log_probs"],
                 dynamo=True,
                 dynamic_shapes=_dynamic_shapes(),
+                # onnxruntime folds and fuses the graph when it loads it; onnxscript's rewrite
+                # passes before the save were ~30% of the export and the export ran beside the
+                # evaluation in `make demo` (D100).
+                optimize=False,
                 verbose=False,
             )
         atomic_write(path, lambda tmp: program.save(str(tmp)))
