@@ -4,7 +4,9 @@ import subprocess
 import sys
 import time
 
-from benchmarks.bench_assets import TreePeaks
+import pytest
+
+from benchmarks.bench_assets import TreePeaks, asset_keys, inputs_ready
 
 GROW = "import time; b = bytearray({mib} << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(1.5)"
 
@@ -47,3 +49,28 @@ def test_the_sampler_counts_each_process_cpu_seconds():
     others = [cpu for pid, cpu in sampler.cpu.items() if pid != child.pid]
     assert 0.8 <= sampler.cpu[child.pid] < 2.0  # the spin and an interpreter's start
     assert len(others) == 1 and others[0] < 0.5
+
+
+def test_inputs_ready_is_the_last_step_a_model_reads_not_the_last_step():
+    """The issue's figure ends with the last asset a model step reads: a check and an asset no
+    model reads, ending later, do not count; the clock starts at the run's start."""
+    spans = {
+        "raw_transactions": (12.0, 20.0),
+        "graphsage_embeddings": (30.0, 70.5),
+        "product_graph_substitution_holdout": (71.0, 95.0),  # a check
+        "late_unread_asset": (40.0, 80.0),
+    }
+    feeders = {"raw_transactions", "graphsage_embeddings", "store_features"}
+    assert inputs_ready(10.0, spans, feeders) == (60.5, "graphsage_embeddings")
+    with pytest.raises(ValueError, match="no step"):
+        inputs_ready(10.0, {"late_unread_asset": (1.0, 2.0)}, feeders)
+
+
+def test_the_feeders_are_the_steps_of_every_asset_a_model_asset_reads():
+    """On the project's graph: the steps behind the model's inputs, a multi-asset's by its op's
+    name (``training_data`` writes ``bucketed_samples``), and never a model asset's."""
+    data, model, feeders = asset_keys()
+    assert {"graphsage_embeddings", "training_data", "derived_prices"} <= feeders
+    assert "bucketed_samples" in data and "bucketed_samples" not in feeders
+    assert not feeders & set(model)
+    assert "trained_checkpoint" in model and "graphsage_embeddings" in data
