@@ -24,10 +24,10 @@ from retailsim_core.ingest.lgsr import MISSION_FOCI
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES
 from retailsim_core.synth.oracle import (
     WeekDemand,
-    cut_removed,
     purchase_probabilities,
     week_demand,
 )
+from retailsim_core.synth.uncut import uncut_probabilities
 from retailsim_core.synth.world import load_world
 
 PLANTED = ("planted_units", "planted_units_no_promotion")
@@ -36,11 +36,12 @@ _CODES = {"mission_focus": MISSION_FOCI, "price_mode": PRICE_MODES, "basket_size
 
 
 def planted_event_units(
-    truth_dir: Path, samples: pl.DataFrame, events: pl.DataFrame
+    truth_dir: Path, samples: pl.DataFrame, events: pl.DataFrame, max_pairs: int = 250_000
 ) -> tuple[pl.Series, pl.Series]:
     """(E,) twice: each event's planted expected units over its store-week's baskets among
     ``samples`` (basket_id, store_id, week), with the week's cuts and without the event
-    product's. A product the truth does not name has 0 for both."""
+    product's. A product the truth does not name has 0 for both. ``max_pairs``: (basket,
+    product) pairs scored at once (``synth.uncut``), which bounds memory (~0.3 KB a pair)."""
     world = load_world(truth_dir)
     ctx = planted_context(truth_dir, samples).with_columns(store_id=samples["store_id"])
     index = {code: i for i, code in enumerate(world.catalogue.product_code)}
@@ -56,22 +57,35 @@ def planted_event_units(
         if baskets.n == 0:
             continue
         at = cells["store_id"].replace_strict(baskets.stores, default=-1, return_dtype=_I64)
-        cells = cells.with_columns(k=at).filter(pl.col("k") >= 0).sort("p")
+        cells = cells.with_columns(k=at).filter(pl.col("k") >= 0)
         event, k, p = (cells[c].to_numpy() for c in ("event", "k", "p"))
         week = int(week)
         demand = week_demand(world, week)
         on[event] = off[event] = baskets.store_sums(world, week, demand)[k, p]
-        depth = world.prices.depth[week]  # (P, R)
-        starts = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
-        for first, last in zip(starts, np.r_[starts[1:], len(p)], strict=True):
-            product = int(p[first])
-            if not depth[product].any():  # no planted cut: removing it changes nothing
-                continue
-            rows = np.isin(baskets.store_of, k[first:last])
-            with cut_removed(world, week, demand, product) as uncut:  # the cuts less p's
-                sums = baskets.store_sums(world, week, uncut, rows, product)  # (K, 1)
-            off[event[first:last]] = sums[k[first:last], 0]
+        cut = world.prices.depth[week][p].any(axis=1)  # else removing the cut changes nothing
+        for part in _chunks(p[cut], k[cut], baskets.store_of, len(baskets.stores), max_pairs):
+            sums = baskets.uncut_sums(world, week, demand, *part)  # (products, K)
+            hit = np.isin(p, part[0]) & cut
+            off[event[hit]] = sums[np.searchsorted(part[0], p[hit]), k[hit]]
     return pl.Series(PLANTED[0], on), pl.Series(PLANTED[1], off)
+
+
+def _chunks(p: np.ndarray, k: np.ndarray, store_of: np.ndarray, n_stores: int, max_pairs: int):
+    """The events' products (``p``, with their stores' codes ``k``) distinct and sorted, in
+    groups of at most ``max_pairs`` (basket, product) pairs (one product's pairs are never
+    split), each with the boolean (products, K) table of the stores its events are in."""
+    products, u = np.unique(p, return_inverse=True)
+    stores = np.zeros((len(products), n_stores), bool)
+    stores[u, k] = True
+    pairs = stores.astype(np.int64) @ np.bincount(store_of, minlength=stores.shape[1])
+    ends = np.cumsum(pairs)
+    start = 0
+    while start < len(products):
+        stop = max(
+            int(np.searchsorted(ends, ends[start] - pairs[start] + max_pairs, "right")), start + 1
+        )
+        yield products[start:stop], stores[start:stop]
+        start = stop
 
 
 class _Baskets:
@@ -93,30 +107,36 @@ class _Baskets:
     def of(cls, frame: pl.DataFrame) -> _Baskets:
         return cls(frame, {s: k for k, s in enumerate(frame["store_id"].unique().sort())})
 
-    def store_sums(
-        self,
-        world,
-        week: int,
-        demand: WeekDemand,
-        rows: np.ndarray | None = None,
-        product: int | None = None,
+    def uncut_sums(
+        self, world, week: int, demand: WeekDemand, products: np.ndarray, stores: np.ndarray
     ) -> np.ndarray:
-        """(K, P) or, given ``product``, (K, 1): the planted probabilities of the baskets
-        (``rows`` of them, a boolean mask) summed by store."""
-        pick = np.ones(self.n, bool) if rows is None else rows
-        probs = purchase_probabilities(
+        """(U, K): per product of ``products`` the planted probabilities, with its own cut
+        removed, of the baskets of the stores ``stores`` (U, K) marks, summed by store in
+        basket order (as ``store_sums`` adds them)."""
+        of, rows = np.nonzero(stores[:, self.store_of])  # per product, its baskets in order
+        probs = uncut_probabilities(
             world,
             week,
-            self.customer[pick],
-            self.store_idx[pick],
-            self.focus[pick],
-            self.mode[pick],
-            self.size[pick],
             demand,
-            None if product is None else np.array([product]),
-        )  # (B, P) or (B, 1)
+            products[of],
+            rows,
+            self.customer,
+            self.store_idx,
+            self.focus,
+            self.mode,
+            self.size,
+        )
+        out = np.zeros(stores.shape)
+        np.add.at(out, (of, self.store_of[rows]), probs)
+        return out
+
+    def store_sums(self, world, week: int, demand: WeekDemand) -> np.ndarray:
+        """(K, P): the planted probabilities of the baskets summed by store."""
+        probs = purchase_probabilities(
+            world, week, self.customer, self.store_idx, self.focus, self.mode, self.size, demand
+        )  # (B, P)
         out = np.zeros((len(self.stores), probs.shape[1]))
-        np.add.at(out, self.store_of[pick], probs)
+        np.add.at(out, self.store_of, probs)
         return out
 
 

@@ -53,13 +53,22 @@ def _slot_static(world, week: int):
     return leaders, cat.division[leaders], season, cat.slot_explore_pop
 
 
-def explore_distribution(world, week: int, factor: np.ndarray) -> np.ndarray:
-    """(R, Fo, M, S) exploration distribution over slots, rows sum to 1."""
+def explore_weights(world, week: int) -> np.ndarray:
+    """(1, Fo, M, S) the week's exploration weight of each slot before its price-and-availability
+    factor: what every ``explore_distribution`` of the week shares."""
     cat, beh = world.catalogue, world.cfg.behaviour
     leaders, slot_div, season, slot_pop = _slot_static(world, week)
     fdw = np.asarray(beh.focus_division_weight)[:, slot_div]  # (Fo, S)
     tier = cat.rel_price[leaders][None, :] ** np.asarray(beh.tier_preference)[:, None]  # (M, S)
-    w = (slot_pop * season)[None, None, None, :] * fdw[None, :, None, :] * tier[None, None, :, :]
+    return (slot_pop * season)[None, None, None, :] * fdw[None, :, None, :] * tier[None, None, :, :]
+
+
+def explore_distribution(
+    world, week: int, factor: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """(R, Fo, M, S) exploration distribution over slots, rows sum to 1; ``weights``:
+    ``explore_weights(world, week)``, when the caller builds the week's distribution often."""
+    w = explore_weights(world, week) if weights is None else weights
     w = w * factor.transpose(1, 2, 0)[:, None, :, :]  # (R, Fo, M, S)
     return w / w.sum(axis=-1, keepdims=True)
 
@@ -74,13 +83,19 @@ def personal_weights(
     mode: np.ndarray,
 ) -> np.ndarray:
     """(B, F) unnormalised repertoire weights of each basket; 0 on padding."""
+    slots, safe, weight = repertoire(world, week, customer, focus)
+    return np.where(slots >= 0, weight * factor[safe, region[:, None], mode[:, None]], 0.0)
+
+
+def repertoire(world, week: int, customer: np.ndarray, focus: np.ndarray):
+    """(B, F) thrice: each basket's repertoire slots (-1: padding), the same with padding at 0,
+    and their weights before the slots' price-and-availability factor."""
     pop, beh = world.population, world.cfg.behaviour
     _, slot_div, season, _ = _slot_static(world, week)
     slots = pop.fav_slots[customer]  # (B, F)
     safe = np.maximum(slots, 0)
     fdw = np.asarray(beh.focus_division_weight)[focus[:, None], slot_div[safe]]
-    w = pop.fav_pref[customer] * fdw * season[safe] * factor[safe, region[:, None], mode[:, None]]
-    return np.where(slots >= 0, w, 0.0)
+    return slots, safe, pop.fav_pref[customer] * fdw * season[safe]
 
 
 def slot_probabilities(world, week, factor, explore, customer, region, focus, mode, slots=None):

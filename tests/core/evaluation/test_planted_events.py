@@ -96,3 +96,29 @@ def test_the_planted_check_scores_a_method_that_predicts_the_truth_as_perfect(pl
     assert exact["wape"] == 0.0 and exact["mean_lift_ratio"] == pytest.approx(1.0)
     assert out["methods"]["none"]["mean_lift_ratio"] == 0.0
     assert out["mean_lift"] > 0
+
+
+def test_the_units_do_not_depend_on_how_many_pairs_are_scored_at_once(tiny_dataset):
+    """Every cut product of two weeks in every store: one (basket, product) pair at a time
+    (each product its own group) and all at once give the same bytes."""
+    truth = tiny_dataset["truth"]
+    world = load_world(truth)
+    code = world.catalogue.product_code
+    frames = []
+    for week in (WEEK, WEEK + 1):
+        baskets = pl.read_parquet(truth / "baskets" / f"week_{week:03d}.parquet")
+        cut = np.flatnonzero(world.prices.depth[week].any(1))[:40]
+        frames.append(
+            pl.DataFrame({"product_id": [code[p] for p in cut]})
+            .join(baskets.select("store_id").unique(), how="cross")
+            .with_columns(week=pl.lit(week, pl.Int32))
+        )
+    events = pl.concat(frames)
+    samples = pl.concat(
+        pl.read_parquet(truth / "baskets" / f"week_{w:03d}.parquet") for w in (WEEK, WEEK + 1)
+    ).select("basket_id", "store_id", "week")
+    one = planted_event_units(truth, samples, events, max_pairs=1)
+    every = planted_event_units(truth, samples, events, max_pairs=10**9)
+    for a, b in zip(one, every, strict=True):
+        np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
+    assert (one[1] < one[0]).sum() > 100  # the cuts mattered where they were planted
