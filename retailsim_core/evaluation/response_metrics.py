@@ -34,9 +34,10 @@ def predicted_lifts(events: pl.DataFrame, promoted: str, unpromoted: str) -> pl.
         events.group_by(PRODUCT_STORE)
         .agg(on=pl.col(promoted).mean(), off=pl.col(unpromoted).mean(), events=pl.len())
         .with_columns(lift=((pl.col("on") + 1) / (pl.col("off") + 1)).log())
+        .sort(PRODUCT_STORE)  # a product's sums add its stores in this order: the same bytes
     )
     return (
-        per_store.group_by("product_id")
+        per_store.group_by("product_id", maintain_order=True)
         .agg(
             lift=(pl.col("lift") * pl.col("events")).sum() / pl.col("events").sum(),
             events=pl.col("events").sum().cast(pl.Int64),

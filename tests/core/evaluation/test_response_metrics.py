@@ -111,3 +111,21 @@ def test_calibration_bins_hold_equal_events_and_weighted_means():
     assert bins[0]["predicted"] == pytest.approx(0.2) and bins[0]["observed"] == pytest.approx(0.2)
     assert bins[1]["predicted"] == pytest.approx(0.4) and bins[1]["observed"] == pytest.approx(1.0)
     assert calibration_bins(products.head(0), "wm") == []
+
+
+def test_predicted_lifts_are_the_same_bytes_every_call():
+    """A product's lift adds its stores' lifts in store order, not in the order a parallel
+    group_by hands the stores over (which changed the last digits from call to call)."""
+    rng = np.random.default_rng(0)
+    n_products, n_stores = 300, 100
+    events = pl.DataFrame(
+        {
+            "product_id": np.repeat([f"P{p:03d}" for p in range(n_products)], n_stores * 2),
+            "store_id": np.tile(np.repeat([f"S{s:03d}" for s in range(n_stores)], 2), n_products),
+            "on": rng.gamma(2.0, 3.0, n_products * n_stores * 2),
+            "off": rng.gamma(2.0, 2.0, n_products * n_stores * 2),
+        }
+    )
+    want = predicted_lifts(events, "on", "off")
+    for _ in range(8):
+        assert predicted_lifts(events, "on", "off").equals(want)
