@@ -50,9 +50,8 @@ def uncut_probabilities(
     total = pers.sum(axis=1, keepdims=True)  # (B, 1)
     rho = np.where(total[:, 0] > 0, pop.repeat_share[customer], 0.0)
     contrib = rho[:, None] * pers / np.where(total > 0, total, 1.0)  # (B, F)
-    partner = cat.complement[product]
-    slot = cat.slot[product]
-    columns = np.stack([slot, np.where(partner >= 0, cat.slot[np.maximum(partner, 0)], slot)], 1)
+    partner, slot = cat.complement[product], cat.slot[product]
+    columns = _read_slots(cat, product)  # (n, 2)
     entries = _RepertoireIndex(favs, cat.n_slots)
     # Pairs whose repertoire holds the product's slot: the removed cut changes their weights.
     hit = np.flatnonzero(entries.count(basket, columns[:, 0]) > 0)
@@ -65,14 +64,14 @@ def uncut_probabilities(
     rho_hit = np.where(total_hit[:, 0] > 0, pop.repeat_share[customer[b]], 0.0)
     pair_rho = rho[basket]
     pair_rho[hit] = rho_hit
-    share_of = np.full(len(basket), -1)
-    share_of[hit] = np.arange(len(hit))
+    hit_of = np.full(len(basket), -1)  # pair -> its row of the *_hit arrays
+    hit_of[hit] = np.arange(len(hit))
     contrib_hit = rho_hit[:, None] * pers_hit / np.where(total_hit > 0, total_hit, 1.0)
     pr, pf, pm = region[basket], focus[basket], mode[basket]
     q = (1.0 - pair_rho)[:, None] * explore[u, pr, pf, pm]  # (n, 2)
     for c in range(2):  # each column's repertoire terms in repertoire order, as np.add.at adds
         pair, j = entries.find(basket, columns[:, c])
-        mine = share_of[pair]
+        mine = hit_of[pair]
         term = np.where(mine >= 0, contrib_hit[np.maximum(mine, 0), j], contrib[basket[pair], j])
         np.add.at(q[:, c], pair, term)
     lam = np.asarray(world.cfg.behaviour.extra_draws_by_size)[size[basket]]
@@ -84,6 +83,13 @@ def uncut_probabilities(
     pull = cat.complement_prob[product] * (cat.launch_week[product] <= week)
     absent = np.where(partner >= 0, a_p - pull * (a_p - a_px), absent)
     return 1.0 - absent
+
+
+def _read_slots(cat, products: np.ndarray) -> np.ndarray:
+    """(n, 2) the slots a product's probability reads: its own and its complement partner's
+    (its own again where it has none)."""
+    partner, own = cat.complement[products], cat.slot[products]
+    return np.stack([own, np.where(partner >= 0, cat.slot[np.maximum(partner, 0)], own)], 1)
 
 
 class _RepertoireIndex:
@@ -124,9 +130,7 @@ def _uncut(world, week: int, demand: WeekDemand, products: np.ndarray):
     base = weights * demand.factor.transpose(1, 2, 0)[:, None, :, :]  # (R, Fo, M, S)
     avail = demand.avail[products].copy()
     factor = demand.factor[cat.slot[products]].copy()
-    partner = cat.complement[products]
-    slots = cat.slot[products]
-    columns = np.stack([slots, np.where(partner >= 0, cat.slot[np.maximum(partner, 0)], slots)], 1)
+    slots, columns = cat.slot[products], _read_slots(cat, products)
     explore = np.moveaxis(demand.explore[:, :, :, columns], 3, 0)  # (U, R, Fo, M, 2)
     zero = np.zeros((1, demand.avail.shape[1]))
     for i, p in enumerate(products):
@@ -140,8 +144,9 @@ def _uncut(world, week: int, demand: WeekDemand, products: np.ndarray):
         totals = np.zeros((1,) + rows.shape[1:])
         np.add.at(totals, np.zeros(len(members), np.int64), rows)  # as cut_removed adds them
         factor[i] = totals[0]
-        # explore_distribution of the regions with the slot's new totals: the same products
-        # (weights x factor), the row sums over every slot, then only two slots divided out.
+        # explore_distribution of the regions with the slot's new totals: the same
+        # multiplications (weights x factor), the row sums over every slot, then only the two
+        # slots read divided out.
         w = base[regions]  # (R', Fo, M, S), a copy
         w[..., slots[i]] = weights[0, :, :, slots[i]] * totals[0][regions][:, None, :]
         explore[i][regions] = w[..., columns[i]] / w.sum(axis=-1, keepdims=True)
