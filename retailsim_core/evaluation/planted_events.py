@@ -61,7 +61,9 @@ def planted_event_units(
         event, k, p = (cells[c].to_numpy() for c in ("event", "k", "p"))
         week = int(week)
         demand = week_demand(world, week)
-        on[event] = off[event] = baskets.store_sums(world, week, demand)[k, p]
+        asked = np.unique(p)  # the oracle computes only these columns (each to the bit)
+        sums = baskets.store_sums(world, week, demand, asked)  # (K, len(asked))
+        on[event] = off[event] = sums[k, np.searchsorted(asked, p)]
         cut = world.prices.depth[week][p].any(axis=1)  # else removing the cut changes nothing
         for part in _chunks(p[cut], k[cut], baskets.store_of, len(baskets.stores), max_pairs):
             sums = baskets.uncut_sums(world, week, demand, *part)  # (products, K)
@@ -130,11 +132,20 @@ class _Baskets:
         np.add.at(out, (of, self.store_of[rows]), probs)
         return out
 
-    def store_sums(self, world, week: int, demand: WeekDemand) -> np.ndarray:
-        """(K, P): the planted probabilities of the baskets summed by store."""
+    def store_sums(self, world, week: int, demand: WeekDemand, products: np.ndarray) -> np.ndarray:
+        """(K, C): the planted probabilities of the baskets holding each of ``products``
+        (catalogue indices), summed by store."""
         probs = purchase_probabilities(
-            world, week, self.customer, self.store_idx, self.focus, self.mode, self.size, demand
-        )  # (B, P)
+            world,
+            week,
+            self.customer,
+            self.store_idx,
+            self.focus,
+            self.mode,
+            self.size,
+            demand,
+            products,
+        )  # (B, C)
         out = np.zeros((len(self.stores), probs.shape[1]))
         np.add.at(out, self.store_of, probs)
         return out
