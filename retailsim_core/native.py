@@ -26,6 +26,7 @@ import stat
 import subprocess
 import tempfile
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 from retailsim_core.settings import load_settings
@@ -100,10 +101,15 @@ def _build(
 
 
 def load(
-    source: Path, switch: str, compile_flags: tuple[str, ...], link_flags: tuple[str, ...]
+    source: Path,
+    switch: str,
+    compile_flags: tuple[str, ...],
+    link_flags: tuple[str, ...],
+    signatures: Mapping[str, tuple[list, type | None]] | None = None,
 ) -> ctypes.CDLL | None:
     """The built library (callers cache it), or None when the setting ``switch`` (a field of
     :class:`~retailsim_core.settings.Settings`) is off, there is no compiler or the build fails.
+    ``signatures``: function name -> (argument types, result type) to declare on it.
     """
     if not getattr(load_settings(), switch):
         return None
@@ -111,7 +117,11 @@ def load(
     if compiler is None:
         return None
     try:
-        return ctypes.CDLL(str(_build(compiler, source, compile_flags, link_flags)))
+        lib = ctypes.CDLL(str(_build(compiler, source, compile_flags, link_flags)))
+        for name, (argtypes, restype) in (signatures or {}).items():
+            function = getattr(lib, name)
+            function.argtypes, function.restype = argtypes, restype
+        return lib
     except (OSError, subprocess.CalledProcessError) as err:
         detail = getattr(err, "stderr", b"") or b""
         warnings.warn(

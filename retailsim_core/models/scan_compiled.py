@@ -31,18 +31,19 @@ LINK_FLAGS = ("-shared", "-fopenmp", "-lm")
 GROUPS = 8  # channel groups per batch row: fixed, so results do not depend on threads
 
 
+_PTR, _I64, _I32 = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
+SIGNATURES = {
+    "rs_scan_forward": ([_PTR] * 7 + [_I64] * 6 + [_I32], None),
+    "rs_scan_backward": ([_PTR] * 12 + [_I64] * 6 + [_I32], None),
+    "rs_scan_max_state": ([], _I64),
+    "rs_conv_silu": ([_PTR] * 5 + [_I64] * 4 + [_I32], None),
+    "rs_gated_scan": ([_PTR] * 9 + [_I64] * 7 + [_I32], None),
+}
+
+
 @functools.cache
 def _library() -> ctypes.CDLL | None:
-    lib = native.load(SOURCE, "compiled_scan", COMPILE_FLAGS, LINK_FLAGS)
-    if lib is None:
-        return None
-    ptr, i64, i32 = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
-    lib.rs_scan_forward.argtypes = [ptr] * 7 + [i64] * 6 + [i32]
-    lib.rs_scan_backward.argtypes = [ptr] * 12 + [i64] * 6 + [i32]
-    lib.rs_scan_max_state.restype = i64
-    lib.rs_conv_silu.argtypes = [ptr] * 5 + [i64] * 4 + [i32]
-    lib.rs_gated_scan.argtypes = [ptr] * 9 + [i64] * 7 + [i32]
-    return lib
+    return native.load(SOURCE, "compiled_scan", COMPILE_FLAGS, LINK_FLAGS, SIGNATURES)
 
 
 def available(*scan_inputs: torch.Tensor) -> bool:
