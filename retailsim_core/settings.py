@@ -26,7 +26,7 @@ from retailsim_core.split import TemporalSplit
 PREFIX = "RETAILSIM_"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout (editable install)
 WEEKS = ("train_end", "valid_end")
-SWITCHES = ("compiled_scan", "compiled_prices", "serve_onnx")
+SWITCHES = ("compiled_scan", "compiled_prices", "compiled_pairs", "serve_onnx")
 COUNTS = (
     "settle_seconds",
     "max_week_file_mib",
@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     )
     compiled_prices: bool = _setting(
         True, "0 runs the reference price fold instead of the compiled one", "1"
+    )
+    compiled_pairs: bool = _setting(
+        True, "0 runs GraphSAGE's pair products with PyTorch's gathers, not the compiled ones", "1"
     )
     kernel_cache: Path | None = _setting(
         None, "folder of compiled kernels", "~/.cache/retailsim/kernels"
