@@ -28,8 +28,8 @@ from retailsim_core.prices import (
     flag,
     observed_prices,
 )
-from retailsim_core.prices.carried import replay_state, stored_rows
-from retailsim_core.prices.cells import advance
+from retailsim_core.prices.carried import replay_state
+from retailsim_core.prices.cells import advance, advance_observed
 from retailsim_core.prices.state import CellState
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
@@ -89,14 +89,14 @@ def derive_price_weeks(
             observed = next_observed.result()
             if i + 1 < len(weeks):
                 next_observed = pool.submit(_observed_week, warehouse, weeks[i + 1])
-            table = advance(state, observed, week)
+            stored, dense = advance_observed(state, observed, week)
             if pending is not None:
                 pending.result()  # surfaces a failed write before going on
-            summary = summarise(table)
-            pending = pool.submit(_write_week, warehouse, week, stored_rows(table), summary)
+            summary = summarise(dense)
+            pending = pool.submit(_write_week, warehouse, week, stored, summary)
             summaries.append(summary.with_columns(week=pl.lit(week, pl.Int16)))
             log(
-                f"[{i + 1}/{len(weeks)}] derived_prices week {week}: {table.height:,} cells, "
+                f"[{i + 1}/{len(weeks)}] derived_prices week {week}: {dense.height:,} cells, "
                 f"{observed.height:,} observed"
             )
         pending.result()

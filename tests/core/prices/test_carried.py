@@ -13,7 +13,7 @@ from retailsim_core.features.feature_tables import (
 )
 from retailsim_core.prices import PriceConfig
 from retailsim_core.prices.carried import replay, replay_state, stored_rows
-from retailsim_core.prices.cells import advance
+from retailsim_core.prices.cells import SUMMARY_COLUMNS, advance, advance_observed
 from retailsim_core.prices.state import CellState
 from tests.core.prices.test_cells import observed_by_week, random_raw
 
@@ -47,6 +47,20 @@ def test_stored_rows_are_the_observed_cells_only():
         assert set(stored[w]["imputation_method"]) <= {"observed"}
         observed = dense[w].filter(pl.col("imputation_method") == "observed")
         assert_frame_equal(stored[w], observed)
+
+
+@pytest.mark.parametrize(("regular_share", "regions"), [(0.0, True), (0.6, True), (1.0, False)])
+def test_the_observed_rows_without_the_dense_table_are_its_observed_rows(regular_share, regions):
+    """What ``derived_prices`` writes, built from the week's observed slots only: the dense
+    table's observed rows exactly, and its summary columns over every cell."""
+    raw = random_raw(7, 30, regular_share=regular_share, regions=regions)
+    observed = observed_by_week(raw, range(1, 31))
+    dense, stored = dense_and_stored(raw, range(1, 31))
+    state = CellState(CFG)
+    for w in range(1, 31):
+        rows, summary = advance_observed(state, observed[w], w)
+        assert_frame_equal(rows, stored[w], check_exact=True)
+        assert_frame_equal(summary, dense[w].select(SUMMARY_COLUMNS), check_exact=True)
 
 
 def test_a_replayed_state_continues_bitwise():
