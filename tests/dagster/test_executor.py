@@ -241,3 +241,138 @@ def test_a_forked_step_opens_the_instance_without_importing(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["-"], f"imported by a step: {out.stdout[:500]}"
+
+
+def test_fork_only_from_a_dagster_process_with_no_thread_since_the_import():
+    imported = frozenset({1, 2, 3})
+    assert prompt.fork_is_safe(imported, frozenset({1, 2, 3}), True)
+    assert prompt.fork_is_safe(imported, frozenset({1, 2}), True)  # a thread ended
+    assert not prompt.fork_is_safe(imported, frozenset({1, 2, 3, 4}), True)  # a pool started
+    assert not prompt.fork_is_safe(imported, frozenset({1, 2, 3}), False)  # pytest, a notebook
+    assert not prompt.fork_is_safe(None, None, True)  # no /proc: not Linux
+    assert prompt.dagster_process(["/venv/bin/dagster", "asset", "materialize"])
+    assert not prompt.dagster_process(["/venv/bin/pytest", "tests"])
+    assert not prompt.dagster_process()  # this test's own process
+
+
+def test_the_project_definitions_let_a_dagster_run_fork(tmp_path):
+    """Importing the definitions leaves the executor's snapshot holding every thread the imports
+    started, so a run from Dagster's CLI forks its steps (an import that started a thread after
+    the executor's would make every run take the forkserver's ~4 s start, unnoticed)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import retailsim_dagster.definitions\n"
+        "from retailsim_dagster import executor as e\n"
+        "print(e.fork_is_safe(e.IMPORT_THREADS, e.native_threads(), True))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True"]
+
+
+def test_a_forked_step_starts_like_a_forkserver_child():
+    import signal
+
+    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        prompt._like_a_forkserver_child(None)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGINT, saved[0])
+        signal.signal(signal.SIGTERM, saved[1])
+
+
+def test_forked_steps_freeze_the_heap_for_the_run_only():
+    import gc
+
+    executor = prompt_multiprocess_executor.executor_creation_fn(
+        type("Context", (), {"executor_config": {"retries": {"enabled": {}}, **STEP_PROCESSES}})
+    )
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(RuntimeError), prompt.forked_steps(executor):
+        assert executor._start_method == "fork" and gc.get_freeze_count() > 0
+        raise RuntimeError("a step failed")
+    assert executor._start_method == "forkserver" and gc.get_freeze_count() == 0
+
+
+# Two assets whose steps record where they run; a Polars query on its thread pool in each (a
+# child of a process whose pool had started would wait on it forever).
+TOY_DEFINITIONS = """
+import gc, json, os, threading, time
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from retailsim_dagster.executor import prompt_multiprocess_executor
+
+if os.environ.get("TOY_THREAD"):  # a thread started after the executor's import
+    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+
+
+def record(name):
+    groups = pl.DataFrame({"a": range(200_000)}).group_by(pl.col("a") % 7).len().height
+    out = {"ppid": os.getppid(), "frozen": gc.get_freeze_count(), "groups": groups}
+    Path(os.environ["TOY_OUT"], name).write_text(json.dumps(out))
+
+
+@dg.asset
+def first():
+    record("first")
+
+
+@dg.asset(deps=[first])
+def second():
+    record("second")
+
+
+defs = dg.Definitions(
+    assets=[first, second],
+    executor=prompt_multiprocess_executor.configured(
+        {"max_concurrent": 2, "start_method": {"forkserver": {}}}
+    ),
+)
+"""
+
+
+@pytest.mark.parametrize("extra_thread", [False, True])
+def test_a_cli_run_forks_its_steps_unless_a_thread_started(tmp_path, extra_thread):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "toy.py").write_text(TOY_DEFINITIONS)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "out").mkdir()
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "TOY_OUT": str(tmp_path / "out"),
+        "TOY_THREAD": "1" if extra_thread else "",
+    }
+    cli = Path(sys.executable).parent / "dagster"
+    run = subprocess.Popen(
+        [str(cli), "asset", "materialize", "-f", str(tmp_path / "toy.py"), "--select", "*"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    log, _ = run.communicate(timeout=300)
+    assert run.returncode == 0, log[-3000:]
+    steps = [json.loads((tmp_path / "out" / name).read_text()) for name in ("first", "second")]
+    assert all(step["groups"] == 7 for step in steps)
+    if extra_thread:
+        assert "Steps start by forkserver" in log
+        assert all(step["ppid"] != run.pid and step["frozen"] == 0 for step in steps)
+    else:
+        assert "Steps fork from the run's process" in log
+        assert all(step["ppid"] == run.pid and step["frozen"] > 0 for step in steps)
