@@ -21,8 +21,9 @@ from retailsim_dagster.recovery import dead_run_sweeper
 from retailsim_dagster.resources import default_resources
 
 # Local scale-out: steps in separate processes, two at a time on this 2-core machine. Each step
-# forks from a server that imported these definitions once: a spawned step spends ~8 s of CPU
-# importing torch, DGL, Polars and Dagster, and a full run has about 25 steps.
+# forks from a process that imported these definitions once: the run's own where that is safe
+# (D105), else a forkserver that preloads the modules below. A spawned step would spend ~8 s of
+# CPU importing torch, DGL, Polars and Dagster, and a full run has about 25 steps.
 # A step then opens the instance with imports Dagster makes lazily (SQLAlchemy, Alembic, its
 # SQLite storage, UPath, the compute-log watcher): ~1 s of CPU a step, 0.08 s preloaded (D99).
 STEP_IMPORTS = [
