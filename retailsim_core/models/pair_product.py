@@ -1,13 +1,15 @@
-"""GraphSAGE's link-score products, ``unit[src] * unit[dst]``, with a compiled forward and
-backward (``csrc/pair_product.c``) behind a feature check (D104).
+"""GraphSAGE's link scores' pair products, ``unit[src] * unit[dst]``, and their row sums, with a
+compiled forward and backward (``csrc/pair_product.c``) behind a feature check (D104).
 
-Why: PyTorch gathers both (E, H) operands, multiplies them, and backward multiplies the
-gradient by each operand and scatters both products: five (E, H) tensors through memory per
-score, about half of an epoch. The kernel reads the two rows of a pair and writes the product
-only; backward scatters straight from the rows.
+Why: PyTorch gathers both (E, H) operands, multiplies them, sums the rows, and backward
+multiplies the gradient by each operand and scatters both products: five (E, H) tensors through
+memory per score, about half of an epoch. The kernel reads the two rows of a pair and writes
+its product (:func:`pair_product`) or its row sum (:func:`pair_dot`); backward scatters
+straight from the rows.
 
-Bitwise the same as :func:`pair_product_reference` (tested, and the embeddings are the same
-bytes): the same float products, each row's contributions added from zeros in the order of
+Bitwise the same as :func:`pair_product_reference` (and its ``.sum(-1)``; tested, and the
+embeddings are the same bytes): the same float products, the row sum in ``torch.sum``'s order
+(checked per width, :func:`sum_lanes`), each row's gradient added from zeros in the order of
 the pairs, as PyTorch's deterministic ``index_add`` does, and the two gradients handed to
 autograd as two inputs, the destination's first, in the order PyTorch's engine accumulated the
 two ``index_select`` backward nodes. Without a compiler, for tensors other than fp32 on the

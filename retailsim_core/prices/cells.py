@@ -48,7 +48,7 @@ def advance(
     and return week W's derived prices (DERIVED_PRICES_SCHEMA) in slot order (None without
     ``table``: a replay that only moves the state on). ``fold`` is one of ``price_kernel``'s
     week folds (default: compiled where available)."""
-    columns = _fold(state, observed, week, fold)
+    columns = _fold(state, observed, week, fold, table)
     return _table(state, week, columns) if table else None
 
 
@@ -79,8 +79,12 @@ SUMMARY_COLUMNS = (
 )
 
 
-def _fold(state: CellState, observed: pl.DataFrame, week: int, fold) -> dict[str, np.ndarray]:
-    """The week's columns over every cell to date (slot order); the state moves to ``week``."""
+def _fold(
+    state: CellState, observed: pl.DataFrame, week: int, fold, table: bool = True
+) -> dict[str, np.ndarray]:
+    """The week's columns over every cell to date (slot order); the state moves to ``week``.
+    Without ``table`` (a replay) the regular prices by slot, which only a table shows, are
+    left out."""
     if week != state.week + 1:
         raise ValueError(f"price state is at week {state.week}; cannot derive week {week}")
     keys = observed["cell"].to_numpy()
@@ -119,8 +123,9 @@ def _fold(state: CellState, observed: pl.DataFrame, week: int, fold) -> dict[str
         ),
     )
     state.head, state.week = new_head, week
-    columns["regular_price"] = np.full(state.n, np.nan)
-    columns["regular_price"][slots] = regular
+    if table:
+        columns["regular_price"] = np.full(state.n, np.nan)
+        columns["regular_price"][slots] = regular
     return columns
 
 
@@ -132,7 +137,8 @@ def _table(
     if rows is not None:
         columns = {name: column[rows] for name, column in columns.items()}
         identity = identity[rows]
-    columns = dict(columns)
+    else:
+        columns = dict(columns)  # the caller's stay whole
     n, method = len(columns["method"]), columns.pop("method")
     is_observed = pl.Series(method == 0)
     numeric = pl.DataFrame(columns).with_columns(
