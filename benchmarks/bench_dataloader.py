@@ -33,20 +33,23 @@ def synthetic(n_samples: int, history: int, rng: np.random.Generator) -> Trainin
     ts.item_prices = rng.random((n_samples * 10, 9)).astype(np.float32)
     ts.item_starts = np.arange(0, n_samples * 10, 10, dtype=np.int64)
     ts.item_counts = np.full(n_samples, 10, dtype=np.int64)
-    ts.t1_numeric, ts.t1_codes = (
+    ts.customer_numeric, ts.customer_codes = (
         rng.random((n_samples, 22)).astype(np.float32),
         rng.integers(0, 5, (n_samples, 2)),
     )
-    ts.t1_alpha, ts.t1_has_snapshot = (
+    ts.history_alpha, ts.has_snapshot = (
         rng.random(n_samples).astype(np.float32),
         np.ones(n_samples, bool),
     )
-    ts.t3 = rng.random((n_samples, 7)).astype(np.float32)
-    ts.t5_numeric, ts.t5_codes = (
+    ts.time_context = rng.random((n_samples, 7)).astype(np.float32)
+    ts.store_numeric, ts.store_codes = (
         rng.random((n_samples, 4)).astype(np.float32),
         rng.integers(0, 5, (n_samples, 3)),
     )
-    ts.t5_is_new, ts.t6 = np.zeros(n_samples, bool), rng.integers(0, 4, (n_samples, 4))
+    ts.store_is_new, ts.basket_labels = (
+        np.zeros(n_samples, bool),
+        rng.integers(0, 4, (n_samples, 4)),
+    )
     return ts
 
 

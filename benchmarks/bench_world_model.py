@@ -48,7 +48,7 @@ def main() -> None:
     model = build_model(
         cfg,
         inputs.product_table,
-        train_data.t1_numeric.shape[1],
+        train_data.customer_numeric.shape[1],
         seed=0,
         substitutes=inputs.substitutes,
     )
@@ -105,7 +105,7 @@ def main() -> None:
             m = build_model(
                 dataclasses.replace(cfg, repeat_path=repeat),
                 inputs.product_table,
-                train_data.t1_numeric.shape[1],
+                train_data.customer_numeric.shape[1],
                 seed=0,
                 substitutes=inputs.substitutes,
             )

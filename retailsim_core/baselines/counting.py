@@ -111,7 +111,7 @@ def mission_p_topfreq(
     """Frequency over the customer's past trips of the basket's own mission (type and focus),
     then over all their trips, then popularity. It sees the basket's mission labels: the fair
     baseline of the model's conditional (given-mission) row only."""
-    mission = data.t6[rows, :2]
+    mission = data.basket_labels[rows, :2]
     same = history_weights(
         *sample_history(data, rows),
         trip_weight=lambda r, t: (data.trip_context[t] == mission[r]).all(1),

@@ -17,7 +17,7 @@ def aux_calibration(
     (no mission given), plus the reliability curve in 10 confidence bins. A source without the
     labels (The Complete Journey) gets empty bins without running the model."""
     labels = {
-        name: torch.as_tensor(data.t6[rows, col], dtype=torch.long) - 1
+        name: torch.as_tensor(data.basket_labels[rows, col], dtype=torch.long) - 1
         for name, (col, _) in AUX_HEADS.items()
     }
     labelled = any(((y >= 0) & (y < AUX_HEADS[k][1])).any() for k, y in labels.items())

@@ -35,9 +35,9 @@ MIN_CONTEXTS = 20
 
 def elasticity_context(data: TrainingSet, rows: np.ndarray) -> tuple[np.ndarray, str]:
     """LA customers at SS stores on Saturday/Sunday; falls back to every given row."""
-    la = data.t1_codes[rows, 0] == PRICE_SENSITIVITY_CODES.index("LA") + 1
-    small = data.t5_codes[rows, 0] == STORE_FORMAT_CODES.index("SS") + 1
-    weekend = np.isin(data.t3[rows, 1], (1, 7))  # Sunday = 1, Saturday = 7
+    la = data.customer_codes[rows, 0] == PRICE_SENSITIVITY_CODES.index("LA") + 1
+    small = data.store_codes[rows, 0] == STORE_FORMAT_CODES.index("SS") + 1
+    weekend = np.isin(data.time_context[rows, 1], (1, 7))  # Sunday = 1, Saturday = 7
     chosen = rows[la & small & weekend]
     if len(chosen) >= MIN_CONTEXTS:
         return chosen[:256], "price-sensitive (LA) customers at small (SS) stores on weekends"

@@ -127,7 +127,7 @@ def method_scorers(
         except ValueError as err:  # a truth folder of other raw files: no oracle, said
             note = f"oracle skipped: {err}"
             log(note)
-    if not has_missions(data.t6):
+    if not has_missions(data.basket_labels):
         for name in MISSION_METHODS:  # nothing to condition on: they would repeat others
             scorers.pop(name)
         log(f"no mission labels in the source: {', '.join(MISSION_METHODS)} left out")

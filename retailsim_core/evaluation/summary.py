@@ -36,7 +36,7 @@ def slices(
     }
     for b in sorted(s["bucket"].unique().to_list()):
         out[f"bucket_{b}"] = np.flatnonzero(sample & (s["bucket"].to_numpy() == b))
-    codes = data.t5_codes[rows, 0]
+    codes = data.store_codes[rows, 0]
     for i, fmt in enumerate(STORE_FORMAT_CODES, 1):
         out[f"format_{fmt}"] = np.flatnonzero(sample & (codes == i))
     return {k: v for k, v in out.items() if len(v)}

@@ -214,13 +214,13 @@ class CopurchaseResponse(nn.Module):
         return self.weight(h) * mean
 
 
-def mission_features(values: torch.Tensor, t6: torch.Tensor) -> torch.Tensor:
+def mission_features(values: torch.Tensor, basket_labels: torch.Tensor) -> torch.Tensor:
     """(B, U, 2): the history counts among trips of the basket's given mission type and focus
-    (0 where the mission is not given: T6 code 0), from the per-type/focus columns."""
+    (0 where the mission is not given: label code 0), from the per-type/focus columns."""
     by_type = F.pad(values[..., TYPE_COLUMNS], (1, 0))  # (B, U, 4), 0 = none
     by_focus = F.pad(values[..., FOCUS_COLUMNS], (1, 0))  # (B, U, 5)
-    mission_type = t6[:, 0].clamp(max=by_type.shape[-1] - 1)  # XX -> no class
-    focus = t6[:, 1].clamp(max=by_focus.shape[-1] - 1)
+    mission_type = basket_labels[:, 0].clamp(max=by_type.shape[-1] - 1)  # XX -> no class
+    focus = basket_labels[:, 1].clamp(max=by_focus.shape[-1] - 1)
 
     def pick(table, code):
         return table.gather(-1, code[:, None, None].expand(-1, table.shape[1], 1))
@@ -264,7 +264,7 @@ class RepeatHead(nn.Module):
     def raw_features(
         values: torch.Tensor,
         products: torch.Tensor,
-        t6: torch.Tensor,
+        basket_labels: torch.Tensor,
         substitutes: torch.Tensor,
         vocab_size: int,
     ) -> torch.Tensor:
@@ -274,7 +274,7 @@ class RepeatHead(nn.Module):
         return torch.cat(
             [
                 values,
-                mission_features(values, t6),
+                mission_features(values, basket_labels),
                 substitute_counts(values, products, substitutes, vocab_size),
             ],
             dim=-1,

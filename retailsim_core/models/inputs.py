@@ -17,16 +17,17 @@ import torch.nn as nn
 from retailsim_core.training_data.batch import Batch
 from retailsim_core.training_data.tokens import PAD, ProductVocab
 
-MISSION_COLUMNS = (0, 1)  # T6 columns a "given mission" reveals: mission type and focus
+MISSION_COLUMNS = (0, 1)  # trip-label columns a "given mission" reveals: mission type and focus
 
 
-def visible_t6(t6: torch.Tensor, given_mission: torch.Tensor | None) -> torch.Tensor:
-    """T6 as the model may see it: mission type and focus where ``given_mission`` (B,) is True,
-    everything else 0 (unknown). Price sensitivity and size are never visible."""
-    keep = torch.zeros_like(t6, dtype=torch.bool)
+def visible_labels(labels: torch.Tensor, given_mission: torch.Tensor | None) -> torch.Tensor:
+    """The trip's labels as the model may see them: mission type and focus where
+    ``given_mission`` (B,) is True, everything else 0 (unknown). Price sensitivity and size are
+    never visible."""
+    keep = torch.zeros_like(labels, dtype=torch.bool)
     if given_mission is not None:
         keep[:, list(MISSION_COLUMNS)] = given_mission[:, None]
-    return t6.masked_fill(~keep, 0)
+    return labels.masked_fill(~keep, 0)
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ class ContextFusion(nn.Module):
     embedded, continuous values projected; the history vector comes from the encoder."""
 
     def __init__(
-        self, cfg: InputConfig, n_t1_numeric: int, history_dim: int, n_stores: int = 100_000
+        self, cfg: InputConfig, n_customer_numeric: int, history_dim: int, n_stores: int = 100_000
     ):
         super().__init__()
 
@@ -140,7 +141,7 @@ class ContextFusion(nn.Module):
             return nn.Embedding(n, d, padding_idx=0)  # code 0 = missing
 
         self.segments = nn.ModuleList([e(8, 32), e(9, 32)])  # price sensitivity, lifestage
-        self.t1_numeric = nn.Linear(n_t1_numeric, 32)
+        self.customer_numeric = nn.Linear(n_customer_numeric, 32)
         # Codes are shifted by one where 0 is a real value (hour 0, no holiday, winter).
         self.week, self.weekday, self.hour, self.holiday, self.season = (
             e(54, 16),
@@ -149,57 +150,57 @@ class ContextFusion(nn.Module):
             e(3, 8),
             e(5, 8),
         )
-        self.t3_numeric = nn.Linear(2, 16)  # trend, recency (log days)
+        self.time_numeric = nn.Linear(2, 16)  # trend, recency (log days)
         self.store = nn.ModuleList([e(5, 24), e(13, 24), e(n_stores, 16)])  # format, region, id
-        self.t5_numeric = nn.Linear(4, 32)
+        self.store_numeric = nn.Linear(4, 32)
         self.trip = nn.ModuleList(
             [e(5, 16), e(6, 16), e(5, 8), e(4, 8)]
         )  # type, focus, price mode, size
-        t1_width, t3_width, t5_width, t6_width = (
+        customer_width, time_width, store_width, trip_width = (
             64 + 32 + history_dim,
             16 + 8 + 8 + 8 + 8 + 16,
             24 + 24 + 16 + 32,
             48,
         )
-        width = t1_width + t3_width + t5_width + t6_width
+        width = customer_width + time_width + store_width + trip_width
         self.project = nn.Sequential(
             nn.Linear(width, cfg.d_model), nn.LayerNorm(cfg.d_model), nn.GELU()
         )
 
     def forward(self, batch: Batch, history: torch.Tensor) -> torch.Tensor:
         """``batch`` from ``TrainingSet``; ``history`` (B, H_dim) from the encoder -> (B, D)."""
-        t1c, t3, t5c, t6 = (
+        customer_codes, time, store_codes, labels = (
             batch["customer_codes"],
             batch["calendar"],
             batch["store_codes"],
             batch["basket_labels"],
         )
         segment = torch.cat(
-            [emb(t1c[:, i]) for i, emb in enumerate(self.segments)], dim=-1
+            [emb(customer_codes[:, i]) for i, emb in enumerate(self.segments)], dim=-1
         )  # (B, 64)
         alpha = batch["history_alpha"][:, None]
-        behaviour = torch.cat([self.t1_numeric(batch["customer_numeric"]), history], dim=-1)
+        behaviour = torch.cat([self.customer_numeric(batch["customer_numeric"]), history], dim=-1)
         # Design §4.2.1's cold-start blend: segments weigh more when the history is short.
-        t1 = torch.cat([alpha * segment, (1 - alpha) * behaviour], dim=-1)
-        recency = torch.log1p(t3[:, 6].clamp(min=0))[:, None]
-        t3v = torch.cat(
+        customer = torch.cat([alpha * segment, (1 - alpha) * behaviour], dim=-1)
+        recency = torch.log1p(time[:, 6].clamp(min=0))[:, None]
+        time_vec = torch.cat(
             [
-                self.week(t3[:, 0].long()),
-                self.weekday(t3[:, 1].long()),
-                self.hour(t3[:, 2].long() + 1),
-                self.holiday(t3[:, 3].long() + 1),
-                self.season(t3[:, 4].long() + 1),
-                self.t3_numeric(torch.cat([t3[:, 5:6], recency], dim=-1)),
+                self.week(time[:, 0].long()),
+                self.weekday(time[:, 1].long()),
+                self.hour(time[:, 2].long() + 1),
+                self.holiday(time[:, 3].long() + 1),
+                self.season(time[:, 4].long() + 1),
+                self.time_numeric(torch.cat([time[:, 5:6], recency], dim=-1)),
             ],
             dim=-1,
         )
-        t5 = torch.cat(
-            [emb(t5c[:, i]) for i, emb in enumerate(self.store)]
-            + [self.t5_numeric(batch["store_numeric"])],
+        store_vec = torch.cat(
+            [emb(store_codes[:, i]) for i, emb in enumerate(self.store)]
+            + [self.store_numeric(batch["store_numeric"])],
             dim=-1,
         )
-        t6v = torch.cat([emb(t6[:, i]) for i, emb in enumerate(self.trip)], dim=-1)
-        return self.project(torch.cat([t1, t3v, t5, t6v], dim=-1))  # (B, D)
+        trip_vec = torch.cat([emb(labels[:, i]) for i, emb in enumerate(self.trip)], dim=-1)
+        return self.project(torch.cat([customer, time_vec, store_vec, trip_vec], dim=-1))  # (B, D)
 
 
 def vocab_rows_of(vocab: ProductVocab, products: list[str]) -> np.ndarray:

@@ -34,7 +34,7 @@ from retailsim_core.models.heads import (
     RepeatHead,
     mixture_log_probs,
 )
-from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion, visible_t6
+from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion, visible_labels
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
 from retailsim_core.models.outputs import Encoded, ModelOutput
 from retailsim_core.models.weight_cache import WeightCache
@@ -199,7 +199,7 @@ class WorldModel(nn.Module):
         self,
         cfg: WorldModelConfig,
         product_table: torch.Tensor,
-        n_t1_numeric: int,
+        n_customer_numeric: int,
         substitutes: torch.Tensor | None = None,
         copurchase: tuple[torch.Tensor, torch.Tensor] | None = None,
         categories: torch.Tensor | None = None,  # (V,) category code per token (D87)
@@ -214,7 +214,7 @@ class WorldModel(nn.Module):
         )
         self.products = ProductFusion(inputs, product_table)
         self.encoder = TripEncoder(cfg)
-        self.context = ContextFusion(inputs, n_t1_numeric, history_dim=cfg.d_model)
+        self.context = ContextFusion(inputs, n_customer_numeric, history_dim=cfg.d_model)
         self.decoder = BasketDecoder(cfg)
         self.item_out = nn.Linear(cfg.product_dim, cfg.d_model)  # tied to the product table
         self.item_bias = nn.Parameter(torch.zeros(self.vocab_size))
@@ -262,7 +262,7 @@ class WorldModel(nn.Module):
     def encode(self, batch: Batch, given_mission: torch.Tensor | None = None) -> Encoded:
         """The part of the forward pass every slot of a context's basket shares: generation
         fills a basket slot by slot and computes it once."""
-        batch = {**batch, "basket_labels": visible_t6(batch["basket_labels"], given_mission)}
+        batch = {**batch, "basket_labels": visible_labels(batch["basket_labels"], given_mission)}
         states, summary = self.encoder(self.product_table, batch)  # (B, H, D), (B, D)
         repeat = products = None
         if self.cfg.repeat_path:

@@ -143,7 +143,7 @@ def _prices_and_shelf(
         if mapped is None:
             kept.append(own)
         else:  # one Parquet file per week; a chunk's scan reads its weeks' files
-            kept.append(mapped.folder / f"t4-{week.week}.parquet")
+            kept.append(mapped.folder / f"prices-{week.week}.parquet")
             own.write_parquet(kept[-1], statistics=True)
         if week.week >= max(weeks):
             continue
@@ -255,7 +255,7 @@ def train_world_model(
     model = build_model(
         model_cfg,
         inputs.product_table,
-        train_data.t1_numeric.shape[1],
+        train_data.customer_numeric.shape[1],
         train_cfg.seed,
         inputs.substitutes,
         inputs.copurchase,
@@ -341,7 +341,7 @@ def write_checkpoint(
         {
             "model": model.cfg.to_dict(),
             "vocab_size": model.vocab_size,
-            "n_t1_numeric": model.context.t1_numeric.in_features,
+            "n_customer_numeric": model.context.customer_numeric.in_features,
             "tensors": tensor_cfg.__dict__,
             "training": {"seed": train_cfg.seed, "phases": phase_schedule(train_cfg)},
             "split": split,

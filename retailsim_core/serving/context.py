@@ -89,7 +89,9 @@ class ServingData:
     snapshot_keys: pl.DataFrame  # customer_id, week, snapshot_row
     snapshots: np.ndarray  # (R + 1, F) T1 numeric of each snapshot row; the last row zeros
     store_weeks: pl.DataFrame  # store_id, week, store_row, shelf_row: every store x served week
-    store_t5: tuple[np.ndarray, np.ndarray, np.ndarray]  # T5 numeric, codes, is_new by store_row
+    store_context: tuple[
+        np.ndarray, np.ndarray, np.ndarray
+    ]  # T5 numeric, codes, is_new by store_row
     shelf: ShelfPrices
     price_features: pl.DataFrame  # product_id, store_id, week, PRICE_COLUMNS of served weeks
     calendar: SourceCalendar = LGSR  # the source's weeks: dates <-> weeks
@@ -128,7 +130,7 @@ class ServingData:
         store_weeks = stores.join(
             pl.DataFrame({"week": sorted(weeks)}, schema={"week": pl.Int16}), how="cross"
         ).with_row_index("store_row")
-        t5 = store_inputs(store_weeks, inputs.store_features)
+        store_context = store_inputs(store_weeks, inputs.store_features)
         store_weeks = store_weeks.select(
             "store_id",
             pl.col("week").cast(pl.Int64),
@@ -154,7 +156,7 @@ class ServingData:
             ),
             snapshots=np.vstack([values, np.zeros((1, values.shape[1]), values.dtype)]),
             store_weeks=store_weeks,
-            store_t5=t5,
+            store_context=store_context,
             shelf=inputs.shelf,
             price_features=prices,
             calendar=calendar,
@@ -246,10 +248,10 @@ class ServingData:
         )
         history = history_inputs(self.index, encoder_start, ctx, width=history_width)
         missing = len(self.snapshots) - 1
-        t1_numeric = self.snapshots[c["snapshot_row"].fill_null(missing).to_numpy()]
+        customer_numeric = self.snapshots[c["snapshot_row"].fill_null(missing).to_numpy()]
         since = days_since_last_trip(self.index, ctx, encoder_start)
         store_row = c["store_row"].to_numpy()
-        t5_numeric, t5_codes, t5_is_new = (part[store_row] for part in self.store_t5)
+        store_numeric, store_codes, store_is_new = (part[store_row] for part in self.store_context)
         b = c.height
         shelf_rows = c["shelf_row"].to_numpy()
         tensors = {
@@ -258,12 +260,12 @@ class ServingData:
             "customer_codes": np.where(
                 (end > start)[:, None], self.customer_codes[np.maximum(end - 1, 0)], 0
             ),
-            "customer_numeric": t1_numeric,
+            "customer_numeric": customer_numeric,
             "history_alpha": history_alpha(end - start),
             "calendar": calendar_inputs(date, ctx.hour, week, since, self.calendar),
-            "store_codes": t5_codes,
-            "store_numeric": t5_numeric,
-            "store_is_new": t5_is_new,
+            "store_codes": store_codes,
+            "store_numeric": store_numeric,
+            "store_is_new": store_is_new,
             "basket_labels": np.zeros((b, 4), dtype=np.int64),  # nothing of the basket is known
             "item_prices": np.zeros((b, 1, len(PRICE_COLUMNS)), dtype=np.float32),
             "shelf": self.shelf.dense(shelf_rows),

@@ -171,7 +171,7 @@ def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
     model = WorldModel(
         cfg,
         torch.zeros_like(weights["products.products.weight"]),
-        config["n_t1_numeric"],
+        config["n_customer_numeric"],
         torch.zeros_like(weights["price_response.substitute_edges"]),
         (
             torch.zeros_like(weights["copurchase.edges"]),

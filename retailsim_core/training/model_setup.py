@@ -29,11 +29,11 @@ def fit_feature_scaling(model: WorldModel, data: TrainingSet, seed: int, n: int 
 def build_model(
     cfg: WorldModelConfig,
     product_table: torch.Tensor,
-    n_t1_numeric: int,
+    n_customer_numeric: int,
     seed: int,
     substitutes: torch.Tensor | None = None,
     copurchase: tuple[torch.Tensor, torch.Tensor] | None = None,
     categories: torch.Tensor | None = None,
 ) -> WorldModel:
     torch.manual_seed(seed)
-    return WorldModel(cfg, product_table, n_t1_numeric, substitutes, copurchase, categories)
+    return WorldModel(cfg, product_table, n_customer_numeric, substitutes, copurchase, categories)

@@ -159,26 +159,26 @@ class TrainingSet:
         affinity, missions = (
             _rows_of(f, keys, ["customer_id", "week"]) for f in (affinity, missions)
         )
-        numeric, self.t1_names, has_snapshot = customer_inputs(s, affinity, missions)
+        numeric, self.customer_names, has_snapshot = customer_inputs(s, affinity, missions)
         date = basket["shop_date"]
         since = days_since_last_trip(self.index, ctx, hist_start)
-        t5_numeric, t5_codes, t5_is_new = store_inputs(basket, stores)
+        store_numeric, store_codes, store_is_new = store_inputs(basket, stores)
         return {
-            "t1_numeric": numeric,
-            "t1_has_snapshot": has_snapshot,
-            "t1_codes": basket.select(
+            "customer_numeric": numeric,
+            "has_snapshot": has_snapshot,
+            "customer_codes": basket.select(
                 codes("cust_price_sensitivity", PRICE_SENSITIVITY_CODES),
                 codes("cust_lifestage", LIFESTAGE_CODES),
             ).to_numpy(),
-            "t1_alpha": history_alpha(s["history_trips"].to_numpy()),
+            "history_alpha": history_alpha(s["history_trips"].to_numpy()),
             "basket_day": date.cast(pl.Int32).to_numpy(),
-            "t3": calendar_inputs(
+            "time_context": calendar_inputs(
                 date, basket["shop_hour"].to_numpy(), s["week"].to_numpy(), since, self.calendar
             ),
-            "t5_numeric": t5_numeric,
-            "t5_codes": t5_codes,
-            "t5_is_new": t5_is_new,
-            "t6": basket.select(
+            "store_numeric": store_numeric,
+            "store_codes": store_codes,
+            "store_is_new": store_is_new,
+            "basket_labels": basket.select(
                 codes("basket_type", BASKET_TYPES),
                 codes("basket_dominant_mission", MISSIONS),
                 codes("basket_price_sensitivity", PRICE_SENSITIVITY_CODES),
@@ -219,14 +219,14 @@ class TrainingSet:
                 "item_mask": tokens != PAD,
                 "item_prices": prices,
                 **history,
-                "customer_codes": self.t1_codes[idx],
-                "customer_numeric": self.t1_numeric[idx],
-                "history_alpha": self.t1_alpha[idx],
-                "calendar": self.t3[idx],
-                "store_codes": self.t5_codes[idx],
-                "store_numeric": self.t5_numeric[idx],
-                "store_is_new": self.t5_is_new[idx],
-                "basket_labels": self.t6[idx],
+                "customer_codes": self.customer_codes[idx],
+                "customer_numeric": self.customer_numeric[idx],
+                "history_alpha": self.history_alpha[idx],
+                "calendar": self.time_context[idx],
+                "store_codes": self.store_codes[idx],
+                "store_numeric": self.store_numeric[idx],
+                "store_is_new": self.store_is_new[idx],
+                "basket_labels": self.basket_labels[idx],
             }
         )
         self.release()  # the batch is a copy: the pages it was gathered from can go

@@ -78,7 +78,7 @@ def test_store_p_topfreq_counts_the_basket_store_first():
 def test_mission_p_topfreq_counts_the_trips_of_the_basket_mission_first():
     trips = _trips([[1], [2], [2]])
     data = _one_customer([0, 0, 0], [0, 0], missions=[[1, 2], [3, 1], [3, 1]])
-    data.t6 = np.array([[1, 2, 0, 0], [1, 3, 0, 0]])  # row 1's mission was never seen
+    data.basket_labels = np.array([[1, 2, 0, 0], [1, 3, 0, 0]])  # row 1's mission was never seen
     popularity = np.zeros(V)
     assert _order(bl.mission_p_topfreq(data, np.arange(2), trips, popularity)) == [
         [1, 2, 3],

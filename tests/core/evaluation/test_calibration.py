@@ -36,9 +36,11 @@ def test_the_heads_read_as_in_the_next_basket_pass(labelled):
 
 def test_without_labels_no_model_pass(labelled):
     _, data = labelled
-    t6 = data.t6
+    basket_labels = data.basket_labels
     try:
-        data.t6 = np.zeros_like(t6)  # The Complete Journey: no mission, type or size labels
+        data.basket_labels = np.zeros_like(
+            basket_labels
+        )  # The Complete Journey: no mission, type or size labels
 
         class Unused:
             def __getattr__(self, name):
@@ -46,7 +48,7 @@ def test_without_labels_no_model_pass(labelled):
 
         table = aux_calibration(Unused(), data, np.arange(len(data)))
     finally:
-        data.t6 = t6
+        data.basket_labels = basket_labels
     assert table.height == 10 * len(AUX_HEADS) and table["samples"].sum() == 0
     assert table["majority_accuracy"].null_count() == table.height
     assert table.schema["ece"] == pl.Float64  # a typed column in calibration.parquet

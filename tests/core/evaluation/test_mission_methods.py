@@ -8,9 +8,12 @@ import numpy as np
 from retailsim_core.evaluation.scorers import MISSION_METHODS, has_missions, method_scorers
 
 
-def _scorers(t6: np.ndarray) -> tuple[set[str], list[str]]:
+def _scorers(basket_labels: np.ndarray) -> tuple[set[str], list[str]]:
     tasks = SimpleNamespace(
-        data=SimpleNamespace(t6=t6), trips=None, popularity={"test": None}, model=None
+        data=SimpleNamespace(basket_labels=basket_labels),
+        trips=None,
+        popularity={"test": None},
+        model=None,
     )
     said: list[str] = []
     scorers, masked, _ = method_scorers(

@@ -14,7 +14,7 @@ CFG = WorldModelConfig.preset("tiny")
 def tiny(tiny_warehouse):
     inputs = load_model_inputs(tiny_warehouse["warehouse"])
     data = inputs.training_set(inputs.samples)
-    model = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0).eval()
+    model = build_model(CFG, inputs.product_table, data.customer_numeric.shape[1], seed=0).eval()
     return inputs, data, model
 
 

@@ -13,7 +13,7 @@ def test_a_substitutes_price_cut_lowers_a_products_probability_when_the_weight_s
     batch = data[rows_with_history(data, 2)]
     edges = torch.tensor([[1, 2], [2, 1]])
     m = build_model(
-        CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges
+        CFG, inputs.product_table, data.customer_numeric.shape[1], seed=0, substitutes=edges
     ).eval()
     with torch.no_grad():
         # product 1 loses share to 2's promotions
@@ -37,7 +37,7 @@ def test_substitute_edges_travel_with_the_weights(tiny, tmp_path):
     inputs, data, _ = tiny
     for edges in (torch.zeros(2, 0, dtype=torch.long), torch.tensor([[1, 2, 5], [2, 1, 7]])):
         m = build_model(
-            CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, substitutes=edges
+            CFG, inputs.product_table, data.customer_numeric.shape[1], seed=0, substitutes=edges
         )
         ckpt.save_tensors(tmp_path / "m.safetensors", m.state_dict())
         loaded = ckpt.load_tensors(tmp_path / "m.safetensors")
@@ -51,7 +51,11 @@ def test_copurchase_edges_travel_with_the_weights(tiny, tmp_path):
     inputs, data, _ = tiny
     assert inputs.copurchase[0].shape[1] == len(inputs.copurchase[1]) > 0
     m = build_model(
-        CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0, copurchase=inputs.copurchase
+        CFG,
+        inputs.product_table,
+        data.customer_numeric.shape[1],
+        seed=0,
+        copurchase=inputs.copurchase,
     )
     loaded = ckpt.load_tensors(_save(m, tmp_path))
     assert torch.equal(loaded["copurchase.edges"], inputs.copurchase[0])

@@ -62,9 +62,13 @@ def test_substitute_counts_and_given_mission_features():
     edges = torch.tensor([[1, 2, 3], [2, 1, 4]])  # 1 <-> 2, 3 -> 4
     got = substitute_counts(values, products, edges, vocab_size=6)[0, :, 0]
     torch.testing.assert_close(got, torch.log1p(torch.tensor([5.0, 2.0, 0.0])))  # 3 never bought
-    t6 = torch.tensor([[3, 1, 2, 2]])  # Full Shop, Fresh
-    torch.testing.assert_close(mission_features(values, t6)[0, 1], torch.tensor([7.0, 3.0]))
-    assert mission_features(values, torch.zeros_like(t6)).abs().sum() == 0  # none given: 0
+    basket_labels = torch.tensor([[3, 1, 2, 2]])  # Full Shop, Fresh
+    torch.testing.assert_close(
+        mission_features(values, basket_labels)[0, 1], torch.tensor([7.0, 3.0])
+    )
+    assert (
+        mission_features(values, torch.zeros_like(basket_labels)).abs().sum() == 0
+    )  # none given: 0
 
 
 def test_suffix_masking_is_one_generation_step_never_an_eos():

@@ -73,7 +73,7 @@ def test_pad_is_zero_and_gets_no_gradient():
 
 
 def test_context_fusion_blends_segments_by_alpha():
-    fusion = ContextFusion(CFG, n_t1_numeric=22, history_dim=16, n_stores=100)
+    fusion = ContextFusion(CFG, n_customer_numeric=22, history_dim=16, n_stores=100)
     b = 3
     batch = {
         "customer_codes": torch.tensor([[1, 2], [0, 0], [4, 7]]),

@@ -243,7 +243,7 @@ def test_each_basket_weighs_once_in_the_product_loss(tiny, monkeypatch):
 
 def test_no_gradient_reaches_pad_positions_or_the_pad_embedding(tiny):
     inputs, data, _ = tiny
-    model = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=1).train()
+    model = build_model(CFG, inputs.product_table, data.customer_numeric.shape[1], seed=1).train()
     batch = data[rows_with_history(data)]
     rng = np.random.default_rng(0)
     x, y = corrupt(batch["tokens"].numpy(), data.vocab, 0.3, 0.3, rng)
@@ -277,7 +277,7 @@ def test_no_gradient_reaches_pad_positions_or_the_pad_embedding(tiny):
 def test_paper_preset_builds_and_takes_one_training_step(tiny):
     inputs, data, _ = tiny
     cfg = WorldModelConfig.preset("paper")
-    model = build_model(cfg, inputs.product_table, data.t1_numeric.shape[1], seed=0).train()
+    model = build_model(cfg, inputs.product_table, data.customer_numeric.shape[1], seed=0).train()
     batch = data[rows_with_history(data, 2)]
     x, y = corrupt(batch["tokens"].numpy(), data.vocab, 0.15, 0.0, np.random.default_rng(0))
     x, y = torch.from_numpy(x), torch.from_numpy(y)
@@ -309,7 +309,7 @@ def test_a_customer_without_history_gets_the_popular_products_first(tiny):
     from retailsim_core.training.validation import popularity_scores
 
     inputs, data, _ = tiny
-    model = build_model(CFG, inputs.product_table, data.t1_numeric.shape[1], seed=0)
+    model = build_model(CFG, inputs.product_table, data.customer_numeric.shape[1], seed=0)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-2)
     rng = np.random.default_rng(0)
     rows = np.arange(len(data))

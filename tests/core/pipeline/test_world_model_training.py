@@ -115,10 +115,17 @@ def test_mapped_chunked_sets_equal_the_in_memory_set(tiny_warehouse, monkeypatch
     disk = load_model_inputs(wh, weeks, MappedArrays())
     mapped = disk.training_set(disk.samples)
     assert _on_map(disk.shelf.values) and _on_map(disk.shelf.tokens)
-    for name in ("item_tokens", "item_prices", "item_starts", "hist_end", "t1_numeric", "t6"):
+    for name in (
+        "item_tokens",
+        "item_prices",
+        "item_starts",
+        "hist_end",
+        "customer_numeric",
+        "basket_labels",
+    ):
         assert _on_map(getattr(mapped, name)), name
     names = [k for k, v in vars(full).items() if isinstance(v, np.ndarray)]
-    assert {"item_prices", "shelf_rows", "t3", "full_hist_start"} <= set(names)
+    assert {"item_prices", "shelf_rows", "time_context", "full_hist_start"} <= set(names)
     for name in names:
         np.testing.assert_array_equal(getattr(mapped, name), getattr(full, name), err_msg=name)
     rows = np.random.default_rng(0).permutation(len(full))

@@ -45,7 +45,9 @@ def sets(tiny_warehouse):
 
 def _run(sets, tmp_path, cfg, stop=None):
     inputs, train_data, buckets, valid = sets
-    model = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=cfg.seed)
+    model = build_model(
+        MODEL, inputs.product_table, train_data.customer_numeric.shape[1], seed=cfg.seed
+    )
     pop = popularity_scores(train_data, np.arange(len(train_data)))
     return model, train(
         model, train_data, buckets, valid, pop, cfg, state_dir=tmp_path, stop_after_epochs=stop
@@ -66,7 +68,7 @@ def test_evaluation_batches_cover_each_row_once_ordered_by_history_then_basket_s
 
 def test_masked_item_ranks_without_the_baseline_rank_the_model_alike(sets):
     inputs, train_data, _, valid = sets
-    model = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    model = build_model(MODEL, inputs.product_table, train_data.customer_numeric.shape[1], seed=0)
     rows, pop = np.arange(len(valid)), popularity_scores(train_data, np.arange(len(train_data)))
     both = masked_item_ranks(model, valid, rows, pop, 0.2, seed=3)
     alone = masked_item_ranks(model, valid, rows, None, 0.2, seed=3)
@@ -77,7 +79,7 @@ def test_masked_item_ranks_without_the_baseline_rank_the_model_alike(sets):
 
 def test_validation_next_basket_figures_match_a_per_basket_reference(sets):
     inputs, train_data, _, valid = sets
-    model = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    model = build_model(MODEL, inputs.product_table, train_data.customer_numeric.shape[1], seed=0)
     rows = np.arange(len(valid))
     got = next_basket_metrics_of(model, valid, rows)
     specials = {0, valid.vocab.eos}
@@ -114,7 +116,7 @@ def test_a_changed_configuration_does_not_resume_a_stale_state(sets, tmp_path):
     cfg = TrainConfig.preset("tiny", seed=3)
     inputs, train_data, buckets, valid = sets
     pop = popularity_scores(train_data, np.arange(len(train_data)))
-    m = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    m = build_model(MODEL, inputs.product_table, train_data.customer_numeric.shape[1], seed=0)
     train(
         m,
         train_data,
@@ -126,7 +128,7 @@ def test_a_changed_configuration_does_not_resume_a_stale_state(sets, tmp_path):
         stop_after_epochs=1,
         fingerprint="old",
     )
-    m2 = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    m2 = build_model(MODEL, inputs.product_table, train_data.customer_numeric.shape[1], seed=0)
     res = train(
         m2,
         train_data,
@@ -150,7 +152,7 @@ def test_masked_item_figures_are_the_kept_weights_own(sets, tmp_path):
     masked = [h for h in res.state.history if "valid_Hit@10" in h]
     assert [h["epoch"] for h in masked] == [res.state.best_epoch]
     assert all("valid_next_NDCG@10" in h for h in res.state.history)
-    kept = build_model(MODEL, inputs.product_table, train_data.t1_numeric.shape[1], seed=0)
+    kept = build_model(MODEL, inputs.product_table, train_data.customer_numeric.shape[1], seed=0)
     kept.load_state_dict(res.best_weights)
     pop = popularity_scores(train_data, np.arange(len(train_data)))
     rows = np.arange(len(valid))

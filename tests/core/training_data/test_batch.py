@@ -28,8 +28,8 @@ def test_a_non_contiguous_array_is_copied_into_a_contiguous_tensor():
 
 
 def test_an_unknown_key_is_refused():
-    with pytest.raises(KeyError, match="t6"):
-        to_batch({"t6": np.zeros((1, 4), dtype=np.int64)})
+    with pytest.raises(KeyError, match="labels_of_trip"):
+        to_batch({"labels_of_trip": np.zeros((1, 4), dtype=np.int64)})
 
 
 def test_every_integer_key_is_a_batch_key():
