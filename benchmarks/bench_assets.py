@@ -1,7 +1,7 @@
 """Benchmark: the asset graph through Dagster as a user runs it, time and peak memory per asset.
 
 Materializes, with the project's executor (two steps at once) and instance settings
-(``dagster.yaml``: its pool, its event log), the data and feature assets over
+(``dagster.yaml``: its pool), the data and feature assets over
 every week of ``--raw`` and then, with ``--model``, the model group (``tuned_baselines``,
 ``trained_checkpoint``, ``evaluation_report``, ``onnx_scoring_graph``, ...), each with
 ``dagster asset materialize`` in a subprocess, and prints each step's duration from the run's

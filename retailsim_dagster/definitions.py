@@ -16,24 +16,18 @@ from retailsim_dagster.assets import (
     training_data,
 )
 from retailsim_dagster.automation import new_week_file_sensor, weekly_job, weekly_refresh_schedule
-from retailsim_dagster.executor import prompt_multiprocess_executor
+from retailsim_dagster.partitions import CPU_HEAVY_LIMIT
 from retailsim_dagster.recovery import dead_run_sweeper
 from retailsim_dagster.resources import default_resources
 
-# Local scale-out: steps in separate processes, two at a time on this 2-core machine. Each step
-# forks from a process that imported these definitions once: the run's own where that is safe
-# (D105), else a forkserver that preloads the modules below. A spawned step would spend ~8 s of
-# CPU importing torch, DGL, Polars and Dagster, and a full run has about 25 steps.
-# A step then opens the instance with imports Dagster makes lazily (SQLAlchemy, Alembic, its
-# SQLite storage, UPath, the compute-log watcher): ~1 s of CPU a step, 0.08 s preloaded (D99).
+# Local scale-out: steps in separate processes, two at a time on this 2-core machine, forked
+# from a forkserver that imported these definitions once (a spawned step would spend ~8 s of CPU
+# importing torch, DGL, Polars and Dagster; a full run has about 25 steps). Within a run, at most
+# one step tagged CPU_HEAVY runs at a time (the time-budgeted training and whole-test-set
+# scoring), whatever instance the run uses; across runs the instance's pool keeps them apart
+# (dagster.yaml). Dagster's own executor and settings only: no private module is patched (D106).
 STEP_IMPORTS = [
     "retailsim_dagster.definitions",
-    "retailsim_dagster.instance_storage",
-    "dagster._core.instance.factory",
-    "dagster._core.secrets.env_file",
-    "dagster._core.storage.local_compute_log_manager",
-    "dagster._core.storage.migration.utils",
-    "dagster._core.storage.root",
     "fsspec.implementations.local",
     "upath.implementations.local",
     "watchdog.observers.polling",
@@ -41,6 +35,7 @@ STEP_IMPORTS = [
 ]
 STEP_PROCESSES = {
     "max_concurrent": 2,
+    "tag_concurrency_limits": [{**CPU_HEAVY_LIMIT, "limit": 1}],
     "start_method": {"forkserver": {"preload_modules": STEP_IMPORTS}},
 }
 
@@ -64,5 +59,5 @@ defs = dg.Definitions(
     schedules=[weekly_refresh_schedule],
     sensors=[new_week_file_sensor, model.model_retraining_sensor, dead_run_sweeper],
     resources=default_resources(),
-    executor=prompt_multiprocess_executor.configured(STEP_PROCESSES),
+    executor=dg.multiprocess_executor.configured(STEP_PROCESSES),
 )

@@ -29,6 +29,11 @@ def weeks_of(context: dg.AssetExecutionContext) -> list[int]:
 # never spent beside another model step. The data stage is outside it: its steps are
 # deterministic, and two at once (the executor's limit) cut its time by a third (D98).
 CPU_POOL = "cpu_heavy"
+# The same steps' tag: the executor runs one of them at a time within a run (definitions.py), so
+# a step never waits out the pool's back-off behind a step of its own run, and a run on an
+# instance without the project's dagster.yaml still keeps its model steps apart.
+CPU_HEAVY_LIMIT = {"key": "retailsim/cpu", "value": "heavy"}
+CPU_HEAVY = {CPU_HEAVY_LIMIT["key"]: CPU_HEAVY_LIMIT["value"]}
 # Steps on the data stage's longest chain (prices -> product graph -> pseudo-brands ->
 # GraphSAGE, which every model step waits for): first when an executor slot frees up, before
 # the snapshots, features and checks that could run beside them.

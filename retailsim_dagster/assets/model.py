@@ -28,7 +28,7 @@ from retailsim_core.tables import (
 )
 from retailsim_core.training.checkpoint import read_json
 from retailsim_dagster.metadata import markdown_table
-from retailsim_dagster.partitions import CPU_POOL
+from retailsim_dagster.partitions import CPU_HEAVY, CPU_POOL
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
 _INPUTS = [
@@ -53,6 +53,7 @@ FITTED_ON_INPUTS = dict(
     group_name="model",
     kinds={"pytorch", "safetensors"},
     pool=CPU_POOL,
+    op_tags=CPU_HEAVY,
     deps=_INPUTS,
     backfill_policy=dg.BackfillPolicy.single_run(),
     automation_condition=dg.AutomationCondition.on_cron(
@@ -116,10 +117,9 @@ def checkpoint_beats_popularity(warehouse: WarehouseResource) -> dg.AssetCheckRe
 
 @dg.asset(
     name=BASELINES_TABLE,
-    **FITTED_ON_INPUTS,
     # Before trained_checkpoint when both wait on the pool: the one-core ONNX export that follows
     # the checkpoint then overlaps the evaluation, not the baselines' time-budgeted training.
-    op_tags={"dagster/priority": "1"},
+    **(FITTED_ON_INPUTS | {"op_tags": CPU_HEAVY | {"dagster/priority": "1"}}),
     description="The baselines tuned on the validation weeks, independent of the world model: "
     "TIFU-KNN and UP-CF@r grids, SASRec and BERT4Rec trained with early stopping, the "
     "masked-item co-purchase weight; safetensors + JSON (D68).",
@@ -150,6 +150,7 @@ def tuned_baselines(
 JUDGES_CHECKPOINT = dict(
     group_name="model",
     pool=CPU_POOL,
+    op_tags=CPU_HEAVY,
     backfill_policy=dg.BackfillPolicy.single_run(),
     automation_condition=dg.AutomationCondition.eager(),
 )

@@ -9,7 +9,7 @@ from retailsim_core.pipeline.graph_tables import substitution_holdout as substit
 from retailsim_core.pipeline.truth import bind_truth
 from retailsim_core.tables import EMBEDDINGS_TABLE, PRICES_TABLE, PRODUCT_GRAPH_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table
-from retailsim_dagster.partitions import CPU_POOL, CRITICAL_PATH
+from retailsim_dagster.partitions import CPU_HEAVY, CPU_POOL, CRITICAL_PATH
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
 
 
@@ -84,7 +84,7 @@ def product_graph_integrity(warehouse: WarehouseResource) -> dg.AssetCheckResult
     asset=PRODUCT_GRAPH_TABLE,
     additional_deps=[EMBEDDINGS_TABLE],
     pool=CPU_POOL,
-    op_tags={"dagster/priority": "-1"},
+    op_tags=CPU_HEAVY | {"dagster/priority": "-1"},
     description="held-out promotion test of the substitution edges: in weeks after training, "
     "B's units fall when its substitute A is on promotion, more than for random "
     "same-sub-commodity pairs (95% interval); planted-pair recovery when the "
