@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from retailsim_core.training_data.tensors import TensorConfig, TrainingSet
-from retailsim_core.training_data.tokens import ProductVocab, mask_items
+from retailsim_core.datasets.tensors import TensorConfig, TrainingSet
+from retailsim_core.datasets.tokens import ProductVocab, mask_items
 
 
 def synthetic(n_samples: int, history: int, rng: np.random.Generator) -> TrainingSet:

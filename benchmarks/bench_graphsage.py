@@ -59,7 +59,7 @@ def run(case: str, warehouse: Path, epochs: int) -> dict:
         import polars as pl
 
         from retailsim_core.graph.product_embeddings import graph_inputs
-        from retailsim_core.pipeline.graph_tables import load_graph
+        from retailsim_core.pipeline.data.graph_tables import load_graph
         from retailsim_core.storage.warehouse import Warehouse
 
         wh = Warehouse(warehouse)

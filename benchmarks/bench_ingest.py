@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from retailsim_core.calendar import N_WEEKS
-from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.synth import preset
 from retailsim_core.synth.writer import generate

@@ -24,10 +24,10 @@ STAGES = ("derived_prices", "shelf_read", "product_graph", "customer_snapshots")
 
 
 def run_stage(stage: str, root: Path) -> dict:
-    from retailsim_core.pipeline.graph_tables import build_product_graph, write_graph
-    from retailsim_core.pipeline.price_reader import price_weeks
-    from retailsim_core.pipeline.price_weeks import derive_price_weeks
-    from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
+    from retailsim_core.pipeline.data.graph_tables import build_product_graph, write_graph
+    from retailsim_core.pipeline.data.price_weeks import derive_price_weeks
+    from retailsim_core.pipeline.data.snapshot_weeks import snapshot_weeks
+    from retailsim_core.pipeline.readers.price_reader import price_weeks
     from retailsim_core.split import TemporalSplit
     from retailsim_core.storage.warehouse import Warehouse
 

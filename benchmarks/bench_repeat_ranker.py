@@ -56,16 +56,16 @@ from benchmarks.ranker_inputs import (
     with_store_and_transition,
 )
 from retailsim_core.baselines.neighbour_baselines import TifuConfig, UpcfConfig
-from retailsim_core.evaluation.tasks import first_day_of_week
+from retailsim_core.datasets.history_features import HISTORY_FEATURES, history_features
+from retailsim_core.datasets.tensors import TensorConfig
+from retailsim_core.datasets.tokens import PAD
+from retailsim_core.next_basket.tasks import first_day_of_week
 from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.settings import load_settings
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.training.checkpoint import load_model
 from retailsim_core.training.metrics import ndcg_at, recall_at
 from retailsim_core.training.validation import eval_batches
-from retailsim_core.training_data.history_features import HISTORY_FEATURES, history_features
-from retailsim_core.training_data.tensors import TensorConfig
-from retailsim_core.training_data.tokens import PAD
 
 VARIANTS = {
     "features": (),

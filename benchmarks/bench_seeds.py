@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.pipeline.baseline_fitting import fit_baselines
 from retailsim_core.pipeline.evaluation_run import evaluate
 from retailsim_core.pipeline.world_model_training import train_world_model

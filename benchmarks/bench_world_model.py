@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.models.losses import LossWeights
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.world_model_training import load_model_inputs
@@ -28,7 +29,6 @@ from retailsim_core.training.loop import TrainStep, train
 from retailsim_core.training.model_setup import build_model
 from retailsim_core.training.train_config import TrainConfig
 from retailsim_core.training.validation import masked_item_ranks, popularity_scores
-from retailsim_core.training_data.tensors import TensorConfig
 
 
 def main() -> None:

@@ -18,11 +18,11 @@ import scipy.sparse as sp
 
 from retailsim_core.baselines import neighbour_baselines as nb
 from retailsim_core.baselines.counting import trip_matrix
-from retailsim_core.evaluation.tuning import tifu_scores, upcf_scores
+from retailsim_core.datasets.history_features import TripArrays
+from retailsim_core.datasets.tokens import PAD
 from retailsim_core.graph.graph_edges import HIERARCHY_LEVELS
+from retailsim_core.next_basket.tuning import tifu_scores, upcf_scores
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.training_data.history_features import TripArrays
-from retailsim_core.training_data.tokens import PAD
 
 LEVELS = ("prod_code_40", "prod_code_30")  # sub-commodity, commodity
 LEVEL_FEATURES = (

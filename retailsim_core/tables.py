@@ -14,6 +14,9 @@ from dataclasses import dataclass
 import polars as pl
 
 from retailsim_core.customers.customer_features import AFFINITY_SCHEMA, MISSION_SCHEMA
+from retailsim_core.datasets.sample_buckets import METADATA_SCHEMA, SAMPLES_SCHEMA
+from retailsim_core.datasets.trips import TRIPS_SCHEMA
+from retailsim_core.derived_prices import DERIVED_PRICES_SCHEMA
 from retailsim_core.features.brands import PSEUDO_BRANDS_SCHEMA
 from retailsim_core.features.feature_tables import STORE_FEATURES_SCHEMA
 from retailsim_core.graph.graph_edges import EDGES_SCHEMA, NODES_SCHEMA
@@ -23,9 +26,6 @@ from retailsim_core.ingest.promotion_plan import (
     PROMOTIONS_QUARANTINE_SCHEMA,
     SOURCE_PROMOTIONS_SCHEMA,
 )
-from retailsim_core.prices import DERIVED_PRICES_SCHEMA
-from retailsim_core.training_data.sample_buckets import METADATA_SCHEMA, SAMPLES_SCHEMA
-from retailsim_core.training_data.trips import TRIPS_SCHEMA
 
 # Folder names under the warehouse root; each is also the name of the asset that writes it,
 # except the product graph's and the source promotions' two tables each, written by the assets

@@ -12,10 +12,10 @@ from pathlib import Path
 import dagster as dg
 
 from retailsim_core.baselines.sequential import SequentialConfig
-from retailsim_core.evaluation.eval_config import EvalConfig
 from retailsim_core.graph.graph_edges import GraphConfig
 from retailsim_core.ingest.file_reader import ReadLimits
 from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.pipeline.pricing_run import PricingRunConfig
 from retailsim_core.pricing.environment import PricingConfig
 from retailsim_core.settings import Settings, SettingsError, check_environment, load_settings

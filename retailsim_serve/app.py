@@ -124,6 +124,33 @@ def create_app(
         "earlier weeks, the store, date and hour, the shelf prices).",
     )
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    _add_error_handlers(app, settings)
+    _add_routes(app, state, settings)
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """The app over the warehouse of ``RETAILSIM_WAREHOUSE_DIR`` (uvicorn's factory)."""
+    from retailsim_core.pipeline.readers.serving_inputs import load_service
+    from retailsim_core.settings import check_environment
+    from retailsim_core.storage.warehouse import Warehouse
+    from retailsim_core.tables import CHECKPOINT_TABLE, REPORT_TABLE
+
+    environment = check_environment()
+    settings = ServeSettings.from_settings(environment)
+    warehouse = Warehouse(environment.warehouse_dir, environment.calendar)
+    checkpoint = warehouse.table_dir(CHECKPOINT_TABLE)
+
+    def load() -> WorldModelService:
+        return load_service(
+            warehouse, checkpoint, warehouse.table_dir(REPORT_TABLE), onnx=settings.onnx
+        )
+
+    return create_app(load, checkpoint, settings)
+
+
+def _add_error_handlers(app: FastAPI, settings: ServeSettings) -> None:
+    """Bad requests answer with the field at fault; a full server answers 503 and when to retry."""
 
     @app.exception_handler(RequestError)
     async def request_error(_: Request, err: RequestError):
@@ -143,6 +170,11 @@ def create_app(
     async def busy(_: Request, __: Busy):
         message = f"{settings.max_concurrent} requests computing and {settings.max_queued} waiting"
         return AsciiJSON({"field": "request", "message": message}, 503, {"Retry-After": "1"})
+
+
+def _add_routes(app: FastAPI, state: dict, settings: ServeSettings) -> None:
+    """The endpoints; ``state`` holds the service holder, the batcher and the admission gate
+    once the app's lifespan has started."""
 
     async def heavy(work: Callable, *args):
         """``work`` on a worker thread once a slot is free (``Admission``)."""
@@ -210,25 +242,3 @@ def create_app(
         svc = service()
         table = await heavy(svc.elasticities, _context(body.context), body.product_ids)
         return {"elasticities": table.to_dicts(), "checkpoint_id": svc.checkpoint_id}
-
-    return app
-
-
-def app_from_environment() -> FastAPI:
-    """The app over the warehouse of ``RETAILSIM_WAREHOUSE_DIR`` (uvicorn's factory)."""
-    from retailsim_core.pipeline.serving_inputs import load_service
-    from retailsim_core.settings import check_environment
-    from retailsim_core.storage.warehouse import Warehouse
-    from retailsim_core.tables import CHECKPOINT_TABLE, REPORT_TABLE
-
-    environment = check_environment()
-    settings = ServeSettings.from_settings(environment)
-    warehouse = Warehouse(environment.warehouse_dir, environment.calendar)
-    checkpoint = warehouse.table_dir(CHECKPOINT_TABLE)
-
-    def load() -> WorldModelService:
-        return load_service(
-            warehouse, checkpoint, warehouse.table_dir(REPORT_TABLE), onnx=settings.onnx
-        )
-
-    return create_app(load, checkpoint, settings)

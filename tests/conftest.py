@@ -9,10 +9,10 @@ import pytest
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
-from retailsim_core.pipeline.graph_tables import build_product_graph, write_graph
-from retailsim_core.pipeline.ingest_weeks import ingest_weeks
-from retailsim_core.pipeline.price_weeks import derive_price_weeks
-from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
+from retailsim_core.pipeline.data.graph_tables import build_product_graph, write_graph
+from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.data.price_weeks import derive_price_weeks
+from retailsim_core.pipeline.data.snapshot_weeks import snapshot_weeks
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.synth import preset
@@ -44,9 +44,9 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
 
     from retailsim_core.graph.product_embeddings import Embeddings
     from retailsim_core.models.graphsage import GraphSAGEConfig
-    from retailsim_core.pipeline.embeddings import all_products, write_embeddings
-    from retailsim_core.pipeline.feature_weeks import store_feature_weeks
-    from retailsim_core.pipeline.training_data_weeks import training_data_weeks
+    from retailsim_core.pipeline.data.embeddings import all_products, write_embeddings
+    from retailsim_core.pipeline.data.feature_weeks import store_feature_weeks
+    from retailsim_core.pipeline.data.training_data_weeks import training_data_weeks
 
     wh = Warehouse(tmp_path_factory.mktemp("tiny_wh") / "wh")
     weeks = range(1, 15)

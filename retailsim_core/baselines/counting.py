@@ -6,7 +6,7 @@ Every baseline sees, for a sample of week W, only the customer's trips before W 
 slice ``[full_hist_start, hist_end)``), global counts of weeks before the evaluation period and,
 where its name says so, the trip's store (store-aware P-TopFreq) or the basket's mission
 (mission P-TopFreq, the fair baseline of the model's conditional row). ``METHOD_INPUTS`` in
-``evaluation/scorers.py`` lists what each method sees (``METHOD_INPUTS``).
+``next_basket/methods.py`` lists what each method sees (``METHOD_INPUTS``).
 
 Glossary: S samples, T trips, V vocabulary, C customers of the neighbour pool.
 """
@@ -17,8 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from retailsim_core.training_data.tensors import TrainingSet
-from retailsim_core.training_data.tokens import PAD, mask_token
+from retailsim_core.datasets.tensors import TrainingSet
+from retailsim_core.datasets.tokens import PAD, mask_token
 
 
 def trip_matrix(data: TrainingSet) -> sp.csr_matrix:

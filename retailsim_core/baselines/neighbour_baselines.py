@@ -18,7 +18,7 @@ import scipy.sparse as sp
 import torch
 
 from retailsim_core.baselines.counting import finish_scores, history_weights, sample_history
-from retailsim_core.training_data.tensors import TrainingSet
+from retailsim_core.datasets.tensors import TrainingSet
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from retailsim_core.baselines.neighbour_baselines import pool_bounds
-from retailsim_core.training_data.tensors import TrainingSet, ragged
-from retailsim_core.training_data.tokens import PAD, mask_token
+from retailsim_core.datasets.tensors import TrainingSet, ragged
+from retailsim_core.datasets.tokens import PAD, mask_token
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,3 @@
-"""The evaluation: every method on the same held-out baskets, told only what it may know.
-
-One entry point, ``retailsim_core.pipeline.evaluation_run.evaluate``: it reads the warehouse
-once and runs the two halves of ``protocol``, whose docstring lists the stages (tasks → tuning →
-scorers → scoring → summary → price checks → report), one module each. The baselines are in
-``retailsim_core.baselines`` and ``oracle_scorers``; per-basket metrics in
-``retailsim_core.training.metrics`` (validation shares them); the HTML in ``report_html`` and
-``svg_charts``. Nothing here reads the warehouse.
-"""
+"""The evaluation's conductor: ``protocol`` runs the next-basket rooms (``next_basket``), the
+price and demand response checks (``response``) and writes the report (``report``), on values
+``retailsim_core.pipeline.evaluation_run`` read; it reads nothing itself."""

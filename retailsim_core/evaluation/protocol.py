@@ -26,22 +26,23 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from retailsim_core.next_basket.calibration import aux_calibration
+from retailsim_core.next_basket.eval_config import EvalConfig
+from retailsim_core.next_basket.methods import METHOD_INPUTS, method_scorers
+from retailsim_core.next_basket.scoring import concat_results, score_rows
+from retailsim_core.next_basket.tasks import EvalTasks
+from retailsim_core.next_basket.tuning import TunedBaselines, baseline_scorers
+from retailsim_core.report.files import write_report
+from retailsim_core.response.price_checks import PriceInputs, price_checks
+from retailsim_core.response.price_events import EventCheck, price_event_check
+from retailsim_core.synth.world import PlantedTruth
 
-from retailsim_core.evaluation.calibration import aux_calibration
-from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.price_checks import PriceInputs, price_checks
-from retailsim_core.evaluation.price_events import EventCheck, price_event_check
-from retailsim_core.evaluation.report import write_report
-from retailsim_core.evaluation.scorers import METHOD_INPUTS, method_scorers
-from retailsim_core.evaluation.scoring import concat_results, score_rows
-from retailsim_core.evaluation.summary import (
+from retailsim_core.next_basket.summary import (
     intervals,
     nested_metrics,
     slices,
     vocabulary_coverage,
 )
-from retailsim_core.evaluation.tasks import EvalTasks
-from retailsim_core.evaluation.tuning import TunedBaselines, baseline_scorers
 
 
 @dataclass(frozen=True)
@@ -64,22 +65,22 @@ class Scored:
     metrics: dict  # {task: {slice: {method: {metric: value}}}}
     bounds: dict  # 95% intervals of the same
     calibration: dict  # the auxiliary heads' calibration
-    truth_dir: Path | None  # the planted truth the oracles read (None when they did not run)
+    truth: PlantedTruth | None  # the planted truth the oracles read (None: they did not run)
     oracle_note: str | None  # why the oracles did not run
 
 
 def score(
     tasks: EvalTasks,
     tuned: TunedBaselines,
-    truth_dir: Path | None,
+    truth: PlantedTruth | None,
     oracle_note: str | None,
     cfg: EvalConfig,
     log: Callable[[str], None] = lambda _: None,
 ) -> Scored:
     """Every method on the test baskets with the baselines tuned on validation weeks.
-    ``truth_dir``: the bound planted truth (adds the oracles), or None with ``oracle_note``."""
+    ``truth``: the bound planted truth (adds the oracles), or None with ``oracle_note``."""
     scorers, masked, skipped = method_scorers(
-        tasks, baseline_scorers(tasks, tuned, cfg), truth_dir, log
+        tasks, baseline_scorers(tasks, tuned, cfg), truth, log
     )
     results = score_rows(tasks.data, tasks.test_rows, scorers, masked, tasks.context, cfg, log)
     sample_rows = results.rows
@@ -96,7 +97,7 @@ def score(
         metrics=nested_metrics(results, slice_rows),
         bounds=intervals(results, slice_rows, tasks.customers[results.rows], cfg),
         calibration=aux_calibration(tasks.model, tasks.data, sample_rows),
-        truth_dir=truth_dir if "oracle" in scorers else None,
+        truth=truth if "oracle" in scorers else None,
         oracle_note=skipped or oracle_note,
     )
 
@@ -114,11 +115,11 @@ def finish(
     """The price checks, then the report written to ``folder``; ``started``: the run's
     ``time.perf_counter()`` at its start."""
     response, simulation = price_checks(
-        tasks, scored.sample_rows, prices, scored.truth_dir, cfg.seed, log
+        tasks, scored.sample_rows, prices, scored.truth, cfg.seed, log
     )
     tables = {}
     if tasks.model is not None and prices.trips is not None and prices.promotions is not None:
-        check = event_check(tasks, prices, cfg.seed, scored.truth_dir)
+        check = event_check(tasks, prices, cfg.seed, scored.truth)
         response["events"] = check.summary
         tables = {"price_events": check.events, "price_event_products": check.products}
         log(f"promotion events ({prices.promotion_source}): {_headline(check.summary)}")
@@ -157,10 +158,10 @@ def finish(
 
 
 def event_check(
-    tasks: EvalTasks, prices: PriceInputs, seed: int, truth_dir: Path | None = None
+    tasks: EvalTasks, prices: PriceInputs, seed: int, truth: PlantedTruth | None = None
 ) -> EventCheck:
     """The promotion-event check (D76) on every test basket of ``tasks``; with the planted
-    ``truth_dir``, against the planted demand too."""
+    ``truth``, against the planted demand too."""
     vocab = tasks.data.vocab.frame()
     categories = vocab.select(
         "product_id",
@@ -176,7 +177,7 @@ def event_check(
         prices.promotion_source,
         seed,
         fit_baskets=prices.fit_baskets,
-        truth_dir=truth_dir,
+        truth=truth,
     )
 
 

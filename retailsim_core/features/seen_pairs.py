@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from retailsim_core.prices.slots import KeyIndex
+from retailsim_core.derived_prices.slots import KeyIndex
 
 PAIR = ("store_id", "product_id")
 

@@ -248,7 +248,7 @@ TABLES = (TRANSACTIONS_FILE, PRODUCTS_FILE)
 def manufacturers(folder: Path) -> pl.DataFrame | None:
     """product_id (canonical), manufacturer_id, brand (National / Private) of the export's
     ``products.parquet``, or None where the folder has none: what pseudo-brands are checked
-    against (``evaluation/brand_agreement.py``)."""
+    against (``features/brand_agreement.py``)."""
     path = Path(folder) / PRODUCTS_FILE
     if not path.is_file():
         return None

@@ -23,14 +23,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from retailsim_core.models.weight_cache import WeightCache
-from retailsim_core.training_data.history_features import (
+from retailsim_core.datasets.history_features import (
     FOCUS_COLUMNS,
     HISTORY_FEATURES,
     TYPE_COLUMNS,
 )
-from retailsim_core.training_data.shelf import SHELF_FEATURES
-from retailsim_core.training_data.tokens import PAD
+from retailsim_core.datasets.shelf import SHELF_FEATURES
+from retailsim_core.datasets.tokens import PAD
+from retailsim_core.models.weight_cache import WeightCache
 
 # The price response reads the shelf in two groups: per-context weights on the price level and
 # availability, per-product (pooled by category) weights on what a promotion changes.

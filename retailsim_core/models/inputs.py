@@ -14,8 +14,8 @@ import polars as pl
 import torch
 import torch.nn as nn
 
-from retailsim_core.training_data.batch import Batch
-from retailsim_core.training_data.tokens import PAD, ProductVocab
+from retailsim_core.datasets.batch import Batch
+from retailsim_core.datasets.tokens import PAD, ProductVocab
 
 MISSION_COLUMNS = (0, 1)  # trip-label columns a "given mission" reveals: mission type and focus
 

@@ -18,9 +18,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from retailsim_core.datasets.batch import Batch
+from retailsim_core.datasets.tokens import PAD, mask_token
 from retailsim_core.models.world_model import AUX_HEADS, ModelOutput, WorldModel
-from retailsim_core.training_data.batch import Batch
-from retailsim_core.training_data.tokens import PAD, mask_token
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from retailsim_core.datasets.batch import Batch
+from retailsim_core.datasets.tensors import (
+    BASKET_TYPES,
+    MISSIONS,
+    PRICE_SENSITIVITY_CODES,
+    SIZES,
+)
+from retailsim_core.datasets.tokens import MAX_ITEMS, PAD, eos_token, mask_token
 from retailsim_core.models.heads import (
     CopurchaseResponse,
     PriceResponse,
@@ -38,14 +46,6 @@ from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusi
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
 from retailsim_core.models.outputs import Encoded, ModelOutput
 from retailsim_core.models.weight_cache import WeightCache
-from retailsim_core.training_data.batch import Batch
-from retailsim_core.training_data.tensors import (
-    BASKET_TYPES,
-    MISSIONS,
-    PRICE_SENSITIVITY_CODES,
-    SIZES,
-)
-from retailsim_core.training_data.tokens import MAX_ITEMS, PAD, eos_token, mask_token
 
 # Auxiliary heads: name -> (column of the T6 codes, number of classes). Codes are 1-based, 0
 # missing; LGSR's "XX" (unknown, always the last code) is no class: those rows carry no loss.

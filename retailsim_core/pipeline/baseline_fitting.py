@@ -1,11 +1,11 @@
 """``tuned_baselines``: the baselines tuned on validation weeks, written once and read by every
 evaluation of a checkpoint (D68).
 
-The tuning stage (``evaluation/tuning.py``) does not depend on the world model: its grids, the
+The tuning stage (``next_basket/tuning.py``) does not depend on the world model: its grids, the
 SASRec/BERT4Rec training and the co-purchase weight read the samples, the trips and the
 vocabulary only. Fitting it in its own asset means a new checkpoint is evaluated in minutes,
 without training the sequence models again. The folder's files and its fit key:
-``evaluation/tuned_folder.py``.
+``next_basket/tuned_folder.py``.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.tuned_folder import (
+from retailsim_core.next_basket.eval_config import EvalConfig
+from retailsim_core.next_basket.tuned_folder import (
     FILES,
     TUNING_FILE,
     WEIGHTS,
     TuningRecord,
     fit_key,
 )
-from retailsim_core.evaluation.tuning import tune_baselines
+from retailsim_core.next_basket.tuning import tune_baselines
 from retailsim_core.pipeline.evaluation_run import load_tasks
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.warehouse import Warehouse

@@ -16,25 +16,27 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import torch
-
-from retailsim_core.evaluation import protocol
-from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.price_checks import PriceInputs, simulation_rows
-from retailsim_core.evaluation.promotion_events import (
+from retailsim_core.datasets.model_inputs import ModelInputs
+from retailsim_core.datasets.sample_buckets import SAMPLES_SCHEMA
+from retailsim_core.datasets.tokens import ProductVocab
+from retailsim_core.next_basket.eval_config import EvalConfig
+from retailsim_core.next_basket.tasks import EvalTasks, build_tasks
+from retailsim_core.next_basket.tuned_folder import load_baselines
+from retailsim_core.pipeline.data.price_weeks import promotion_cells
+from retailsim_core.pipeline.data.promotion_weeks import known_promotion_weeks
+from retailsim_core.pipeline.readers.price_reader import price_weeks, read_price_features
+from retailsim_core.pipeline.readers.truth import bind_truth, read_truth
+from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.response.price_checks import PriceInputs, simulation_rows
+from retailsim_core.response.promotion_events import (
     planted_promotions,
     regional_promotions,
     table_promotions,
 )
-from retailsim_core.evaluation.tasks import EvalTasks, build_tasks
-from retailsim_core.evaluation.tuned_folder import load_baselines
-from retailsim_core.pipeline.price_reader import price_weeks, read_price_features
-from retailsim_core.pipeline.price_weeks import promotion_cells
-from retailsim_core.pipeline.promotion_weeks import known_promotion_weeks
-from retailsim_core.pipeline.truth import bind_truth
-from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.synth.world import PlantedTruth
 from retailsim_core.tables import (
     BASELINES_TABLE,
     CHECKPOINT_TABLE,
@@ -44,11 +46,8 @@ from retailsim_core.tables import (
     SAMPLES_TABLE,
 )
 from retailsim_core.training.checkpoint import load_model
-from retailsim_core.training_data.model_inputs import ModelInputs
-from retailsim_core.training_data.sample_buckets import SAMPLES_SCHEMA
-from retailsim_core.training_data.tokens import ProductVocab
 
-PLANTED_PROMOTIONS = "promotions.parquet"  # the generator's calendar in its truth folder
+from retailsim_core.evaluation import protocol
 
 
 def evaluate(
@@ -72,12 +71,13 @@ def evaluate(
     binding = bind_truth(truth_dir, warehouse)  # first: a mismatch is said before any work
     if binding.note:
         log(binding.note)
+    truth = read_truth(binding)  # read once here and passed down (None: no planted truth)
     torch.manual_seed(cfg.seed)  # before the models are built: their initialisation draws
     tasks, inputs = _tasks_and_inputs(warehouse, split, cfg, checkpoint, with_model=True)
     tuned = load_baselines(baselines or warehouse.table_dir(BASELINES_TABLE), tasks, cfg)
-    scored = protocol.score(tasks, tuned, binding.truth_dir, binding.note, cfg, log)
+    scored = protocol.score(tasks, tuned, truth, binding.note, cfg, log)
     prices = price_inputs(warehouse, split, tasks, scored.sample_rows, inputs.edges)
-    prices = with_event_inputs(prices, warehouse, split, inputs.store.trips, binding.truth_dir)
+    prices = with_event_inputs(prices, warehouse, split, inputs.store.trips, truth)
     report = folder or warehouse.table_dir(REPORT_TABLE)
     return protocol.finish(tasks, tuned, scored, prices, cfg, report, start, log)
 
@@ -144,7 +144,7 @@ def with_event_inputs(
     warehouse: Warehouse,
     split: TemporalSplit,
     trips: pl.DataFrame,
-    truth_dir: Path | None,
+    truth: PlantedTruth | None,
 ) -> PriceInputs:
     """The promotion events' inputs (D76, D86): the trip store, the training weeks' sample
     baskets (the baselines fit on training and validation weeks), and promotions known before
@@ -154,9 +154,8 @@ def with_event_inputs(
     stores = trips.select("store_id", "store_region").unique("store_id")
     weeks = warehouse.weeks(PRICES_TABLE)
     known = known_promotion_weeks(warehouse, [w for w in weeks if w > split.train_end])
-    if truth_dir is not None and (truth_dir / PLANTED_PROMOTIONS).exists():
-        calendar = pl.read_parquet(truth_dir / PLANTED_PROMOTIONS)
-        promotions, source = planted_promotions(calendar, stores), "planted calendar"
+    if truth is not None and truth.promotions is not None:
+        promotions, source = planted_promotions(truth.promotions, stores), "planted calendar"
     elif known:
         depths = regional_promotions(promotion_cells(warehouse, weeks, True), stores)
         plan = warehouse.scan(PROMOTION_CELLS_TABLE, known_promotion_weeks(warehouse, weeks))

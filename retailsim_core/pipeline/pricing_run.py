@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from retailsim_core.evaluation.svg_charts import lines
+from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.price_weeks import DERIVED_PRICES_SCHEMA
-from retailsim_core.pipeline.truth import bind_truth
+from retailsim_core.pipeline.data.price_weeks import DERIVED_PRICES_SCHEMA
+from retailsim_core.pipeline.readers.truth import bind_truth, read_truth
 from retailsim_core.pipeline.world_model_training import (
     TrainingSummary,
     load_model_inputs,
@@ -42,6 +42,7 @@ from retailsim_core.pricing.policies import (
     variation,
 )
 from retailsim_core.pricing.pricing_report import pricing_markdown
+from retailsim_core.report.svg_charts import lines
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.storage.mapped import MappedArrays
@@ -50,7 +51,6 @@ from retailsim_core.tables import PRICES_TABLE, SAMPLES_TABLE
 from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training.checkpoint import load_model
 from retailsim_core.training.train_config import TrainConfig
-from retailsim_core.training_data.tensors import TensorConfig
 
 RESULTS_FILE = "results.json"
 HOLDOUT_SHARE = 0.5  # of the training customers the held-out simulator learns from
@@ -141,6 +141,35 @@ def agent_file(family: str, category: str, seed: str) -> str:
     return f"{family}_{slug}-{digest}_{seed}.safetensors"
 
 
+def _top_categories(products: pl.DataFrame, n: int) -> list[str]:
+    """The ``n`` categories of most revenue among those with two products priced."""
+    top = (
+        products.filter(pl.col("category_products") >= 2)
+        .group_by("category")
+        .agg(pl.col("category_revenue").first())
+        .sort("category_revenue", "category", descending=[True, False])
+        .head(n)["category"]
+        .to_list()
+    )
+    if not top:
+        raise ValueError("no category has two products priced in the training weeks")
+    return top
+
+
+def _contexts(inputs, tensors: TensorConfig, weeks: list[int], cfg: PricingRunConfig):
+    """(the test weeks with baskets, each week's sampled contexts, their batches): at most
+    ``cfg.contexts_per_week`` test baskets a week, drawn with the week's seed."""
+    samples = inputs.samples.filter(pl.col("split") == "test", ~pl.col("truncated"))
+    weeks = sorted(set(weeks) & set(samples["week"].cast(pl.Int64).to_list()))  # with baskets
+    batches, weekly = [], []
+    for w in weeks:
+        week = samples.filter(pl.col("week") == w).sort("basket_id")
+        weekly.append(week.sample(min(cfg.contexts_per_week, len(week)), seed=cfg.seed + w))
+        data = inputs.training_set(weekly[-1], tensors)
+        batches.append(data[list(range(len(data)))])
+    return weeks, weekly, batches
+
+
 def run_pricing(
     warehouse: Warehouse,
     split: TemporalSplit,
@@ -158,7 +187,7 @@ def run_pricing(
     for stale in folder.glob("ppo_*.safetensors"):  # a re-run writes exactly its own agents
         stale.unlink()
     binding = bind_truth(truth_dir, warehouse)  # only the truth of the ingested files
-    truth_dir = binding.truth_dir
+    truth = read_truth(binding)  # read once here and passed down
     model, vocab, config = load_model(checkpoint)
     second = None
     if cfg.holdout and holdout is not None and (holdout / "model.safetensors").exists():
@@ -168,25 +197,8 @@ def run_pricing(
     weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.valid_end]
     inputs = load_model_inputs(warehouse, weeks, MappedArrays())  # sets on disk (D97)
     products = priced_categories(warehouse, split, inputs.id_map, vocab.frame())
-    top = (
-        products.filter(pl.col("category_products") >= 2)
-        .group_by("category")
-        .agg(pl.col("category_revenue").first())
-        .sort("category_revenue", "category", descending=[True, False])
-        .head(cfg.categories)["category"]
-        .to_list()
-    )
-    if not top:
-        raise ValueError("no category has two products priced in the training weeks")
-    tensors = TensorConfig(**config["tensors"])
-    samples = inputs.samples.filter(pl.col("split") == "test", ~pl.col("truncated"))
-    weeks = sorted(set(weeks) & set(samples["week"].cast(pl.Int64).to_list()))  # with baskets
-    batches, weekly = [], []
-    for w in weeks:
-        week = samples.filter(pl.col("week") == w).sort("basket_id")
-        weekly.append(week.sample(min(cfg.contexts_per_week, len(week)), seed=cfg.seed + w))
-        data = inputs.training_set(weekly[-1], tensors)
-        batches.append(data[list(range(len(data)))])
+    top = _top_categories(products, cfg.categories)
+    weeks, weekly, batches = _contexts(inputs, TensorConfig(**config["tensors"]), weeks, cfg)
     log(f"contexts: {sum(len(b['basket_labels']) for b in batches):,} over weeks {weeks}")
     results, paths = {}, []
     for category in top:
@@ -196,7 +208,7 @@ def run_pricing(
             .head(cfg.max_products)
             .sort("product_id")
         )
-        planted = PlantedDemand(truth_dir, weekly, rows["product_id"]) if truth_dir else None
+        planted = PlantedDemand(truth, weekly, rows["product_id"]) if truth else None
         results[category], found = _price_category(
             model, second, weeks, batches, rows, cfg, planted
         )
@@ -213,7 +225,7 @@ def run_pricing(
         "config": asdict(cfg),
         "weeks": weeks,
         "held_out_simulator": second is not None,
-        "planted_truth": truth_dir is not None,
+        "planted_truth": truth is not None,
         "planted_note": binding.note,
         "held_out_note": (
             "holdout_checkpoint: another seed on half of the training customers"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retailsim_core.pipeline.serving_inputs import checkpoint_weeks, load_serving_data
+from retailsim_core.datasets.tensors import TensorConfig
+from retailsim_core.pipeline.readers.serving_inputs import checkpoint_weeks, load_serving_data
 from retailsim_core.serving.onnx_scoring import write_scoring_graph
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import CHECKPOINT_TABLE, ONNX_TABLE
 from retailsim_core.training.checkpoint import load_model, published_id
-from retailsim_core.training_data.tensors import TensorConfig
 
 EXAMPLE_CONTEXTS = 16
 

@@ -21,12 +21,11 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.evaluation.response_prior import (
-    depth_responses,
-    plan_lifts,
-    start_depth_responses,
-    start_plan_responses,
-)
+from retailsim_core.datasets.model_inputs import ModelInputs
+from retailsim_core.datasets.sample_buckets import SAMPLES_SCHEMA
+from retailsim_core.datasets.shelf import PLAN_SCHEMA, ShelfPrices, ShelfWriter
+from retailsim_core.datasets.tensors import PRICE_COLUMNS, TensorConfig
+from retailsim_core.datasets.tokens import ProductVocab
 from retailsim_core.models.heads import PriceResponse
 from retailsim_core.models.inputs import (
     copurchase_token_pairs,
@@ -34,13 +33,19 @@ from retailsim_core.models.inputs import (
     substitute_token_pairs,
 )
 from retailsim_core.models.world_model import WorldModel, WorldModelConfig, parameter_count
-from retailsim_core.pipeline.embeddings import load_embeddings
-from retailsim_core.pipeline.graph_tables import load_graph
-from retailsim_core.pipeline.price_reader import price_weeks as read_weeks
-from retailsim_core.pipeline.price_reader import store_regions, stored_prices
-from retailsim_core.pipeline.price_weeks import regional_cuts
-from retailsim_core.pipeline.promotion_weeks import known_promotion_weeks
-from retailsim_core.pipeline.training_data_weeks import build_trip_store
+from retailsim_core.pipeline.data.embeddings import load_embeddings
+from retailsim_core.pipeline.data.graph_tables import load_graph
+from retailsim_core.pipeline.data.price_weeks import regional_cuts
+from retailsim_core.pipeline.data.promotion_weeks import known_promotion_weeks
+from retailsim_core.pipeline.data.training_data_weeks import build_trip_store
+from retailsim_core.pipeline.readers.price_reader import price_weeks as read_weeks
+from retailsim_core.pipeline.readers.price_reader import store_regions, stored_prices
+from retailsim_core.response.response_prior import (
+    depth_responses,
+    plan_lifts,
+    start_depth_responses,
+    start_plan_responses,
+)
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet
 from retailsim_core.storage.mapped import MappedArrays
@@ -59,11 +64,6 @@ from retailsim_core.training.loop import train
 from retailsim_core.training.model_setup import build_model, fit_feature_scaling
 from retailsim_core.training.train_config import TrainConfig, phase_schedule
 from retailsim_core.training.validation import popularity_scores
-from retailsim_core.training_data.model_inputs import ModelInputs
-from retailsim_core.training_data.sample_buckets import SAMPLES_SCHEMA
-from retailsim_core.training_data.shelf import PLAN_SCHEMA, ShelfPrices, ShelfWriter
-from retailsim_core.training_data.tensors import PRICE_COLUMNS, TensorConfig
-from retailsim_core.training_data.tokens import ProductVocab
 
 
 def load_model_inputs(
@@ -269,19 +269,9 @@ def train_world_model(
     popularity = popularity_scores(train_data, np.arange(len(train_data)))
     train_data.release()  # the pages the whole-set passes above read
     folder = folder or warehouse.table_dir(CHECKPOINT_TABLE)
-    fingerprint = hashlib.sha256(
-        json.dumps(
-            [
-                model_cfg.to_dict(),
-                train_cfg.to_dict(),
-                tensor_cfg.__dict__,
-                vocab.n_products,
-                basket_hash,
-                len(valid_data),
-            ],
-            default=str,
-        ).encode()
-    ).hexdigest()
+    fingerprint = _run_fingerprint(
+        model_cfg, train_cfg, tensor_cfg, vocab.n_products, basket_hash, len(valid_data)
+    )
     result = train(
         model,
         train_data,
@@ -294,17 +284,7 @@ def train_world_model(
         fingerprint=fingerprint,
     )
     model.load_state_dict(result.best_weights)
-    best = next(h for h in result.state.history if h["epoch"] == result.state.best_epoch)
-    summary = {
-        "parameters": parameter_count(model),
-        "epochs": result.state.epoch,
-        "best_epoch": result.state.best_epoch,
-        "training_seconds": round(result.state.seconds, 1),
-        "train_samples": len(train_data),
-        "valid_samples": len(valid_data),
-        "vocabulary": vocab.n_products,
-        "best": {k: v for k, v in best.items() if isinstance(v, float)},
-    }
+    summary = _summary(model, result.state, len(train_data), len(valid_data), vocab.n_products)
     if distributed.rank_and_world()[0] == 0:
         split_weeks = {"train_end": split.train_end, "valid_end": split.valid_end}
         write_checkpoint(
@@ -323,6 +303,34 @@ def train_world_model(
     return TrainingSummary(
         **summary, history=result.state.history, model=model if model_out else None
     )
+
+
+def _run_fingerprint(model_cfg, train_cfg, tensor_cfg, n_products, basket_hash, n_valid) -> str:
+    """What a resumed training must match: the configs, the vocabulary, the training baskets."""
+    body = [
+        model_cfg.to_dict(),
+        train_cfg.to_dict(),
+        tensor_cfg.__dict__,
+        n_products,
+        basket_hash,
+        n_valid,
+    ]
+    return hashlib.sha256(json.dumps(body, default=str).encode()).hexdigest()
+
+
+def _summary(model: WorldModel, state, n_train: int, n_valid: int, n_products: int) -> dict:
+    """The checkpoint's training summary: sizes, epochs and the best epoch's figures."""
+    best = next(h for h in state.history if h["epoch"] == state.best_epoch)
+    return {
+        "parameters": parameter_count(model),
+        "epochs": state.epoch,
+        "best_epoch": state.best_epoch,
+        "training_seconds": round(state.seconds, 1),
+        "train_samples": n_train,
+        "valid_samples": n_valid,
+        "vocabulary": n_products,
+        "best": {k: v for k, v in best.items() if isinstance(v, float)},
+    }
 
 
 def write_checkpoint(

@@ -24,11 +24,11 @@ import numpy as np
 import polars as pl
 import torch
 
+from retailsim_core.counterfactual.simulate import held, mean_size
+from retailsim_core.datasets.batch import Batch
+from retailsim_core.datasets.shelf import SHELF_FEATURES
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.pricing.slot_cache import SlotCache, build_cache, slot_probs
-from retailsim_core.simulation.simulate import held, mean_size
-from retailsim_core.training_data.batch import Batch
-from retailsim_core.training_data.shelf import SHELF_FEATURES
 
 _DEPTH = SHELF_FEATURES.index("discount_depth")
 RANGE_QUANTILE = 0.05  # the allowed range: paid prices between these quantiles of the observed

@@ -13,25 +13,23 @@ with the same money (regular prices, unit costs) as the simulator's figures.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from retailsim_core.evaluation.oracle_scorers import planted_context
 from retailsim_core.pricing.environment import PricingConfig, week_values
 from retailsim_core.synth.oracle import purchase_probabilities, week_demand
-from retailsim_core.synth.world import load_world
+from retailsim_core.synth.world import PlantedTruth
 
 
 class PlantedDemand:
     """The planted units of a category's products for one panel's contexts."""
 
-    def __init__(self, truth_dir: Path, weekly_samples: list[pl.DataFrame], product_ids):
-        self.world = load_world(truth_dir)
+    def __init__(self, truth: PlantedTruth, weekly_samples: list[pl.DataFrame], product_ids):
+        self.world = truth.world
         codes = {c: i for i, c in enumerate(self.world.catalogue.product_code)}
         self.index = np.array([codes[p] for p in product_ids])  # (n,) catalogue rows
-        self.contexts = [planted_context(truth_dir, s) for s in weekly_samples]
+        self.contexts = [truth.context(s) for s in weekly_samples]
 
     def units(self, week: int, ctx: pl.DataFrame, multiplier: np.ndarray | None) -> np.ndarray:
         """(B, n) planted expected units (the probability that each basket holds each product);

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from retailsim_core.datasets.shelf import SHELF_FEATURES, with_price_multipliers
+from retailsim_core.datasets.tokens import PAD
 from retailsim_core.models.heads import NEG
 from retailsim_core.models.world_model import ModelOutput, WorldModel
-from retailsim_core.training_data.shelf import SHELF_FEATURES, with_price_multipliers
-from retailsim_core.training_data.tokens import PAD
 
 _LOG_PRICE, _DEPTH, _PROMO = (SHELF_FEATURES.index(f) for f in SHELF_FEATURES[:3])
 _AVAILABLE = SHELF_FEATURES.index("available")

@@ -1,7 +1,7 @@
 """Model inputs for trips that have not happened: a customer (or a new one) walking into a store
 on a date at an hour. Everything is built once from what the pipeline loaded
-(``ServingData.build``; ``pipeline/serving_inputs.py`` reads the warehouse); ``ServingData.batch``
-then builds a batch for any number of contexts with vectorised lookups only.
+(``ServingData.build``; ``pipeline/readers/serving_inputs.py`` reads the warehouse);
+``ServingData.batch`` then builds a batch for any number of contexts with vectorised lookups only.
 
 The inputs are the honest protocol of the evaluation (decision D52): the customer's trips
 before the context's week, the week's customer snapshot, the store, date and hour, and the
@@ -23,13 +23,8 @@ import polars as pl
 import torch
 
 from retailsim_core.calendar import LGSR, SourceCalendar
-from retailsim_core.ingest.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
-from retailsim_core.settings import load_settings
-from retailsim_core.tables import (
-    SAMPLES_TABLE,
-)
-from retailsim_core.training_data.batch import Batch, to_batch
-from retailsim_core.training_data.batch_inputs import (
+from retailsim_core.datasets.batch import Batch, to_batch
+from retailsim_core.datasets.batch_inputs import (
     TripIndex,
     calendar_inputs,
     codes,
@@ -39,11 +34,16 @@ from retailsim_core.training_data.batch_inputs import (
     history_inputs,
     store_inputs,
 )
-from retailsim_core.training_data.history_features import BasketContext
-from retailsim_core.training_data.model_inputs import ModelInputs
-from retailsim_core.training_data.shelf import ShelfPrices
-from retailsim_core.training_data.tensors import PRICE_COLUMNS, TensorConfig
-from retailsim_core.training_data.tokens import ProductVocab
+from retailsim_core.datasets.history_features import BasketContext
+from retailsim_core.datasets.model_inputs import ModelInputs
+from retailsim_core.datasets.shelf import ShelfPrices
+from retailsim_core.datasets.tensors import PRICE_COLUMNS, TensorConfig
+from retailsim_core.datasets.tokens import ProductVocab
+from retailsim_core.ingest.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
+from retailsim_core.settings import load_settings
+from retailsim_core.tables import (
+    SAMPLES_TABLE,
+)
 
 CONTEXT_SCHEMA = pl.Schema(
     {
@@ -297,6 +297,6 @@ class ServingData:
 
     def price_book(self, store_ids: list[str], weeks: list[int]) -> torch.Tensor:
         """(B, V, P) T4 inputs of every product at each context's store and week."""
-        from retailsim_core.simulation.simulate import price_book
+        from retailsim_core.counterfactual.simulate import price_book
 
         return price_book(self.price_features, store_ids, weeks, self.vocab)

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from retailsim_core.datasets.batch import Batch
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.storage.io import atomic_write
 from retailsim_core.training.checkpoint import read_json, write_json
-from retailsim_core.training_data.batch import Batch
 
 GRAPH_FILE = "scoring.onnx"
 PARITY_TOLERANCE = 1e-4  # max abs difference of log-probabilities from PyTorch

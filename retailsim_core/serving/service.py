@@ -16,14 +16,14 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.evaluation.scorers import world_model_scorer
+from retailsim_core.counterfactual.simulate import elasticities as price_elasticities
+from retailsim_core.counterfactual.simulate import expected_basket_size, generate
+from retailsim_core.datasets.batch import Batch
+from retailsim_core.datasets.shelf import SHELF_FEATURES
 from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData
 from retailsim_core.serving.onnx_scoring import OnnxScorer
+from retailsim_core.serving.scorer import world_model_scorer
 from retailsim_core.settings import load_settings
-from retailsim_core.simulation.simulate import elasticities as price_elasticities
-from retailsim_core.simulation.simulate import expected_basket_size, generate
-from retailsim_core.training_data.batch import Batch
-from retailsim_core.training_data.shelf import SHELF_FEATURES
 
 CHUNK = 128  # contexts scored together in a large batch
 

@@ -1,6 +1,6 @@
 """The planted probabilities with one product's cut removed, for many products at once.
 
-The promotion check on synthetic data (``evaluation/planted_events.py``) asks, for every
+The promotion check on synthetic data (``response/planted_events.py``) asks, for every
 promoted product p of a week and every basket of the stores p's events are in, the chance the
 basket holds p on the week's shelf less p's cut: ``purchase_probabilities(..., products=[p])``
 inside ``oracle.cut_removed``. One call per product cost ~1 ms of overhead and a pass over each

@@ -2,7 +2,8 @@
 
 Everything the simulator and the oracle need is written to ``ground_truth/``; loading it
 back rebuilds the identical world, so the oracle can be run on a dataset long after it
-was generated.
+was generated. The folder's file names are here and nowhere else; a reader outside
+``synth/`` gets a :class:`PlantedTruth`, read once at the edge (``pipeline/readers/truth.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,25 @@ from retailsim_core.synth.price_plan import N_REGIONS, PricePlan, build_price_pl
 from retailsim_core.synth.shoppers import SEGMENT_CODES, Population, build_population
 
 GENERATOR_VERSION = "1"
+CONFIG_FILE = "config.json"  # the generator's configuration: a folder without it has no world
+PROMOTIONS_FILE = "promotions.parquet"  # the planted promotion calendar
+SUBSTITUTES_FILE = "substitute_pairs.parquet"
+FINGERPRINT_FILE = "raw_fingerprint.json"  # sha256 of every week file written with the truth
+BASKETS_FOLDER = "baskets"  # one file of planted basket contexts per week
+CONTEXT_COLUMNS = (
+    "basket_id",
+    "week",
+    "customer_idx",
+    "store_idx",
+    "mission_focus",
+    "price_mode",
+    "basket_size",
+)
+
+
+def basket_file(folder: Path, week: int) -> Path:
+    """The planted baskets of ``week`` in the truth ``folder``."""
+    return Path(folder) / BASKETS_FOLDER / f"week_{week:03d}.parquet"
 
 
 @dataclass(frozen=True)
@@ -89,14 +109,23 @@ _POP_COLS = [
 
 
 def save_ground_truth(world: World, folder: Path) -> None:
+    """The world's configuration and tables, one file each, into the truth ``folder``."""
     folder = Path(folder)
-    cat, prices, pop = world.catalogue, world.prices, world.population
     atomic_write_text(
         json.dumps(
             {"generator_version": GENERATOR_VERSION, **dataclasses.asdict(world.cfg)}, indent=2
         ),
-        folder / "config.json",
+        folder / CONFIG_FILE,
     )
+    tables = _catalogue_tables(world) | _price_tables(world) | _population_tables(world)
+    for name, frame in tables.items():
+        atomic_write_parquet(frame, folder / name)
+
+
+def _catalogue_tables(world: World) -> dict[str, pl.DataFrame]:
+    """Products (with their price plan's rise), sub-commodities, slots, stores, and the planted
+    substitute and complement pairs."""
+    cat, prices = world.catalogue, world.prices
     products = _frame(cat, _CAT_PRODUCT_COLS).with_columns(
         product_id=pl.col("product_code"),
         prod_code_10=pl.Series(cat.cl_codes[cat.cl]),
@@ -108,18 +137,13 @@ def save_ground_truth(world: World, folder: Path) -> None:
         rise_factor=pl.Series(prices.rise_factor),
         is_novel=pl.Series(cat.launch_week > 80),
     )
-    atomic_write_parquet(products, folder / "products.parquet")
-    atomic_write_parquet(_frame(cat, _CAT_CL_COLS), folder / "sub_commodities.parquet")
-    atomic_write_parquet(
-        pl.DataFrame(
-            {
-                "member_0": cat.slot_members[:, 0],
-                "member_1": cat.slot_members[:, 1],
-                "explore_pop": cat.slot_explore_pop,
-                "repertoire_pop": cat.slot_repertoire_pop,
-            }
-        ),
-        folder / "slots.parquet",
+    slots = pl.DataFrame(
+        {
+            "member_0": cat.slot_members[:, 0],
+            "member_1": cat.slot_members[:, 1],
+            "explore_pop": cat.slot_explore_pop,
+            "repertoire_pop": cat.slot_repertoire_pop,
+        }
     )
     stores = pl.DataFrame(
         {
@@ -132,21 +156,40 @@ def save_ground_truth(world: World, folder: Path) -> None:
             "format_price_multiplier": np.asarray(FORMAT_PRICE_MULTIPLIER)[cat.store_format],
         }
     )
-    atomic_write_parquet(stores, folder / "stores.parquet")
+    subs = cat.slot_members[cat.slot_members[:, 1] >= 0]
+    a = np.flatnonzero(cat.complement > np.arange(cat.n_products))
+    return {
+        "products.parquet": products,
+        "sub_commodities.parquet": _frame(cat, _CAT_CL_COLS),
+        "slots.parquet": slots,
+        "stores.parquet": stores,
+        SUBSTITUTES_FILE: pl.DataFrame(
+            {"product_a": cat.product_code[subs[:, 0]], "product_b": cat.product_code[subs[:, 1]]}
+        ),
+        "complement_pairs.parquet": pl.DataFrame(
+            {
+                "product_a": cat.product_code[a],
+                "product_b": cat.product_code[cat.complement[a]],
+                "add_prob": cat.complement_prob[a],
+            }
+        ),
+    }
+
+
+def _price_tables(world: World) -> dict[str, pl.DataFrame]:
+    """Regional price multipliers and the promotion calendar (product x region x week)."""
+    cat, prices = world.catalogue, world.prices
     p_idx, r_idx = np.meshgrid(np.arange(cat.n_products), np.arange(N_REGIONS), indexing="ij")
-    atomic_write_parquet(
-        pl.DataFrame(
+    w, p, r = np.nonzero(prices.depth)
+    return {
+        "region_prices.parquet": pl.DataFrame(
             {
                 "product_idx": p_idx.ravel(),
                 "region_idx": r_idx.ravel(),
                 "region_multiplier": prices.region_mult.ravel(),
             }
         ),
-        folder / "region_prices.parquet",
-    )
-    w, p, r = np.nonzero(prices.depth)
-    atomic_write_parquet(
-        pl.DataFrame(
+        PROMOTIONS_FILE: pl.DataFrame(
             {
                 "week": w,
                 "product_idx": p,
@@ -156,8 +199,12 @@ def save_ground_truth(world: World, folder: Path) -> None:
                 "depth": prices.depth[w, p, r],
             }
         ),
-        folder / "promotions.parquet",
-    )
+    }
+
+
+def _population_tables(world: World) -> dict[str, pl.DataFrame]:
+    """Shoppers (segments, home stores, mission mixes) and their repertoires."""
+    cat, pop = world.catalogue, world.population
     customers = _frame(pop, _POP_COLS).with_columns(
         customer_idx=pl.int_range(pl.len()),
         price_segment_code=pl.Series(np.asarray(SEGMENT_CODES)[pop.price_segment]),
@@ -165,10 +212,10 @@ def save_ground_truth(world: World, folder: Path) -> None:
         **{f"type_mix_{i}": pl.Series(pop.type_mix[:, i]) for i in range(pop.type_mix.shape[1])},
         **{f"focus_mix_{i}": pl.Series(pop.focus_mix[:, i]) for i in range(pop.focus_mix.shape[1])},
     )
-    atomic_write_parquet(customers, folder / "customers.parquet")
     c, k = np.nonzero(pop.fav_slots >= 0)
-    atomic_write_parquet(
-        pl.DataFrame(
+    return {
+        "customers.parquet": customers,
+        "repertoires.parquet": pl.DataFrame(
             {
                 "customer_idx": c,
                 "rank": k,
@@ -176,26 +223,7 @@ def save_ground_truth(world: World, folder: Path) -> None:
                 "preference": pop.fav_pref[c, k],
             }
         ),
-        folder / "repertoires.parquet",
-    )
-    subs = cat.slot_members[cat.slot_members[:, 1] >= 0]
-    atomic_write_parquet(
-        pl.DataFrame(
-            {"product_a": cat.product_code[subs[:, 0]], "product_b": cat.product_code[subs[:, 1]]}
-        ),
-        folder / "substitute_pairs.parquet",
-    )
-    a = np.flatnonzero(cat.complement > np.arange(cat.n_products))
-    atomic_write_parquet(
-        pl.DataFrame(
-            {
-                "product_a": cat.product_code[a],
-                "product_b": cat.product_code[cat.complement[a]],
-                "add_prob": cat.complement_prob[a],
-            }
-        ),
-        folder / "complement_pairs.parquet",
-    )
+    }
 
 
 def _tuples(value):
@@ -212,7 +240,7 @@ def _config_from_json(d: dict) -> SynthConfig:
 
 def load_world(folder: Path) -> World:
     folder = Path(folder)
-    cfg = _config_from_json(json.loads((folder / "config.json").read_text()))
+    cfg = _config_from_json(json.loads((folder / CONFIG_FILE).read_text()))
     prod = pl.read_parquet(folder / "products.parquet")
     cls = pl.read_parquet(folder / "sub_commodities.parquet")
     slots = pl.read_parquet(folder / "slots.parquet")
@@ -233,7 +261,7 @@ def load_world(folder: Path) -> World:
         "product_idx", "region_idx"
     )
     depth = np.zeros((N_WEEKS + 1, n_p, N_REGIONS), dtype=np.float32)
-    promo = pl.read_parquet(folder / "promotions.parquet")
+    promo = pl.read_parquet(folder / PROMOTIONS_FILE)
     depth[
         promo["week"].to_numpy(), promo["product_idx"].to_numpy(), promo["region_idx"].to_numpy()
     ] = promo["depth"].to_numpy()
@@ -262,3 +290,44 @@ def load_world(folder: Path) -> World:
         fav_pref=fav_pref,
     )
     return World(cfg=cfg, catalogue=cat, prices=prices, population=pop)
+
+
+@dataclass(frozen=True)
+class PlantedTruth:
+    """What the generator planted, read once: the world (None in a folder without
+    :data:`CONFIG_FILE`), the planted context of every basket, the promotion calendar (None
+    where the folder has none). Passed down to the oracles and the planted-truth checks."""
+
+    world: World | None
+    baskets: pl.DataFrame | None  # CONTEXT_COLUMNS of every planted basket (None: no file)
+    promotions: pl.DataFrame | None
+
+    @classmethod
+    def read(cls, folder: Path) -> PlantedTruth:
+        folder = Path(folder)
+        files = sorted((folder / BASKETS_FOLDER).glob("week_*.parquet"))
+        promotions = folder / PROMOTIONS_FILE
+        return cls(
+            world=load_world(folder) if (folder / CONFIG_FILE).exists() else None,
+            baskets=pl.concat([pl.read_parquet(f, columns=list(CONTEXT_COLUMNS)) for f in files])
+            if files
+            else None,
+            promotions=pl.read_parquet(promotions) if promotions.exists() else None,
+        )
+
+    def context(self, samples: pl.DataFrame) -> pl.DataFrame:
+        """The planted context (CONTEXT_COLUMNS) of each of ``samples``' baskets, in order."""
+        if self.baskets is None:
+            raise ValueError("ground truth has no planted baskets")
+        weeks = samples["week"].unique().to_list()
+        ctx = samples.select("basket_id").join(
+            self.baskets.filter(pl.col("week").is_in(weeks)),
+            on="basket_id",
+            how="left",
+            maintain_order="left",
+        )
+        if ctx["customer_idx"].null_count():
+            raise ValueError(
+                "ground truth lacks some evaluated baskets: is it the truth of these raw files?"
+            )
+        return ctx

@@ -36,7 +36,13 @@ from retailsim_core.storage.io import (
 from retailsim_core.synth.baskets import WeekBaskets, simulate_week
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES, SynthConfig
 from retailsim_core.synth.shoppers import SEGMENT_CODES
-from retailsim_core.synth.world import World, build_world, save_ground_truth
+from retailsim_core.synth.world import (
+    FINGERPRINT_FILE,
+    World,
+    basket_file,
+    build_world,
+    save_ground_truth,
+)
 
 BASKET_ID_BASE = 994_100_000_000_000  # 15-digit ids, as in LGSR
 
@@ -137,7 +143,6 @@ def write_week_csv(lines: pl.DataFrame, path: Path, *, compress: bool) -> Path:
 
 # Week -> sha256 of each file written: binds the truth folder to these raw files (the oracles
 # and planted-truth checks run only on a warehouse ingested from them).
-FINGERPRINT_FILE = "raw_fingerprint.json"
 
 
 def generate(
@@ -165,7 +170,7 @@ def generate(
     written: dict[int, str] = {}
     for week in weeks or range(1, N_WEEKS + 1):
         lines, truth = week_frame(world, week, simulate_week(world, week))
-        atomic_write_parquet(truth, truth_dir / "baskets" / f"week_{week:03d}.parquet")
+        atomic_write_parquet(truth, basket_file(truth_dir, week))
         rows, baskets = rows + lines.height, baskets + truth.height
         if week in missing:
             continue

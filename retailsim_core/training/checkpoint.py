@@ -22,9 +22,9 @@ import polars as pl
 import torch
 from safetensors.torch import load_file, save_file
 
+from retailsim_core.datasets.tokens import ProductVocab
 from retailsim_core.models.world_model import WorldModel, WorldModelConfig
 from retailsim_core.storage.io import atomic_write, atomic_write_text, sha256_of
-from retailsim_core.training_data.tokens import ProductVocab
 
 MANIFEST = "manifest.json"
 DELIVERABLES = ("model.safetensors", "config.json", "vocabulary.parquet")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retailsim_core.training_data.tokens import PAD, ProductVocab, mask_items
+from retailsim_core.datasets.tokens import PAD, ProductVocab, mask_items
 
 
 def shuffle_items(

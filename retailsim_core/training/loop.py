@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from retailsim_core.datasets.tensors import LengthBucketSampler, TrainingSet
 from retailsim_core.models.determinism import deterministic_kernels
 from retailsim_core.models.losses import LossWeights, world_model_loss
 from retailsim_core.models.world_model import WorldModel
@@ -43,7 +44,6 @@ from retailsim_core.training.validation import (
     next_basket_metrics_of,
 )
 from retailsim_core.training.weight_average import WeightAverage
-from retailsim_core.training_data.tensors import LengthBucketSampler, TrainingSet
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from retailsim_core.datasets.tensors import TrainingSet
 from retailsim_core.models.world_model import WorldModel, WorldModelConfig
-from retailsim_core.training_data.tensors import TrainingSet
 
 
 def fit_feature_scaling(model: WorldModel, data: TrainingSet, seed: int, n: int = 1_000) -> None:

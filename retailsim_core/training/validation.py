@@ -14,13 +14,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from retailsim_core.datasets.batch import Batch
+from retailsim_core.datasets.tensors import TrainingSet
+from retailsim_core.datasets.tokens import PAD
 from retailsim_core.models.losses import shown_products
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.training.corruption import evaluation_mask, shuffle_items
 from retailsim_core.training.metrics import ndcg_at, recall_at
-from retailsim_core.training_data.batch import Batch
-from retailsim_core.training_data.tensors import TrainingSet
-from retailsim_core.training_data.tokens import PAD
 
 
 def ranks_of(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

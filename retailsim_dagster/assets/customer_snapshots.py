@@ -5,7 +5,7 @@ import dagster as dg
 import polars as pl
 
 from retailsim_core.customers.customer_features import AFFINITY_SCHEMA, MISSION_SCHEMA
-from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
+from retailsim_core.pipeline.data.snapshot_weeks import snapshot_weeks
 from retailsim_core.tables import AFFINITY_TABLE, MISSIONS_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import previous_weeks, weekly_partitions, weeks_of

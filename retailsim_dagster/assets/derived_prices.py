@@ -2,12 +2,12 @@
 
 import dagster as dg
 
-from retailsim_core.pipeline.price_weeks import (
+from retailsim_core.derived_prices import VALIDATION_FLAGS
+from retailsim_core.pipeline.data.price_weeks import (
     DERIVED_PRICES_SCHEMA,
     derive_price_weeks,
     price_rule_report,
 )
-from retailsim_core.prices import VALIDATION_FLAGS
 from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import (

@@ -4,18 +4,18 @@ the shelf, D96)."""
 import dagster as dg
 import polars as pl
 
-from retailsim_core.evaluation.brand_agreement import brand_agreement
+from retailsim_core.features.brand_agreement import brand_agreement
 from retailsim_core.features.brands import PSEUDO_BRANDS_SCHEMA
 from retailsim_core.features.feature_tables import STORE_FEATURES_SCHEMA
 from retailsim_core.graph.product_embeddings import nearest_neighbours, train_embeddings
 from retailsim_core.ingest.completejourney import manufacturers
 from retailsim_core.models.graphsage import GraphSAGEConfig
-from retailsim_core.pipeline.embeddings import all_products, write_embeddings
-from retailsim_core.pipeline.feature_weeks import (
+from retailsim_core.pipeline.data.embeddings import all_products, write_embeddings
+from retailsim_core.pipeline.data.feature_weeks import (
     build_pseudo_brands,
     store_feature_weeks,
 )
-from retailsim_core.pipeline.graph_tables import load_graph
+from retailsim_core.pipeline.data.graph_tables import load_graph
 from retailsim_core.tables import (
     BRANDS_TABLE,
     EMBEDDINGS_TABLE,

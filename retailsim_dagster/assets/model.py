@@ -3,13 +3,10 @@
 
 import dagster as dg
 import polars as pl
-
-from retailsim_core.evaluation.report_html import markdown_summary
-from retailsim_core.evaluation.svg_charts import loss_curve_svg
 from retailsim_core.pipeline.baseline_fitting import fit_baselines
-from retailsim_core.pipeline.evaluation_run import evaluate
 from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
 from retailsim_core.pipeline.world_model_training import train_world_model
+from retailsim_core.report.svg_charts import loss_curve_svg
 from retailsim_core.serving.onnx_scoring import PARITY_TOLERANCE
 from retailsim_core.storage.io import atomic_write_text
 from retailsim_core.tables import (
@@ -30,6 +27,9 @@ from retailsim_core.training.checkpoint import read_json
 from retailsim_dagster.metadata import markdown_table
 from retailsim_dagster.partitions import CPU_HEAVY, CPU_POOL
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
+
+from retailsim_core.pipeline.evaluation_run import evaluate
+from retailsim_core.report.html import markdown_summary
 
 _INPUTS = [
     SAMPLES_TABLE,

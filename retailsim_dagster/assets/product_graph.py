@@ -4,9 +4,11 @@ import dagster as dg
 import polars as pl
 
 from retailsim_core.graph.substitution import planted_recovery
-from retailsim_core.pipeline.graph_tables import build_product_graph, load_graph, write_graph
-from retailsim_core.pipeline.graph_tables import substitution_holdout as substitution_holdout_test
-from retailsim_core.pipeline.truth import bind_truth
+from retailsim_core.pipeline.data.graph_tables import build_product_graph, load_graph, write_graph
+from retailsim_core.pipeline.data.graph_tables import (
+    substitution_holdout as substitution_holdout_test,
+)
+from retailsim_core.pipeline.readers.truth import bind_truth, planted_substitutes
 from retailsim_core.tables import EMBEDDINGS_TABLE, PRICES_TABLE, PRODUCT_GRAPH_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table
 from retailsim_dagster.partitions import CPU_HEAVY, CPU_POOL, CRITICAL_PATH
@@ -101,8 +103,8 @@ def substitution_holdout(
         wh, pipeline_config.split, graph, seed=pipeline_config.model_seed
     )
     binding = bind_truth(raw_source.truth, wh)
-    if binding.truth_dir is not None:
-        planted = pl.read_parquet(binding.truth_dir / "substitute_pairs.parquet")
+    planted = planted_substitutes(binding)
+    if planted is not None:
         result |= planted_recovery(graph.edges, planted)
     elif binding.note:
         result["planted_note"] = binding.note

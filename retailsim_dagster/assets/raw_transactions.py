@@ -5,7 +5,7 @@ import polars as pl
 
 from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.ingest.week_file import expected_file_name
-from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
 from retailsim_core.tables import QUARANTINE_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import weekly_partitions, weeks_of
@@ -97,8 +97,16 @@ def raw_transactions(
         yield dg.MaterializeResult(
             asset_key=QUARANTINE_TABLE, metadata={**common, "dagster/row_count": rejected}
         )
-    if RAW_TABLE not in selected:
-        return
+    if RAW_TABLE in selected:
+        yield from _checks(wh, weeks, report, raw_source)
+
+
+def _checks(wh, weeks: list[int], report: pl.DataFrame, raw_source: RawSourceResource):
+    """The raw table's checks: row accounting, schema, week files present, quarantine share."""
+    read, kept, rejected = (
+        int(report[c].sum()) for c in ("rows_read", "rows_kept", "rows_rejected")
+    )
+    missing = report.filter(status="missing")["week"].to_list()
     yield dg.AssetCheckResult(
         check_name="row_accounting",
         asset_key=RAW_TABLE,

@@ -4,7 +4,7 @@ the week's sales (D86); empty weeks marked ``no_table`` where the source has non
 import dagster as dg
 
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
-from retailsim_core.pipeline.promotion_weeks import ingest_promotions
+from retailsim_core.pipeline.data.promotion_weeks import ingest_promotions
 from retailsim_core.tables import PROMOTIONS_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import weekly_partitions, weeks_of

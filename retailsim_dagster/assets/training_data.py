@@ -4,10 +4,10 @@ bucketed_samples.
 
 import dagster as dg
 
-from retailsim_core.pipeline.training_data_weeks import training_data_weeks
+from retailsim_core.datasets.sample_buckets import METADATA_SCHEMA, SAMPLES_SCHEMA
+from retailsim_core.datasets.trips import TRIPS_SCHEMA
+from retailsim_core.pipeline.data.training_data_weeks import training_data_weeks
 from retailsim_core.tables import METADATA_TABLE, RAW_TABLE, SAMPLES_TABLE, TRIPS_TABLE
-from retailsim_core.training_data.sample_buckets import METADATA_SCHEMA, SAMPLES_SCHEMA
-from retailsim_core.training_data.trips import TRIPS_SCHEMA
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import weekly_partitions, weeks_of
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource

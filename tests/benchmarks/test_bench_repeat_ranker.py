@@ -8,8 +8,8 @@ import pytest
 
 from benchmarks.bench_repeat_ranker import swapped_metrics
 from benchmarks.ranker_inputs import level_arrays
-from retailsim_core.training_data.history_features import TripArrays
-from retailsim_core.training_data.tokens import PAD
+from retailsim_core.datasets.history_features import TripArrays
+from retailsim_core.datasets.tokens import PAD
 
 
 def test_level_arrays_hold_each_category_once_per_trip():

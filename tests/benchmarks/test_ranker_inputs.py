@@ -15,9 +15,9 @@ from benchmarks.ranker_inputs import (
 )
 from retailsim_core.baselines import neighbour_baselines as nb
 from retailsim_core.baselines.counting import trip_matrix
-from retailsim_core.evaluation.tuning import tifu_scores, upcf_scores
-from retailsim_core.training_data.history_features import TripArrays
-from retailsim_core.training_data.tokens import PAD
+from retailsim_core.datasets.history_features import TripArrays
+from retailsim_core.datasets.tokens import PAD
+from retailsim_core.next_basket.tuning import tifu_scores, upcf_scores
 
 
 def _trips(tokens: list[list[int]], store: list[int]) -> TripArrays:

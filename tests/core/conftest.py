@@ -2,10 +2,10 @@
 
 import pytest
 
-from retailsim_core.pipeline.graph_tables import build_product_graph, write_graph
-from retailsim_core.pipeline.ingest_weeks import ingest_weeks
-from retailsim_core.pipeline.price_weeks import derive_price_weeks
-from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
+from retailsim_core.pipeline.data.graph_tables import build_product_graph, write_graph
+from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.data.price_weeks import derive_price_weeks
+from retailsim_core.pipeline.data.snapshot_weeks import snapshot_weeks
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.synth import preset

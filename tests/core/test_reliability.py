@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from retailsim_core.ingest.lgsr import FULL_HEADER
 from retailsim_core.ingest.week_file import LGSRFileError, ingest_week
-from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
 from retailsim_core.storage.warehouse import CorruptPartitionError, Warehouse
 from retailsim_core.tables import RAW_TABLE
 
@@ -87,7 +87,7 @@ def test_killed_run_leaves_readable_partitions_and_rerun_is_identical(tiny_datas
     code = (
         "import sys, time, polars as pl\n"
         "from pathlib import Path\n"
-        "from retailsim_core.pipeline.ingest_weeks import ingest_weeks\n"
+        "from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks\n"
         "from retailsim_core.storage.warehouse import Warehouse\n"
         "orig = pl.DataFrame.write_parquet\n"
         "def slow(self, *a, **k):\n    time.sleep(0.05); return orig(self, *a, **k)\n"

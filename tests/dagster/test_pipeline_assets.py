@@ -6,7 +6,7 @@ import dagster as dg
 import polars as pl
 
 from retailsim_core.graph.graph_frames import to_dgl, to_networkx
-from retailsim_core.pipeline.graph_tables import load_graph
+from retailsim_core.pipeline.data.graph_tables import load_graph
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_dagster.assets import (
     customer_snapshots,
@@ -164,9 +164,9 @@ pytestmark = pytest.mark.slow  # materializes the pipeline
 def default_pipeline_graph(tiny_dataset, tmp_path):
     """A small real graph: the tiny dataset's first 14 weeks through ingest, prices and graph."""
     from retailsim_core.graph.graph_edges import GraphConfig
-    from retailsim_core.pipeline.graph_tables import build_product_graph, write_graph
-    from retailsim_core.pipeline.ingest_weeks import ingest_weeks
-    from retailsim_core.pipeline.price_weeks import derive_price_weeks
+    from retailsim_core.pipeline.data.graph_tables import build_product_graph, write_graph
+    from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
+    from retailsim_core.pipeline.data.price_weeks import derive_price_weeks
     from retailsim_core.split import TemporalSplit
 
     wh = Warehouse(tmp_path / "g")

@@ -19,7 +19,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-
 from retailsim_dagster.definitions import defs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,7 +155,9 @@ def test_asset_graph_partitions_and_checks_in_a_real_browser(webserver, browser,
     partitions = _text(browser, f"{webserver}/assets/derived_prices?view=partitions", "2006-04-10")
     assert "117" in partitions
     checks = _text(
-        browser, f"{webserver}/assets/derived_prices?view=checks", "rule_price_nonpositive"
+        browser,
+        f"{webserver}/assets/derived_prices?view=checks",
+        "rule_price_nonpositive",
     )
     assert "rule_depth_over_max" in checks
     shot = tmp_path / "derived_prices_checks.png"
@@ -169,7 +170,7 @@ def test_evaluation_report_opens_in_a_real_browser(browser, tmp_path):
     import polars as pl
     from selenium.webdriver.common.by import By
 
-    from retailsim_core.evaluation.report_html import render_report
+    from retailsim_core.report.html import render_report
 
     methods = ["world_model", "oracle", "P-TopFreq", "TIFU-KNN", "G-TopFreq"]
     nb = {
@@ -205,7 +206,12 @@ def test_evaluation_report_opens_in_a_real_browser(browser, tmp_path):
         "contexts": 30,
         "own": own,
         "elasticities": pl.DataFrame(
-            {"product_id": ["P1"], "other_id": ["P2"], "elasticity": [0.1], "kind": ["top_cross"]}
+            {
+                "product_id": ["P1"],
+                "other_id": ["P2"],
+                "elasticity": [0.1],
+                "kind": ["top_cross"],
+            }
         ),
     }
     tuning = {

@@ -5,7 +5,7 @@ import shutil
 import pytest
 from fastapi.testclient import TestClient
 
-from retailsim_core.pipeline.serving_inputs import load_service
+from retailsim_core.pipeline.readers.serving_inputs import load_service
 from retailsim_serve.app import create_app
 from retailsim_serve.runtime import ServeSettings
 

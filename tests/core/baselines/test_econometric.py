@@ -12,7 +12,7 @@ from retailsim_core.baselines.econometric import (
     constant_elasticity_units,
     unpromoted_level,
 )
-from retailsim_core.evaluation.promotion_events import PANEL_SCHEMA
+from retailsim_core.response.promotion_events import PANEL_SCHEMA
 
 # Planted: log(units + 1) = level[p, s] + week effect + response[p] * promoted (+ noise).
 RESPONSE = {"A": 0.8, "B": 0.4, "C": 0.6, "D": 0.2}

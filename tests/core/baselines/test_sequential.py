@@ -15,7 +15,7 @@ from retailsim_core.baselines.sequential import (
     training_windows,
     unigram,
 )
-from retailsim_core.training_data.tokens import PAD, ProductVocab
+from retailsim_core.datasets.tokens import PAD, ProductVocab
 
 VOCAB = ProductVocab(tuple(f"P{i}" for i in range(9)))  # tokens 1..9, [MASK] 10, [EOS]/[SEP] 11
 

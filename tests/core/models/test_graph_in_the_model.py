@@ -65,10 +65,10 @@ def test_copurchase_edges_travel_with_the_weights(tiny, tmp_path):
 
 def _save(model, folder):
     """A checkpoint folder as ``write_checkpoint`` writes it (config, vocabulary, weights)."""
+    from retailsim_core.datasets.tensors import TensorConfig
+    from retailsim_core.datasets.tokens import ProductVocab
     from retailsim_core.pipeline.world_model_training import write_checkpoint
     from retailsim_core.training.train_config import TrainConfig
-    from retailsim_core.training_data.tensors import TensorConfig
-    from retailsim_core.training_data.tokens import ProductVocab
 
     vocab = ProductVocab(tuple(f"P{i:05d}" for i in range(model.vocab_size - 3)))
     split = {"train_end": 8, "valid_end": 11}

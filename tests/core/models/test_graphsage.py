@@ -16,8 +16,8 @@ from retailsim_core.models.graphsage import (
     model_graph,
     train,
 )
-from retailsim_core.pipeline.embeddings import all_products, load_embeddings, write_embeddings
-from retailsim_core.pipeline.feature_weeks import build_pseudo_brands
+from retailsim_core.pipeline.data.embeddings import all_products, load_embeddings, write_embeddings
+from retailsim_core.pipeline.data.feature_weeks import build_pseudo_brands
 from retailsim_core.split import TemporalSplit
 
 SMALL = GraphSAGEConfig(epochs=3)
@@ -223,8 +223,8 @@ def test_the_vocabulary_holds_no_product_first_sold_in_a_test_week(tiny_warehous
     import polars as pl
 
     from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
-    from retailsim_core.pipeline.embeddings import all_products
-    from retailsim_core.pipeline.ingest_weeks import RAW_TABLE
+    from retailsim_core.pipeline.data.embeddings import all_products
+    from retailsim_core.pipeline.data.ingest_weeks import RAW_TABLE
 
     wh, valid_end = tiny_warehouse["warehouse"], tiny_warehouse["split"].valid_end
     first = (

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import torch
 
+from retailsim_core.datasets.tokens import PAD
 from retailsim_core.models.heads import NEG, PRODUCT_RESPONSES, PriceResponse, mixture_log_probs
 from retailsim_core.models.losses import focal_loss
 from retailsim_core.training.corruption import basket_queries, suffix_mask
-from retailsim_core.training_data.tokens import PAD
 
 
 def test_focal_loss_matches_hand_computation():
@@ -47,12 +47,12 @@ def test_mixture_is_repeat_share_times_repeat_plus_the_rest_times_explore():
 
 
 def test_substitute_counts_and_given_mission_features():
-    from retailsim_core.models.heads import mission_features, substitute_counts
-    from retailsim_core.training_data.history_features import (
+    from retailsim_core.datasets.history_features import (
         FOCUS_COLUMNS,
         HISTORY_FEATURES,
         TYPE_COLUMNS,
     )
+    from retailsim_core.models.heads import mission_features, substitute_counts
 
     values = torch.zeros(1, 3, len(HISTORY_FEATURES))
     values[0, :, 0] = torch.log1p(torch.tensor([2.0, 5.0, 1.0]))  # log counts of tokens 1, 2, 4
@@ -73,7 +73,7 @@ def test_substitute_counts_and_given_mission_features():
 
 def test_suffix_masking_is_one_generation_step_never_an_eos():
     tokens = np.array([[3, 4, 9, 0], [5, 9, 0, 0]])  # 9 = [EOS] of an 7-product vocabulary
-    from retailsim_core.training_data.tokens import ProductVocab
+    from retailsim_core.datasets.tokens import ProductVocab
 
     vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
     for seed in range(20):
@@ -85,8 +85,8 @@ def test_suffix_masking_is_one_generation_step_never_an_eos():
 
 
 def test_item_shuffling_permutes_products_with_their_prices_only():
+    from retailsim_core.datasets.tokens import ProductVocab
     from retailsim_core.training.corruption import shuffle_items
-    from retailsim_core.training_data.tokens import ProductVocab
 
     vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
     tokens = np.array([[3, 4, 5, 9, 0], [6, 9, 0, 0, 0]])  # 9 = [EOS]
@@ -105,7 +105,7 @@ def test_item_shuffling_permutes_products_with_their_prices_only():
 
 
 def test_basket_queries_ask_one_slot_for_every_product():
-    from retailsim_core.training_data.tokens import ProductVocab
+    from retailsim_core.datasets.tokens import ProductVocab
 
     vocab = ProductVocab(tuple(f"P{i}" for i in range(7)))
     tokens = np.array([[3, 4, 5, 9, 0], [6, 9, 0, 0, 0]])  # 9 = [EOS]
@@ -191,7 +191,7 @@ def test_copurchase_response_is_the_mean_log_lift_from_the_shown_products():
 def test_replacing_cells_equals_the_features_of_the_changed_shelf():
     """The events check's fast path: a few cells of the shelf changed, the features recomputed
     for them and the substitutes they feed only."""
-    from retailsim_core.training_data.shelf import SHELF_FEATURES
+    from retailsim_core.datasets.shelf import SHELF_FEATURES
 
     gen = torch.Generator().manual_seed(5)
     b, v, s = 4, 9, len(SHELF_FEATURES)

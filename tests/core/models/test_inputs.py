@@ -3,6 +3,7 @@
 import polars as pl
 import torch
 
+from retailsim_core.datasets.tokens import PAD, ProductVocab
 from retailsim_core.models.inputs import (
     ContextFusion,
     FourierPriceEncoder,
@@ -11,7 +12,6 @@ from retailsim_core.models.inputs import (
     graphsage_rows,
     vocab_rows_of,
 )
-from retailsim_core.training_data.tokens import PAD, ProductVocab
 
 CFG = InputConfig(d_model=32, product_dim=8, max_len=16)
 VOCAB = ProductVocab(tuple(f"PRD{i:07d}" for i in range(10)))

@@ -9,13 +9,13 @@ import polars as pl
 import pytest
 import torch
 
+from retailsim_core.datasets.tokens import PAD
 from retailsim_core.models.heads import NEG
 from retailsim_core.models.losses import LossWeights, world_model_loss
 from retailsim_core.models.world_model import WorldModelConfig, parameter_count
-from retailsim_core.pipeline.embeddings import load_embeddings
+from retailsim_core.pipeline.data.embeddings import load_embeddings
 from retailsim_core.training.corruption import basket_queries, corrupt
 from retailsim_core.training.model_setup import build_model
-from retailsim_core.training_data.tokens import PAD
 from tests.core.models.conftest import CFG, rows_with_history
 
 

@@ -4,7 +4,7 @@ it).
 
 import pytest
 
-from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
 from retailsim_core.storage.warehouse import Warehouse
 
 RAW_WEEKS = range(1, 15)

@@ -10,10 +10,10 @@ import pytest
 from retailsim_core.baselines import counting as bl
 from retailsim_core.baselines import neighbour_baselines as nb
 from retailsim_core.baselines.sequential import SequentialConfig, sequential_scores
-from retailsim_core.evaluation.eval_config import EvalConfig
-from retailsim_core.evaluation.tuned_folder import TUNING_FILE, fit_key, load_baselines
-from retailsim_core.evaluation.tuning import tifu_grid_scores, tifu_scores, upcf_scores
 from retailsim_core.models.world_model import WorldModelConfig
+from retailsim_core.next_basket.eval_config import EvalConfig
+from retailsim_core.next_basket.tuned_folder import TUNING_FILE, fit_key, load_baselines
+from retailsim_core.next_basket.tuning import tifu_grid_scores, tifu_scores, upcf_scores
 from retailsim_core.pipeline.baseline_fitting import fit_baselines
 from retailsim_core.pipeline.evaluation_run import load_tasks
 from retailsim_core.pipeline.world_model_training import train_world_model

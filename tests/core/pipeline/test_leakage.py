@@ -3,8 +3,8 @@
 import polars as pl
 
 from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.pipeline.price_weeks import derive_price_weeks
-from retailsim_core.pipeline.snapshot_weeks import snapshot_weeks
+from retailsim_core.pipeline.data.price_weeks import derive_price_weeks
+from retailsim_core.pipeline.data.snapshot_weeks import snapshot_weeks
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import AFFINITY_TABLE, MISSIONS_TABLE, PRICES_TABLE, RAW_TABLE
 
@@ -72,8 +72,8 @@ def test_resumed_runs_equal_one_pass(warehouse, tmp_path):
 
 
 def test_feature_tables_of_week_w_ignore_later_weeks(warehouse):
-    from retailsim_core.pipeline.feature_weeks import STORE_FEATURES_TABLE, store_feature_weeks
-    from retailsim_core.pipeline.price_reader import read_price_features, read_prices
+    from retailsim_core.pipeline.data.feature_weeks import STORE_FEATURES_TABLE, store_feature_weeks
+    from retailsim_core.pipeline.readers.price_reader import read_price_features, read_prices
 
     def build():
         derive_price_weeks(warehouse, WEEKS)

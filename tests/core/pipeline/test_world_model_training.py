@@ -10,16 +10,16 @@ import torch
 import torch.nn.functional as F
 from polars.testing import assert_frame_equal
 
-from retailsim_core.evaluation.response_prior import FLOOR
+from retailsim_core.datasets import tensors
+from retailsim_core.datasets.shelf import SHELF_FEATURES, ShelfPrices
+from retailsim_core.datasets.tensors import PRICE_COLUMNS
+from retailsim_core.derived_prices import DERIVED_PRICES_SCHEMA
 from retailsim_core.models.heads import PRODUCT_RESPONSES, PriceResponse
-from retailsim_core.pipeline.price_reader import read_price_features
+from retailsim_core.pipeline.readers.price_reader import read_price_features
 from retailsim_core.pipeline.world_model_training import load_model_inputs, start_responses
-from retailsim_core.prices import DERIVED_PRICES_SCHEMA
+from retailsim_core.response.response_prior import FLOOR
 from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.tables import PRICES_TABLE, SAMPLES_TABLE
-from retailsim_core.training_data import tensors
-from retailsim_core.training_data.shelf import SHELF_FEATURES, ShelfPrices
-from retailsim_core.training_data.tensors import PRICE_COLUMNS
 
 KEY = ["product_id", "store_id", "week"]
 

@@ -5,9 +5,9 @@ import polars as pl
 import pytest
 import torch
 
+from retailsim_core.counterfactual.simulate import expected_units
+from retailsim_core.datasets.shelf import SHELF_FEATURES
 from retailsim_core.pricing.panel import category_prices
-from retailsim_core.simulation.simulate import expected_units
-from retailsim_core.training_data.shelf import SHELF_FEATURES
 
 
 def test_category_prices_are_the_central_range_around_the_median_regular_price():

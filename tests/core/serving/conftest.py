@@ -5,6 +5,6 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny_service(tiny_warehouse, tiny_checkpoint):
-    from retailsim_core.pipeline.serving_inputs import load_service
+    from retailsim_core.pipeline.readers.serving_inputs import load_service
 
     return load_service(tiny_warehouse["warehouse"], tiny_checkpoint)

@@ -5,11 +5,11 @@ import polars as pl
 import pytest
 import torch
 
-from retailsim_core.evaluation.scorers import world_model_scorer
+from retailsim_core.datasets.batch import Batch
+from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.pipeline.world_model_training import load_model_inputs
 from retailsim_core.serving.context import CONTEXT_SCHEMA
-from retailsim_core.training_data.batch import Batch
-from retailsim_core.training_data.tensors import TensorConfig
+from retailsim_core.serving.scorer import world_model_scorer
 
 HONEST_KEYS = (
     "history_items",

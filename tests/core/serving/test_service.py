@@ -5,8 +5,8 @@ import datetime as dt
 import numpy as np
 import pytest
 
+from retailsim_core.datasets.shelf import SHELF_FEATURES
 from retailsim_core.serving.service import Context, RequestError
-from retailsim_core.training_data.shelf import SHELF_FEATURES
 
 
 @pytest.fixture(scope="module")

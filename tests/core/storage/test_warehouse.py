@@ -1,7 +1,7 @@
 import polars as pl
 import pytest
 
-from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
 from retailsim_core.storage.warehouse import StaleSchemaError, Warehouse
 from retailsim_core.tables import QUARANTINE_TABLE, RAW_TABLE
 
@@ -55,7 +55,7 @@ def test_ingest_weeks_accounts_for_every_row_and_records_gaps(tiny_dataset, tmp_
 
 
 def test_steps_refuse_weeks_that_were_never_materialized(tmp_path):
-    from retailsim_core.pipeline.price_weeks import derive_price_weeks
+    from retailsim_core.pipeline.data.price_weeks import derive_price_weeks
 
     wh = Warehouse(tmp_path)
     wh.write_partition("t", 1, pl.DataFrame({"week": [1], "x": [1]}, schema=SCHEMA), SCHEMA)

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import retailsim_core.storage.warehouse as warehouse_module
-from retailsim_core.pipeline.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
 from retailsim_core.storage.warehouse import CorruptPartitionError, Warehouse, WarehousePathError
 from retailsim_core.tables import QUARANTINE_TABLE, RAW_TABLE
 

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 import torch
 
+from retailsim_core.datasets.tokens import PAD
 from retailsim_core.models.determinism import deterministic_kernels
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.world_model_training import load_model_inputs, train_world_model
@@ -25,7 +26,6 @@ from retailsim_core.training.validation import (
     next_basket_metrics_of,
     popularity_scores,
 )
-from retailsim_core.training_data.tokens import PAD
 
 MODEL = WorldModelConfig.preset("tiny")
 

@@ -1,0 +1,217 @@
+"""The report's simulation and elasticity sections (design §6.2, §4.3.2).
+
+- Elasticities for one named context (price-sensitive customers at small stores on weekends;
+  all test contexts if too few), over the products with the most expected units; on synthetic
+  data, compared with the generator's planted own-price elasticities.
+- Simulated baskets for test contexts (no mission given) vs the real ones: mean size, the size
+  distribution (total variation distance, Kolmogorov-Smirnov statistic) and repeat share.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import torch
+from scipy.stats import spearmanr
+
+from retailsim_core.counterfactual.simulate import (
+    elasticities,
+    expected_basket_size,
+    expected_units,
+    generate,
+    jacobian_rows,
+    price_book,
+)
+from retailsim_core.datasets.batch import Batch
+from retailsim_core.datasets.tensors import TrainingSet
+from retailsim_core.ingest.lgsr import PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES
+from retailsim_core.models.world_model import WorldModel
+from retailsim_core.synth.world import PlantedTruth
+
+MIN_CONTEXTS = 20
+
+
+def elasticity_context(data: TrainingSet, rows: np.ndarray) -> tuple[np.ndarray, str]:
+    """LA customers at SS stores on Saturday/Sunday; falls back to every given row."""
+    la = data.customer_codes[rows, 0] == PRICE_SENSITIVITY_CODES.index("LA") + 1
+    small = data.store_codes[rows, 0] == STORE_FORMAT_CODES.index("SS") + 1
+    weekend = np.isin(data.time_context[rows, 1], (1, 7))  # Sunday = 1, Saturday = 7
+    chosen = rows[la & small & weekend]
+    if len(chosen) >= MIN_CONTEXTS:
+        return chosen[:256], "price-sensitive (LA) customers at small (SS) stores on weekends"
+    return rows[:256], "all test contexts (fewer than 20 LA / SS / weekend baskets)"
+
+
+def price_response(
+    model: WorldModel,
+    data: TrainingSet,
+    rows: np.ndarray,
+    categories: np.ndarray,
+    truth: PlantedTruth | None,
+    n_products: int = 40,
+    n_pairs: int = 30,
+    seed: int = 0,
+) -> dict:
+    ctx_rows, ctx_name = elasticity_context(data, rows)
+    batch = data[ctx_rows]
+    size = expected_basket_size(model, batch)  # the size head's expectation: no basket is peeked at
+    with torch.no_grad():
+        units = expected_units(model, batch, size)
+    products = (torch.topk(units[1 : data.vocab.n_products + 1], n_products).indices + 1).numpy()
+    table = elasticities(model, batch, size, products, categories)
+    names = np.array(("[PAD]",) + data.vocab.products + ("[MASK]", "[EOS]"))
+    table = table.with_columns(
+        product_id=pl.Series(names[table["product"].to_numpy()]),
+        other_id=pl.Series(names[table["other"].to_numpy()]),
+    )
+    own = table.filter(pl.col("kind") == "own").select(
+        "product_id", pl.col("elasticity").alias("model_elasticity")
+    )
+    out = {"context": ctx_name, "contexts": len(ctx_rows), "elasticities": table, "own": own}
+    if truth is not None:
+        world = truth.world
+        planted = pl.DataFrame(
+            {
+                "product_id": world.catalogue.product_code,
+                "planted_elasticity": world.catalogue.elasticity,
+            }
+        )
+        own = own.join(planted, on="product_id", how="left")
+        out["own"] = own
+        out |= planted_agreement(own)
+        out["substitution"] = substitution_check(
+            model, batch, size, data.vocab, world, categories, units, n_pairs, seed
+        )
+    return out
+
+
+def planted_agreement(own: pl.DataFrame) -> dict:
+    """Own-price elasticities vs the generator's: share negative, Spearman and Pearson
+    correlation.
+    """
+    own = own.drop_nulls("planted_elasticity")
+    if own.height < 3:
+        return {}
+    model, planted = own["model_elasticity"].to_numpy(), own["planted_elasticity"].to_numpy()
+    return {
+        "own_negative_share": float((model < 0).mean()),
+        "planted_spearman": float(spearmanr(model, planted)[0]),
+        "planted_correlation": float(np.corrcoef(model, planted)[0, 1]),
+        "planted_products": own.height,
+    }
+
+
+def substitution_check(
+    model: WorldModel,
+    batch: Batch,
+    size: torch.Tensor,
+    vocab,
+    world,
+    categories: np.ndarray,
+    units: torch.Tensor,
+    n_pairs: int,
+    seed: int,
+) -> dict:
+    """Cross-price elasticities d log E_a / d log p_b of the planted substitute pairs with the most
+    expected units vs as many random same-category pairs that are not substitutes (each pair in
+    both directions): how often positive (a price rise of b sends shoppers to a), and the means."""
+    cat = world.catalogue
+    tok = dict(zip(vocab.products, range(1, vocab.n_products + 1), strict=True))
+    members = cat.slot_members[cat.slot_members[:, 1] >= 0]
+    subs = np.array(
+        [
+            (tok[cat.product_code[a]], tok[cat.product_code[b]])
+            for a, b in members
+            if cat.product_code[a] in tok and cat.product_code[b] in tok
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    u = units.numpy()
+    subs = subs[np.argsort(-np.minimum(u[subs[:, 0]], u[subs[:, 1]]), kind="stable")][:n_pairs]
+    if len(subs) == 0:
+        return {"substitute_pairs": 0, "random_pairs": 0}
+    rng = np.random.default_rng(seed)
+    known = {tuple(p) for p in subs} | {tuple(p[::-1]) for p in subs}
+    popular = np.argsort(-u[1 : vocab.n_products + 1], kind="stable")[:500] + 1
+    randoms = []
+    for a in rng.permutation(popular):
+        same = popular[(categories[popular] == categories[a]) & (popular != a)]
+        same = [b for b in same if (a, b) not in known]
+        if same:
+            randoms.append((a, rng.choice(same)))
+        if len(randoms) == len(subs):
+            break
+    randoms = np.array(randoms, dtype=np.int64).reshape(-1, 2)
+    pairs = np.concatenate([subs, subs[:, ::-1], randoms, randoms[:, ::-1]])
+    firsts = np.unique(pairs[:, 0])
+    jac = jacobian_rows(model, batch, size, firsts)
+    values = jac[np.searchsorted(firsts, pairs[:, 0]), pairs[:, 1]]
+    n_sub = 2 * len(subs)
+    sub_v, rand_v = values[:n_sub], values[n_sub:]
+    return {
+        "substitute_pairs": len(subs),
+        "random_pairs": len(randoms),
+        "substitute_positive_share": float((sub_v > 0).mean()),
+        "substitute_mean": float(sub_v.mean()),
+        "substitute_median": float(np.median(sub_v)),
+        **(
+            {
+                "random_positive_share": float((rand_v > 0).mean()),
+                "random_mean": float(rand_v.mean()),
+                "random_median": float(np.median(rand_v)),
+            }
+            if len(rand_v)
+            else {}
+        ),
+    }
+
+
+def simulation_check(
+    model: WorldModel,
+    data: TrainingSet,
+    rows: np.ndarray,
+    prices: pl.DataFrame,
+    stores: list[str],
+    weeks: list[int],
+    seed: int = 0,
+) -> dict:
+    """Generate one basket per test context (nothing of the basket given) and compare with the
+    real baskets: mean size, size distribution, repeat share. ``summary`` holds the figures,
+    ``sizes`` the two size histograms (index k = baskets of k products; the last bin k >= 50)."""
+    batch = data[rows]
+    book = price_book(prices, stores, weeks, data.vocab)
+    baskets = generate(model, batch, book, seed=seed)
+    products, _ = batch["repeat_products"], batch["repeat_values"]
+    repeat = np.zeros((len(rows), data.vocab.size), dtype=bool)
+    repeat[np.repeat(np.arange(len(rows)), products.shape[1]), products.numpy().ravel()] = True
+    repeat[:, 0] = False
+    gen_len = np.array([len(b) for b in baskets])
+    flat_r = np.repeat(np.arange(len(rows)), gen_len)
+    flat_t = (
+        np.concatenate([np.asarray(b, dtype=np.int64) for b in baskets])
+        if gen_len.sum()
+        else np.zeros(0, np.int64)
+    )
+    real_len = data.item_counts[rows] + data.item_oov[rows]
+    real = batch["tokens"].numpy()
+    real_r, real_c = np.nonzero((real >= 1) & (real <= data.vocab.n_products))
+    cap = model.cfg.max_items
+    real_hist = np.bincount(np.minimum(real_len, cap), minlength=cap + 1)
+    sim_hist = np.bincount(np.minimum(gen_len, cap), minlength=cap + 1)
+    p, q = real_hist / max(real_hist.sum(), 1), sim_hist / max(sim_hist.sum(), 1)
+    summary = {
+        "baskets": len(rows),
+        "simulated_mean_size": float(gen_len.mean()),
+        "real_mean_size": float(real_len.mean()),
+        "mean_size_ratio": float(gen_len.mean() / max(real_len.mean(), 1e-12)),
+        "size_total_variation": float(0.5 * np.abs(p - q).sum()),
+        "size_ks_statistic": float(np.abs(np.cumsum(p) - np.cumsum(q)).max()),
+        "simulated_repeat_share": float(repeat[flat_r, flat_t].mean()) if len(flat_t) else 0.0,
+        "real_repeat_share": float(repeat[real_r, real[real_r, real_c]].mean())
+        if len(real_r)
+        else 0.0,
+    }
+    return {
+        "summary": summary,
+        "sizes": {"real": real_hist.tolist(), "simulated": sim_hist.tolist()},
+    }
