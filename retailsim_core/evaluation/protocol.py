@@ -26,23 +26,23 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+
 from retailsim_core.next_basket.calibration import aux_calibration
 from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.next_basket.methods import METHOD_INPUTS, method_scorers
 from retailsim_core.next_basket.scoring import concat_results, score_rows
-from retailsim_core.next_basket.tasks import EvalTasks
-from retailsim_core.next_basket.tuning import TunedBaselines, baseline_scorers
-from retailsim_core.report.files import write_report
-from retailsim_core.response.price_checks import PriceInputs, price_checks
-from retailsim_core.response.price_events import EventCheck, price_event_check
-from retailsim_core.synth.world import PlantedTruth
-
 from retailsim_core.next_basket.summary import (
     intervals,
     nested_metrics,
     slices,
     vocabulary_coverage,
 )
+from retailsim_core.next_basket.tasks import EvalTasks
+from retailsim_core.next_basket.tuning import TunedBaselines, baseline_scorers
+from retailsim_core.report.files import write_report
+from retailsim_core.response.price_checks import PriceInputs, price_checks
+from retailsim_core.response.price_events import EventCheck, price_event_check
+from retailsim_core.synth.world import PlantedTruth
 
 
 @dataclass(frozen=True)
@@ -111,9 +111,11 @@ def finish(
     folder: Path,
     started: float,
     log: Callable[[str], None] = lambda _: None,
+    source: str | None = None,
 ) -> EvalReport:
     """The price checks, then the report written to ``folder``; ``started``: the run's
-    ``time.perf_counter()`` at its start."""
+    ``time.perf_counter()`` at its start; ``source``: the data's source (its calendar's name),
+    which decides the targets the report judges."""
     response, simulation = price_checks(
         tasks, scored.sample_rows, prices, scored.truth, cfg.seed, log
     )
@@ -125,6 +127,7 @@ def finish(
         log(f"promotion events ({prices.promotion_source}): {_headline(check.summary)}")
     tuning = {
         **tuned.info,
+        "source": source,
         "test_samples": len(tasks.test_rows),
         "cold_start_outside_sample": len(tasks.cold_start_rows),
         "slice_baskets": {name: len(idx) for name, idx in scored.slice_rows.items()},

@@ -4,12 +4,31 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+
 from retailsim_core.datasets.tensors import TrainingSet
 from retailsim_core.ingest.lgsr import STORE_FORMAT_CODES
 from retailsim_core.next_basket.bootstrap import interval, resample_weights
 from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.next_basket.scoring import MethodResults
 from retailsim_core.training.metrics import masked_item_summary, summarise
+
+
+def week_ranges(
+    weeks: np.ndarray, configured: tuple[tuple[int, int], ...]
+) -> tuple[tuple[int, int], ...]:
+    """The test-week slices: the ``configured`` ranges that hold a scored week (LGSR's
+    calendar by default); where none does (another source's calendar), the scored weeks in
+    two halves, so every source reports how the figures move through the test period."""
+    if len(weeks) == 0:
+        return ()
+    used = tuple((lo, hi) for lo, hi in configured if ((weeks >= lo) & (weeks <= hi)).any())
+    if used or not configured:
+        return used
+    first, last = int(weeks.min()), int(weeks.max())
+    if first == last:
+        return ((first, last),)
+    middle = (first + last) // 2
+    return ((first, middle), (middle + 1, last))
 
 
 def slices(
@@ -27,7 +46,7 @@ def slices(
     week = s["week"].to_numpy()
     sample = np.ones(len(rows), bool) if in_sample is None else np.asarray(in_sample, bool)
     out = {"all": np.flatnonzero(sample)}
-    for lo, hi in week_slices:
+    for lo, hi in week_ranges(week[sample], week_slices):
         out[f"test_{lo}_{hi}"] = np.flatnonzero(sample & (week >= lo) & (week <= hi))
     out |= {
         "cold_start": np.flatnonzero(s["is_cold_start"].to_numpy()),

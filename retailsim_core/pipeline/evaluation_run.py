@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import torch
+
 from retailsim_core.datasets.model_inputs import ModelInputs
 from retailsim_core.datasets.sample_buckets import SAMPLES_SCHEMA
 from retailsim_core.datasets.tokens import ProductVocab
+from retailsim_core.evaluation import protocol
 from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.next_basket.tasks import EvalTasks, build_tasks
 from retailsim_core.next_basket.tuned_folder import load_baselines
@@ -46,8 +48,6 @@ from retailsim_core.tables import (
     SAMPLES_TABLE,
 )
 from retailsim_core.training.checkpoint import load_model
-
-from retailsim_core.evaluation import protocol
 
 
 def evaluate(
@@ -79,7 +79,8 @@ def evaluate(
     prices = price_inputs(warehouse, split, tasks, scored.sample_rows, inputs.edges)
     prices = with_event_inputs(prices, warehouse, split, inputs.store.trips, truth)
     report = folder or warehouse.table_dir(REPORT_TABLE)
-    return protocol.finish(tasks, tuned, scored, prices, cfg, report, start, log)
+    source = warehouse.calendar.source
+    return protocol.finish(tasks, tuned, scored, prices, cfg, report, start, log, source)
 
 
 def load_tasks(

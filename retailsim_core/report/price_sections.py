@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 import polars as pl
+
 from retailsim_core.report.svg_charts import scatter, size_bars
 
 
@@ -19,31 +20,6 @@ def frame_table(df: pl.DataFrame) -> str:
         "<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in df.iter_rows()
     )
     return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _observed_section(obs: dict) -> list[str]:
-    """The model's price response against the promotions of the test weeks (D61)."""
-    parts = ["<h3>Against held-out promotions (test weeks)</h3>"]
-    if "own_spearman" not in obs and "cross_pairs" not in obs:
-        return parts + [f"<p>Not measured: {html.escape(str(obs.get('note', 'no data')))}.</p>"]
-    if "own_spearman" in obs:
-        lo, hi = obs["own_spearman_ci"]
-        parts.append(
-            f"<p>Own promotions, {obs['own_products']} products with the most promoted "
-            f"store-weeks: Spearman rank correlation of the predicted uplift (own elasticity × "
-            f"log(1 − observed depth)) with the observed uplift <b>{obs['own_spearman']:.3f}</b> "
-            f"[{lo:.3f}, {hi:.3f}]; mean uplift observed {obs['own_observed_uplift_mean']:.3f}, "
-            f"predicted {obs['own_predicted_uplift_mean']:.3f} (log units).</p>"
-        )
-    if "cross_pairs" in obs:
-        parts.append(
-            f"<p>Substitution edges, {obs['cross_pairs']} directed pairs (A on promotion, B "
-            f"not): B's observed change {obs['cross_observed_mean']:+.3f}, predicted "
-            f"{obs['cross_predicted_mean']:+.3f}; signs agree for "
-            f"{obs['cross_sign_agreement']:.0%} of pairs; the mean signs "
-            f"{'agree' if obs['cross_mean_signs_agree'] else 'DISAGREE'}.</p>"
-        )
-    return parts
 
 
 def events_section(events: dict) -> list[str]:
@@ -59,8 +35,7 @@ def events_section(events: dict) -> list[str]:
             _metric_row(name, m)
             | {
                 "world model − method, WAPE": _with_ci(
-                    pair.get("wape_difference"),
-                    pair.get("wape_difference_ci", [None, None]),
+                    pair.get("wape_difference"), pair.get("wape_difference_ci", [None, None])
                 ),
             }
         )
@@ -88,10 +63,7 @@ EVENT_TARGETS = {  # issue #36's, for the world model on the test weeks' events
     "spearman": 0.5,  # and the interval's lower end above "spearman_low"
     "spearman_low": 0.35,
     "slope": (0.8, 1.2),  # calibration slope
-    "planted_mean_lift": (
-        0.8,
-        1.2,
-    ),  # mean-lift ratio against the planted lift (synthetic)
+    "planted_mean_lift": (0.8, 1.2),  # mean-lift ratio against the planted lift (synthetic)
 }
 
 
@@ -101,10 +73,7 @@ def event_verdict(events: dict) -> str:
     rho, (rho_lo, rho_hi) = wm.get("spearman"), wm["spearman_ci"]
     slope, (lo, hi) = wm.get("calibration_slope"), t["slope"]
     pair = events["world_model_vs"].get("hierarchical_loglog", {})
-    diff, (d_lo, d_hi) = (
-        pair.get("wape_difference"),
-        pair.get("wape_difference_ci", [None] * 2),
-    )
+    diff, (d_lo, d_hi) = pair.get("wape_difference"), pair.get("wape_difference_ci", [None] * 2)
     checks = [
         (
             f"Spearman ≥ {t['spearman']} with the interval's lower end > {t['spearman_low']}",
@@ -185,10 +154,7 @@ def _calibration_plot(bins: list[dict]) -> list[str]:
         "<p>Calibration: the world model's products in groups of equal events by predicted lift, "
         "each group's mean predicted (→) and observed (↑) lift.</p>",
         scatter(
-            [b["predicted"] for b in bins],
-            [b["observed"] for b in bins],
-            "predicted",
-            "observed",
+            [b["predicted"] for b in bins], [b["observed"] for b in bins], "predicted", "observed"
         ),
     ]
 
@@ -267,7 +233,6 @@ def price_sections(response: dict, tuning: dict) -> list[str]:
             ),
             frame_table(pl.DataFrame([{k: float(v) for k, v in sub.items() if v is not None}])),
         ]
-    parts += _observed_section(response.get("observed") or {})
     parts += events_section(response.get("events") or {})
     if response.get("events", {}).get("events"):
         parts += realism_section(response, response["events"])

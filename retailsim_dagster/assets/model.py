@@ -3,9 +3,12 @@
 
 import dagster as dg
 import polars as pl
+
 from retailsim_core.pipeline.baseline_fitting import fit_baselines
+from retailsim_core.pipeline.evaluation_run import evaluate
 from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
 from retailsim_core.pipeline.world_model_training import train_world_model
+from retailsim_core.report.html import markdown_summary
 from retailsim_core.report.svg_charts import loss_curve_svg
 from retailsim_core.serving.onnx_scoring import PARITY_TOLERANCE
 from retailsim_core.storage.io import atomic_write_text
@@ -27,9 +30,6 @@ from retailsim_core.training.checkpoint import read_json
 from retailsim_dagster.metadata import markdown_table
 from retailsim_dagster.partitions import CPU_HEAVY, CPU_POOL
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource
-
-from retailsim_core.pipeline.evaluation_run import evaluate
-from retailsim_core.report.html import markdown_summary
 
 _INPUTS = [
     SAMPLES_TABLE,
@@ -181,7 +181,9 @@ def evaluation_report(
     nb = result.metrics["next_basket"]["all"]
     return dg.MaterializeResult(
         metadata={
-            "summary": dg.MetadataValue.md(markdown_summary(result.metrics)),
+            "summary": dg.MetadataValue.md(
+                markdown_summary(result.metrics, result.tuning.get("source"))
+            ),
             "report": dg.MetadataValue.path(str(folder / "report.html")),
             "metrics_json": dg.MetadataValue.path(str(folder / "metrics.json")),
             "world_model_R@20": nb["world_model"]["R@20"],

@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+
 from retailsim_dagster.definitions import defs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,9 +156,7 @@ def test_asset_graph_partitions_and_checks_in_a_real_browser(webserver, browser,
     partitions = _text(browser, f"{webserver}/assets/derived_prices?view=partitions", "2006-04-10")
     assert "117" in partitions
     checks = _text(
-        browser,
-        f"{webserver}/assets/derived_prices?view=checks",
-        "rule_price_nonpositive",
+        browser, f"{webserver}/assets/derived_prices?view=checks", "rule_price_nonpositive"
     )
     assert "rule_depth_over_max" in checks
     shot = tmp_path / "derived_prices_checks.png"
@@ -206,12 +205,7 @@ def test_evaluation_report_opens_in_a_real_browser(browser, tmp_path):
         "contexts": 30,
         "own": own,
         "elasticities": pl.DataFrame(
-            {
-                "product_id": ["P1"],
-                "other_id": ["P2"],
-                "elasticity": [0.1],
-                "kind": ["top_cross"],
-            }
+            {"product_id": ["P1"], "other_id": ["P2"], "elasticity": [0.1], "kind": ["top_cross"]}
         ),
     }
     tuning = {
@@ -239,7 +233,10 @@ def test_evaluation_report_opens_in_a_real_browser(browser, tmp_path):
         "Simulated baskets",
     ):
         assert section in text, section
-    assert "DOES NOT beat" in text  # world_model below P-TopFreq here: said plainly
+    assert "NOT better" in text  # world_model below P-TopFreq here: said plainly
+    assert len(browser.find_elements(By.CSS_SELECTOR, "table.verdict tr")) == 1 + 2 * 3
+    assert "Against held-out promotions" not in text and "real-LGSR target" not in text
+    _no_empty_section(browser)
     assert (
         len(browser.find_elements(By.TAG_NAME, "table")) >= 6
         and len(browser.find_elements(By.TAG_NAME, "svg")) >= 5
@@ -247,3 +244,76 @@ def test_evaluation_report_opens_in_a_real_browser(browser, tmp_path):
     shot = tmp_path / "report.png"
     browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
+
+
+def _no_empty_section(browser) -> None:
+    """Every h2 heading is followed by something of its own before the next heading."""
+    from selenium.webdriver.common.by import By
+
+    empty = browser.execute_script(
+        "return [...document.querySelectorAll('h2')].filter(h => !h.nextElementSibling"
+        " || ['H1', 'H2'].includes(h.nextElementSibling.tagName)).map(h => h.textContent)"
+    )
+    assert empty == [] and browser.find_elements(By.TAG_NAME, "h2")
+
+
+def test_a_complete_journey_report_shows_what_belongs_to_its_source(browser, tmp_path):
+    """Real shoppers without mission labels: the verdict as one table, test-week slices, no
+    LGSR target, no empty calibration section, the tuning as a table with a link to its file."""
+    import polars as pl
+    from selenium.webdriver.common.by import By
+
+    from retailsim_core.report.html import render_report
+
+    methods = ["world_model", "P-TopFreq", "TIFU-KNN"]
+    nb = {m: {"R@20": 0.18 + 0.01 * i, "NDCG@10": 0.17, "MRR": 0.3} for i, m in enumerate(methods)}
+    mi = {m: {"Hit@10": 0.2, "NDCG@10": 0.1, "MRR": 0.1} for m in methods}
+    slices = ("all", "test_44_48", "test_49_53", "bucket_5")
+    metrics = {"next_basket": dict.fromkeys(slices, nb), "masked_item": dict.fromkeys(slices, mi)}
+    bounds = {"next_basket": {"all": {"TIFU-KNN": {"diff_R@20": [-0.03, -0.01]}}}}
+    nan = float("nan")
+    calibration = pl.DataFrame(
+        {
+            "head": ["mission_type"],
+            "bin": [0],
+            "samples": [0],
+            "confidence": [nan],
+            "accuracy": [nan],
+            "head_accuracy": [nan],
+            "majority_accuracy": [nan],
+            "ece": [nan],
+        }
+    )
+    own = pl.DataFrame({"product_id": ["P1", "P2"], "model_elasticity": [-1.2, -0.4]})
+    response = {
+        "context": "test context",
+        "contexts": 30,
+        "own": own,
+        "elasticities": pl.DataFrame(
+            {"product_id": ["P1"], "other_id": ["P2"], "elasticity": [0.1], "kind": ["top_cross"]}
+        ),
+        "observed": {"own_spearman": -0.159, "own_spearman_ci": [-0.4, 0.1], "own_products": 40},
+    }
+    tuning = {
+        "source": "completejourney",
+        "test_samples": 6000,
+        "validation_samples": 1500,
+        "checkpoint": {"epochs": 9, "best_epoch": 7},
+        "TIFU-KNN": {"k": 300, "alpha": 0.9, "valid_R@20": 0.204},
+    }
+    page = tmp_path / "report.html"
+    page.write_text(render_report(metrics, calibration, tuning, response, bounds))
+    browser.get(page.as_uri())
+    text = browser.find_element(By.TAG_NAME, "body").text
+    headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
+    assert headings[:2] == ["What each method sees", "Verdict"]
+    assert "Next basket by test-week slice" in headings and "test_49_53" in text
+    assert not any("calibration" in h for h in headings)  # no labels: no section
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.verdict tr")
+    assert len(rows) == 1 + 2 * 2  # all weeks (the headline off LGSR): two baselines, two metrics
+    tifu = next(r.text for r in rows if "TIFU-KNN R@20" in r.text)
+    assert "[-0.0300, -0.0100]" in tifu and "NOT better" in tifu
+    assert "real-LGSR target" not in text and "Against held-out promotions" not in text
+    assert "tuning.json" in text and "300" in text and not browser.find_elements(By.TAG_NAME, "pre")
+    _no_empty_section(browser)
+    browser.save_screenshot(str(tmp_path / "cj_report.png"))

@@ -1,6 +1,11 @@
 """The report's verdict in words, from literal metrics: comparisons, intervals, targets."""
 
-from retailsim_core.report.html import markdown_summary, verdict
+from retailsim_core.report.html import (
+    markdown_summary,
+    verdict_notes,
+    verdict_rows,
+    verdict_table,
+)
 
 
 def metrics(world: tuple[float, float], *, oracle: bool = False) -> dict:
@@ -17,41 +22,49 @@ def metrics(world: tuple[float, float], *, oracle: bool = False) -> dict:
 
 def test_the_world_model_is_compared_with_every_honest_baseline_and_the_interval_is_shown():
     bounds = {"next_basket": {"test_96_104": {"TIFU-KNN": {"diff_R@20": [0.01, 0.03]}}}}
-    lines = verdict(metrics((0.4128, 0.3302)), bounds, "test_96_104")
-    assert lines[0] == (
-        "[test_96_104] world_model R@20 0.4128 vs TIFU-KNN 0.3900: beats it (+5.8%; difference "
-        "95% interval [+0.0100, +0.0300] excludes 0)."
+    rows = verdict_rows(metrics((0.4128, 0.3302)), bounds, "test_96_104")
+    sl, model, rival, k, a, b, rel, ci, word = rows[0]
+    assert (sl, model, rival, k, a, b, ci) == (
+        "test_96_104",
+        "world_model",
+        "TIFU-KNN",
+        "R@20",
+        0.4128,
+        0.39,
+        [0.01, 0.03],
     )
-    assert lines[1].startswith("[test_96_104] world_model NDCG@10 0.3302 vs TIFU-KNN 0.3100")
+    assert round(rel, 4) == 0.0585 and word == "better, interval above 0"
+    assert rows[1][3] == "NDCG@10" and rows[1][7] is None and rows[1][8] == "better"
     # the conditional row only against its own baseline, and it loses on R@20 here
-    assert (
-        "world_model | given mission R@20 0.4200 vs Mission-P-TopFreq 0.4400: DOES NOT"
-        in (lines[2])
-    )
-    assert not any("vs world_model | given mission" in line for line in lines)
+    assert rows[2][1:4] == ("world_model | given mission", "Mission-P-TopFreq", "R@20")
+    assert rows[2][8] == "NOT better"
+    assert not any(r[2] == "world_model | given mission" for r in rows)
+    table = verdict_table(metrics((0.4128, 0.3302)), bounds, ["test_96_104", "all"])
+    assert table.count("<tr>") == 1 + 2 * len(rows) and "[+0.0100, +0.0300]" in table
 
 
-def test_real_data_targets_are_judged_on_the_headline_slice_with_the_gap():
-    lines = verdict(metrics((0.4128, 0.3302)), None, "test_96_104")
-    assert lines[-2:] == [
-        "[test_96_104] real-data target R@20 >= 0.43: world_model 0.4128 (NOT MET, short by "
+def test_real_lgsr_targets_are_judged_on_the_headline_slice_and_nowhere_else():
+    notes = verdict_notes(metrics((0.4128, 0.3302)), "test_96_104", "lgsr")
+    assert notes == [
+        "[test_96_104] real-LGSR target R@20 >= 0.43: world_model 0.4128 (NOT MET, short by "
         "0.0172).",
-        "[test_96_104] real-data target NDCG@10 >= 0.35: world_model 0.3302 (NOT MET, short by "
+        "[test_96_104] real-LGSR target NDCG@10 >= 0.35: world_model 0.3302 (NOT MET, short by "
         "0.0198).",
     ]
-    met = verdict(metrics((0.45, 0.36)), None, "test_96_104")
-    assert met[-2].endswith("0.4500 (met).") and met[-1].endswith("0.3600 (met).")
-    assert not any("target" in line for line in verdict(metrics((0.45, 0.36)), None, "all"))
-    assert "NOT MET, short by 0.0172" in markdown_summary(metrics((0.4128, 0.3302)))
+    met = verdict_notes(metrics((0.45, 0.36)), "test_96_104", "lgsr")
+    assert met[0].endswith("0.4500 (met).") and met[1].endswith("0.3600 (met).")
+    assert verdict_notes(metrics((0.45, 0.36)), "all", "lgsr") == []  # not the headline
+    assert verdict_notes(metrics((0.4128, 0.3302)), "test_96_104", "completejourney") == []
+    assert "NOT MET, short by 0.0172" in markdown_summary(metrics((0.4128, 0.3302)), "lgsr")
+    assert "target" not in markdown_summary(metrics((0.4128, 0.3302)), "completejourney")
 
 
 def test_no_real_data_target_where_planted_truth_is_known():
-    lines = verdict(metrics((0.4128, 0.3302), oracle=True), None, "test_96_104")
-    assert not any("target" in line for line in lines)
-    assert lines[-1] == (
+    notes = verdict_notes(metrics((0.4128, 0.3302), oracle=True), "test_96_104", "lgsr")
+    assert notes == [
         "[test_96_104] world model reaches 82.6% of the honest ceiling's R@20 (oracle without "
         "the mission: 0.5000)."
-    )
+    ]
 
 
 def test_the_events_section_says_what_a_stand_in_cannot_show():
@@ -78,10 +91,7 @@ def test_the_events_section_says_what_a_stand_in_cannot_show():
     assert STAND_IN_CAVEAT in stand_in
     assert events_section({"events": 0}) == []
     assert "planted demand" not in planted  # no truth bound: no planted table
-    truth = {
-        "mean_lift": 0.0364,
-        "methods": {"world_model": method | {"mean_lift_ratio": 0.7}},
-    }
+    truth = {"mean_lift": 0.0364, "methods": {"world_model": method | {"mean_lift_ratio": 0.7}}}
     with_truth = "".join(events_section(events | {"source": "planted calendar", "planted": truth}))
     assert "Against the planted demand" in with_truth and "0.036" in with_truth
     assert with_truth.count("<table>") == planted.count("<table>") + 1
@@ -92,21 +102,14 @@ def test_the_events_section_says_which_targets_are_met():
     from retailsim_core.report.price_sections import event_verdict
 
     def method(spearman, low, slope):
-        return {
-            "spearman": spearman,
-            "spearman_ci": [low, 0.9],
-            "calibration_slope": slope,
-        }
+        return {"spearman": spearman, "spearman_ci": [low, 0.9], "calibration_slope": slope}
 
     def events(wm, diff_ci, planted=None):
         return {
             "methods": {"world_model": wm},
             "ceiling": {"ceiling": 0.51},
             "world_model_vs": {
-                "hierarchical_loglog": {
-                    "wape_difference": -0.1,
-                    "wape_difference_ci": diff_ci,
-                }
+                "hierarchical_loglog": {"wape_difference": -0.1, "wape_difference_ci": diff_ci}
             },
             "planted": planted,
         }
@@ -127,18 +130,8 @@ def test_a_budget_limited_sequential_baseline_is_said_to_be_one():
     from retailsim_core.report.html import _budget_line, _coverage_line
 
     tuning = {
-        "SASRec": {
-            "stopped_by": "time budget",
-            "epochs": 1,
-            "seconds": 46.3,
-            "best_epoch": 1,
-        },
-        "BERT4Rec": {
-            "stopped_by": "patience",
-            "epochs": 9,
-            "seconds": 300.0,
-            "best_epoch": 6,
-        },
+        "SASRec": {"stopped_by": "time budget", "epochs": 1, "seconds": 46.3, "best_epoch": 1},
+        "BERT4Rec": {"stopped_by": "patience", "epochs": 9, "seconds": 300.0, "best_epoch": 6},
     }
     (line,) = _budget_line(tuning)
     assert "SASRec is budget-limited: 1 epoch(s) in 46 s" in line and "BERT4Rec" not in line
