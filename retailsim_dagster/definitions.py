@@ -32,6 +32,7 @@ STEP_IMPORTS = [
     "upath.implementations.local",
     "watchdog.observers.polling",
     "watchdog.utils.dirsnapshot",
+    "retailsim_dagster.step_preload",  # last: freezes what the imports above made (gc.freeze)
 ]
 STEP_PROCESSES = {
     "max_concurrent": 2,

@@ -90,3 +90,23 @@ def test_heavy_steps_run_one_at_a_time_on_an_instance_without_the_projects_pools
     assert a1 <= b0 or b1 <= a0  # never both at once
     light0, light1 = spans["light"]
     assert any(light0 < end and start < light1 for start, end in (spans["heavy_a"], (b0, b1)))
+
+
+def test_the_forkserver_freezes_what_it_preloaded_last():
+    """The last preload freezes the forkserver's objects out of the cyclic collector, so steps
+    forked from it never walk them (D106); nothing else imports it."""
+    import subprocess
+    import sys
+
+    assert STEP_PROCESSES["start_method"]["forkserver"]["preload_modules"][-1] == (
+        "retailsim_dagster.step_preload"
+    )
+    code = "import gc, retailsim_dagster.step_preload; print(gc.get_freeze_count())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) > 1000
+    users = [
+        p
+        for p in (ROOT / "retailsim_dagster").rglob("*.py")
+        if "import step_preload" in p.read_text()
+    ]
+    assert users == []
