@@ -60,7 +60,7 @@ from retailsim_core.datasets.history_features import HISTORY_FEATURES, history_f
 from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.datasets.tokens import PAD
 from retailsim_core.next_basket.tasks import first_day_of_week
-from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.settings import load_settings
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.training.checkpoint import load_model

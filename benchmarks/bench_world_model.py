@@ -21,7 +21,7 @@ import torch
 from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.models.losses import LossWeights
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.training.corruption import corrupt

@@ -28,7 +28,7 @@ from retailsim_core.pipeline.data.price_weeks import promotion_cells
 from retailsim_core.pipeline.data.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.readers.price_reader import price_weeks, read_price_features
 from retailsim_core.pipeline.readers.truth import bind_truth, read_truth
-from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.response.price_checks import PriceInputs, simulation_rows
 from retailsim_core.response.promotion_events import (
     planted_promotions,

@@ -25,11 +25,8 @@ from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.data.price_weeks import DERIVED_PRICES_SCHEMA
 from retailsim_core.pipeline.readers.truth import bind_truth, read_truth
-from retailsim_core.pipeline.world_model_training import (
-    TrainingSummary,
-    load_model_inputs,
-    train_world_model,
-)
+from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
+from retailsim_core.pipeline.world_model_training import TrainingSummary, train_world_model
 from retailsim_core.pricing.environment import PricingConfig, historical_values
 from retailsim_core.pricing.panel import build_panel, category_prices
 from retailsim_core.pricing.planted import PlantedDemand

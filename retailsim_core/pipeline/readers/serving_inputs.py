@@ -8,7 +8,7 @@ from pathlib import Path
 from retailsim_core.datasets.model_inputs import ModelInputs
 from retailsim_core.datasets.tensors import PRICE_COLUMNS, TensorConfig
 from retailsim_core.pipeline.readers.price_reader import read_price_features
-from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.serving.context import ServingData, served_weeks
 from retailsim_core.serving.onnx_scoring import OnnxScorer, scoring_graph_for
 from retailsim_core.serving.service import WorldModelService

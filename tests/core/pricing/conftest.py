@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from retailsim_core.pipeline.pricing_run import priced_categories
-from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.pricing.panel import build_panel
 from retailsim_core.training.checkpoint import load_model
 

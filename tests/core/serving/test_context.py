@@ -7,7 +7,7 @@ import torch
 
 from retailsim_core.datasets.batch import Batch
 from retailsim_core.datasets.tensors import TensorConfig
-from retailsim_core.pipeline.world_model_training import load_model_inputs
+from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.serving.context import CONTEXT_SCHEMA
 from retailsim_core.serving.scorer import world_model_scorer
 

@@ -11,7 +11,8 @@ import torch
 from retailsim_core.datasets.tokens import PAD
 from retailsim_core.models.determinism import deterministic_kernels
 from retailsim_core.models.world_model import WorldModelConfig
-from retailsim_core.pipeline.world_model_training import load_model_inputs, train_world_model
+from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
+from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.split import TemporalSplit
 from retailsim_core.tables import CHECKPOINT_TABLE
 from retailsim_core.training import validation

@@ -7,7 +7,7 @@ from retailsim_core.calendar import COMPLETE_JOURNEY
 from retailsim_core.ingest.completejourney import PRODUCTS_SCHEMA
 from retailsim_core.ingest.promotion_plan import SOURCE_SCHEMA
 from retailsim_core.pipeline.data.promotion_weeks import ingest_promotions, known_promotion_weeks
-from retailsim_core.pipeline.world_model_training import promotion_plan
+from retailsim_core.pipeline.readers.warehouse_inputs import promotion_plan
 from retailsim_core.storage.warehouse import Warehouse
 
 
