@@ -70,9 +70,7 @@ def raw_transactions(
         limits=raw_source.read_limits,
         source=raw_source.source,
     )
-    read, kept, rejected = (
-        int(report[c].sum()) for c in ("rows_read", "rows_kept", "rows_rejected")
-    )
+    read, kept, rejected = _totals(report)
     missing = report.filter(status="missing")["week"].to_list()
     common = {
         "weeks": len(weeks),
@@ -101,11 +99,14 @@ def raw_transactions(
         yield from _checks(wh, weeks, report, raw_source)
 
 
+def _totals(report: pl.DataFrame) -> tuple[int, int, int]:
+    """(rows read, kept, rejected) over the run's weeks."""
+    return tuple(int(report[c].sum()) for c in ("rows_read", "rows_kept", "rows_rejected"))
+
+
 def _checks(wh, weeks: list[int], report: pl.DataFrame, raw_source: RawSourceResource):
     """The raw table's checks: row accounting, schema, week files present, quarantine share."""
-    read, kept, rejected = (
-        int(report[c].sum()) for c in ("rows_read", "rows_kept", "rows_rejected")
-    )
+    read, kept, rejected = _totals(report)
     missing = report.filter(status="missing")["week"].to_list()
     yield dg.AssetCheckResult(
         check_name="row_accounting",
