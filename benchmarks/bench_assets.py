@@ -206,6 +206,7 @@ def main() -> None:
     ap.add_argument("--raw", required=True)
     ap.add_argument("--warehouse", required=True)
     ap.add_argument("--model", action="store_true", help="also the model group")
+    ap.add_argument("--record", metavar="AREA", help="write benchmarks/results/AREA.json")
     args = ap.parse_args()
     from retailsim_core.calendar import week_key_of
     from retailsim_core.ingest.raw_files import list_week_files
@@ -254,6 +255,43 @@ def main() -> None:
             else (f"  target <= {target:g} s: {'met' if seconds <= target else 'NOT met'}")
         )
         print(f"{name:42s} {seconds:8.1f} s{verdict}")
+    if args.record:
+        record_assets(args, steps, walls)
+
+
+def record_assets(args, steps: dict, walls: dict) -> None:
+    """The headline walls with their targets, and every step's wall, CPU and peak memory."""
+    from benchmarks.results import record, table
+
+    head = [
+        [
+            name,
+            seconds,
+            None
+            if name not in TARGETS
+            else f"<= {TARGETS[name]:g} s: {'met' if seconds <= TARGETS[name] else 'not met'}",
+        ]
+        for name, seconds in walls.items()
+    ]
+    rows = [
+        [step, seconds, used, peak]
+        for step, (seconds, peak, used) in sorted(steps.items(), key=lambda kv: -kv[1][0])
+    ]
+    model = " --model" if args.model else ""
+    record(
+        args.record,
+        title="The asset graph through Dagster",
+        command=f"python -m benchmarks.bench_assets --raw <week files>{model} "
+        f"--record {args.record}",
+        tables={
+            "walls": table(["figure", "wall s", "target"], head, {"wall s": ".1f"}),
+            "steps": table(
+                ["step", "wall s", "CPU s", "peak RSS MiB"],
+                rows,
+                {"wall s": ".1f", "CPU s": ".1f", "peak RSS MiB": ",.0f"},
+            ),
+        },
+    )
 
 
 if __name__ == "__main__":

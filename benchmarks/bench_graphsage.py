@@ -91,10 +91,12 @@ def main() -> None:
     ap.add_argument("--case", choices=["default", "spec_scale"])
     ap.add_argument("--warehouse", type=Path, default=Path("data/warehouse"))
     ap.add_argument("--epochs", type=int, default=60)
+    ap.add_argument("--record", action="store_true", help="write results/graphsage.json")
     args = ap.parse_args()
     if args.case:
         print(json.dumps(run(args.case, args.warehouse, args.epochs)))
         return
+    rows = []
     for case in ("default", "spec_scale"):
         out = subprocess.run(
             [
@@ -112,6 +114,17 @@ def main() -> None:
             check=True,
         )
         print(out.stdout.strip().splitlines()[-1], flush=True)
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    if args.record:
+        from benchmarks.results import record, table
+
+        keys = list(rows[0])
+        record(
+            "graphsage",
+            title="GraphSAGE",
+            command=f"python -m benchmarks.bench_graphsage --epochs {args.epochs} --record",
+            tables={"cases": table(keys, [[r.get(k) for k in keys] for r in rows])},
+        )
 
 
 if __name__ == "__main__":

@@ -27,13 +27,24 @@ def main() -> None:
     ap.add_argument("--preset", default="large")
     ap.add_argument("--weeks", type=int, default=N_WEEKS, help="ingest the first N weeks")
     ap.add_argument("--root", type=Path, default=Path("data/bench"))
+    ap.add_argument("--record", action="store_true", help="write benchmarks/results/ingest.json")
     args = ap.parse_args()
     raw, truth, wh = (args.root / args.preset / d for d in ("raw", "ground_truth", "warehouse"))
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}"
     )
+    rows_out = []
     if not any(raw.glob("transactions_*.csv*")):
         report = generate(preset(args.preset), raw, truth)
+        rows_out.append(
+            [
+                f"generation, {args.preset}",
+                report.rows,
+                report.seconds,
+                report.rows / report.seconds,
+                None,
+            ]
+        )
         print(
             f"generate {args.preset}: {report.rows:,} rows, {report.baskets:,} baskets, "
             f"{report.files} files in {report.seconds:.1f}s ({report.rows / report.seconds:,.0f} "
@@ -52,6 +63,20 @@ def main() -> None:
         f"= {rows / seconds:,.0f} rows/s; slowest week {report['seconds'].max():.2f}s; "
         f"peak RSS {peak:,.0f} MiB"
     )
+    rows_out.append(
+        [f"ingestion, {args.preset}, {args.weeks} weeks", rows, seconds, rows / seconds, peak]
+    )
+    if args.record:
+        from benchmarks.results import record, table
+
+        cols = ["step", "rows", "wall s", "rows/s", "peak RSS MiB"]
+        fmts = {"wall s": ".1f", "rows/s": ",.0f", "peak RSS MiB": ",.0f"}
+        record(
+            "ingest",
+            title="Generation and ingestion",
+            command=f"python -m benchmarks.bench_ingest --preset {args.preset} --record",
+            tables={"steps": table(cols, rows_out, fmts)},
+        )
 
 
 if __name__ == "__main__":

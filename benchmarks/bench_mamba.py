@@ -89,6 +89,7 @@ def main() -> None:
         default=30_000,
         help="skip longer lengths once a method exceeds this",
     )
+    ap.add_argument("--record", metavar="AREA", help="write benchmarks/results/AREA.json")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     d, layers, d_state, batch = (512, 4, 64, 1) if args.paper else (64, 2, 16, 4)
@@ -158,6 +159,23 @@ def main() -> None:
             }
         )
     )
+    if args.record:
+        from benchmarks.results import record, table
+
+        names = list(methods)
+        record(
+            args.record,
+            title=f"Mamba encoder vs attention, d {d}, {layers} layers",
+            command=f"python -m benchmarks.bench_mamba{' --paper' if args.paper else ''} "
+            f"--record {args.record}",
+            tables={
+                "ms": table(
+                    ["L"] + [f"{n} ms" for n in names],
+                    [[r["L"]] + [r.get(n) for n in names] for r in rows],
+                    {f"{n} ms": ",.0f" for n in names},
+                )
+            },
+        )
 
 
 if __name__ == "__main__":

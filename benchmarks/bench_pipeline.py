@@ -70,10 +70,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--warehouse", type=Path, default=Path("data/bench/large/warehouse"))
     ap.add_argument("--stage", choices=STAGES)
+    ap.add_argument("--record", action="store_true", help="write results/pipeline_large.json")
     args = ap.parse_args()
     if args.stage:
         print(json.dumps(run_stage(args.stage, args.warehouse)))
         return
+    rows = []
     for stage in STAGES:
         out = subprocess.run(
             [sys.executable, __file__, "--stage", stage, "--warehouse", str(args.warehouse)],
@@ -87,6 +89,26 @@ def main() -> None:
             f"{r['seconds']:>7.1f} s  {r['rows_in_per_s']:>10,} rows/s  peak "
             f"{r['peak_rss_mib']:,} MiB",
             flush=True,
+        )
+        rows.append(
+            [
+                r["stage"],
+                r["rows_in"],
+                r["rows_out"],
+                r["seconds"],
+                r["rows_in_per_s"],
+                r["peak_rss_mib"],
+            ]
+        )
+    if args.record:
+        from benchmarks.results import record, table
+
+        cols = ["stage", "rows in", "rows out", "wall s", "input rows/s", "peak RSS MiB"]
+        record(
+            "pipeline_large",
+            title="Data pipeline at large",
+            command="python -m benchmarks.bench_pipeline --record",
+            tables={"stages": table(cols, rows, {"wall s": ".1f"})},
         )
 
 

@@ -51,6 +51,7 @@ def main() -> None:
     parser.add_argument("--categories", type=int, default=3)
     parser.add_argument("--contexts", type=int, default=64)
     parser.add_argument("--penalty", type=float, default=0.0, help="> 0: also penalised PPO")
+    parser.add_argument("--record", action="store_true", help="write results/pricing.json")
     args = parser.parse_args()
     torch.set_num_threads(2)
     settings = load_settings()
@@ -91,6 +92,22 @@ def main() -> None:
     print(f"wall: {time.perf_counter() - start:.0f} s; results: {args.out / 'results.json'}")
     (args.out / "speed.json").write_text(json.dumps({"env_steps_per_second": speed}) + "\n")
     assert results["categories"], "no category priced"
+    if args.record:
+        from benchmarks.record_evaluation import pricing_table
+        from benchmarks.results import record, table
+
+        wall = time.perf_counter() - start
+        run = table(
+            ["seeds", "timesteps", "categories", "wall s", "environment steps/s"],
+            [[args.seeds, args.timesteps, args.categories, wall, speed]],
+            {"wall s": ",.0f", "environment steps/s": ",.0f"},
+        )
+        record(
+            "pricing",
+            title="Pricing policies",
+            command=f"python -m benchmarks.bench_pricing --seeds {args.seeds} --record",
+            tables={"run": run, "lifts": pricing_table(results)},
+        )
 
 
 if __name__ == "__main__":

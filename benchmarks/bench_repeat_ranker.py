@@ -203,6 +203,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--record", metavar="AREA", help="write benchmarks/results/AREA.json")
     args = parser.parse_args()
     start = time.perf_counter()
     warehouse, split = Warehouse(args.warehouse), load_settings().split
@@ -254,6 +255,10 @@ def main() -> None:
             flush=True,
         )
     rows, tops = sets["validation"]
+    ranked = [
+        ["world model", *swapped_metrics(rows, tops, "model")],
+        ["personal count", *swapped_metrics(rows, tops, "log_count")],
+    ]
     print(
         f"world model: R@20 {swapped_metrics(rows, tops, 'model')[0]:.4f}, NDCG@10 "
         f"{swapped_metrics(rows, tops, 'model')[1]:.4f}; personal count "
@@ -266,6 +271,7 @@ def main() -> None:
             pl.Series("ranker", ranker.predict(rows.select(columns).to_numpy()))
         )
         recall, ndcg = swapped_metrics(scored, tops, "ranker")
+        ranked.append([f"LambdaRank, {variant} ({len(columns)} features)", recall, ndcg])
         gain = sorted(zip(ranker.feature_importance("gain"), columns, strict=True), reverse=True)[
             :5
         ]
@@ -274,6 +280,21 @@ def main() -> None:
             f"{ndcg:.4f}; top gain: {', '.join(c for _, c in gain)} "
             f"({time.perf_counter() - start:.0f}s)",
             flush=True,
+        )
+    if args.record:
+        from benchmarks.results import record, table
+
+        record(
+            args.record,
+            title="Repeat ranking against an independent ranker",
+            command=f"python -m benchmarks.bench_repeat_ranker --record {args.record}",
+            tables={
+                "rankers": table(
+                    ["ranking of the history products", "R@20", "NDCG@10"],
+                    ranked,
+                    {"R@20": ".4f", "NDCG@10": ".4f"},
+                )
+            },
         )
 
 

@@ -84,6 +84,7 @@ def main() -> None:
         default=None,
         help="evaluate the seeds' existing checkpoints again into seed_runs/<seed>/<this>",
     )
+    ap.add_argument("--record", action="store_true", help="write results/seeds.json")
     args = ap.parse_args()
     wh, split = Warehouse(Path(args.warehouse)), load_settings().split
     runs = []
@@ -136,6 +137,43 @@ def main() -> None:
             f"{m['margin_sd']:.4f}"
             f"  {'WIN' if m['win'] else 'no win'}"
         )
+    if args.record:
+        record_seeds(runs, args)
+
+
+def record_seeds(runs: list[dict], args) -> None:
+    """Each method's mean over the seeds and the world model's margin (mean ± sd, win or not)."""
+    from benchmarks.results import record, table
+
+    nb = [r["next_basket"][args.slice] for r in runs]
+    found = {
+        (m["metric"], m["rival"]): m
+        for m in margins(runs, args.slice)
+        if m["task"] == "next_basket"
+    }
+
+    def margin(metric: str, method: str) -> str | None:
+        m = found.get((metric, method))
+        if m is None:
+            return None
+        word = "win" if m["win"] else "no win"
+        return f"{m['margin_mean']:+.4f} ± {m['margin_sd']:.4f}, {word}"
+
+    methods = sorted(nb[0], key=lambda m: -np.mean([r[m]["R@20"] for r in nb if m in r]))
+    rows = [
+        [m]
+        + [float(np.mean([r[m][k] for r in nb if m in r])) for k in ("R@20", "NDCG@10")]
+        + [margin(k, m) for k in ("R@20", "NDCG@10")]
+        for m in methods
+    ]
+    cols = ["method", "R@20", "NDCG@10", "margin R@20", "margin NDCG@10"]
+    seeds = " ".join(map(str, args.seeds))
+    record(
+        "seeds",
+        title="Next-basket quality over training seeds",
+        command=f"python -m benchmarks.bench_seeds --seeds {seeds} --record",
+        tables={"methods": table(cols, rows, {"R@20": ".4f", "NDCG@10": ".4f"})},
+    )
 
 
 if __name__ == "__main__":

@@ -127,7 +127,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--modes", default="pytorch,onnx")
+    parser.add_argument("--record", action="store_true", help="write results/serving.json")
     args = parser.parse_args()
+    rows = []
     warehouse = Warehouse(args.warehouse)
     checkpoint_id = verified_id(warehouse.table_dir("trained_checkpoint"))
     if (
@@ -155,6 +157,28 @@ def main() -> None:
             f"{mode:<10} {single['p50_ms']:>8.1f} {single['p95_ms']:>8.1f} "
             f"{single['p99_ms']:>8.1f} {single['requests_per_s']:>8.1f} {rate:>12.0f}",
             flush=True,
+        )
+        rows.append(
+            [
+                mode,
+                args.clients,
+                single["p50_ms"],
+                single["p95_ms"],
+                single["p99_ms"],
+                single["requests_per_s"],
+                rate,
+            ]
+        )
+    if args.record:
+        from benchmarks.results import record, table
+
+        cols = ["scoring", "clients", "p50 ms", "p95 ms", "p99 ms", "requests/s", "batch ctx/s"]
+        fmts = {c: ".1f" for c in cols[2:6]} | {"batch ctx/s": ",.0f"}
+        record(
+            "serving",
+            title="Serving",
+            command=f"python -m benchmarks.bench_serving --clients {args.clients} --record",
+            tables={"latency": table(cols, rows, fmts)},
         )
     print(
         f"{args.clients} concurrent clients, {args.requests} requests, top-{args.k}; "

@@ -54,6 +54,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--raw", default="data/raw")
     ap.add_argument("--warehouse", default="data/warehouse")
+    ap.add_argument("--record", metavar="AREA", help="write benchmarks/results/AREA.json")
     args = ap.parse_args()
     files = [Path(args.raw) / f.name for f in list_week_files(Path(args.raw))]
     raw = sum(p.stat().st_size for p in files)
@@ -69,6 +70,24 @@ def main() -> None:
     verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
     print(f"{'warehouse':34s} {total / 2**20:10.1f} {ratio:16.2f}")
     print(f"target: warehouse <= {TARGET_RATIO:g}x the gzipped input: {verdict}")
+    if args.record:
+        from benchmarks.results import record, table
+
+        rows = [[n, s / 2**20, s / gz] for n, s in sorted(sizes.items(), key=lambda kv: -kv[1])]
+        rows.append(["warehouse", total / 2**20, ratio])
+        rows.append(["gzipped input", gz / 2**20, 1.0])
+        record(
+            args.record,
+            title="Storage",
+            command=f"python -m benchmarks.bench_storage --record {args.record}",
+            tables={
+                "tables": table(
+                    ["table", "MiB", "× gzipped input"],
+                    rows,
+                    {"MiB": ",.1f", "× gzipped input": ".2f"},
+                )
+            },
+        )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ class RssMonitor:
 
     def __init__(self, every: float = 0.1):
         self.peak, self.start, self.every = 0.0, time.perf_counter(), every
+        self.marks: list[tuple[str, float]] = []  # (the log line that closed a phase, its peak)
         threading.Thread(target=self._sample, daemon=True).start()
 
     def _sample(self) -> None:
@@ -46,6 +47,7 @@ class RssMonitor:
         now = _status("VmRSS")
         peak, self.peak = max(self.peak, now), now
         seconds = time.perf_counter() - self.start
+        self.marks.append((message, peak))
         print(f"{seconds:7.1f} s  rss {now:8.0f} MiB  peak since last {peak:8.0f} MiB  {message}")
 
 
@@ -55,6 +57,7 @@ def main() -> None:
     ap.add_argument("--preset", default="small")
     ap.add_argument("--max-seconds", type=float, default=None, help="training budget")
     ap.add_argument("--customer-share", type=float, default=1.0)
+    ap.add_argument("--record", metavar="AREA", help="write benchmarks/results/AREA.json")
     args = ap.parse_args()
     from retailsim_core.models.world_model import WorldModelConfig
     from retailsim_core.pipeline.world_model_training import train_world_model
@@ -79,6 +82,18 @@ def main() -> None:
         )
     monitor.mark(f"done: {summary.train_samples:,} training samples, {summary.epochs} epochs")
     print(f"peak RSS (VmHWM) {_status('VmHWM'):.0f} MiB")
+    if args.record:
+        from benchmarks.results import record, table
+
+        rows = [[phase, mib] for phase, mib in monitor.marks]
+        rows.append(["whole run (VmHWM)", _status("VmHWM")])
+        record(
+            args.record,
+            title="Training memory",
+            command=f"python -m benchmarks.bench_training_memory --customer-share "
+            f"{args.customer_share} --record {args.record}",
+            tables={"phases": table(["phase", "peak RSS MiB"], rows, {"peak RSS MiB": ",.0f"})},
+        )
 
 
 if __name__ == "__main__":

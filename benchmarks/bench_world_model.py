@@ -36,6 +36,7 @@ def main() -> None:
     ap.add_argument("--warehouse", default="data/warehouse")
     ap.add_argument("--ablation", action="store_true")
     ap.add_argument("--budget-s", type=float, default=420, help="training budget per ablation arm")
+    ap.add_argument("--record", action="store_true", help="write results/world_model.json")
     args = ap.parse_args()
     split = TemporalSplit()
     inputs = load_model_inputs(Warehouse(args.warehouse), range(1, split.valid_end + 1))
@@ -99,6 +100,12 @@ def main() -> None:
             }
         )
     )
+    figures = [
+        ["parameters (small)", sum(p.numel() for p in model.parameters())],
+        ["training samples/s (batch 128, 50-trip histories)", round(train_rate, 1)],
+        ["masked-item scoring baskets/s (slowest of 3)", min(rates["model"])],
+        ["masked-item scoring baskets/s (fastest of 3)", max(rates["model"])],
+    ]
     if args.ablation:
         for repeat in (True, False):
             tc = dataclasses.replace(TrainConfig.preset("small"), max_seconds=args.budget_s)
@@ -122,6 +129,22 @@ def main() -> None:
                 ),
                 flush=True,
             )
+            figures.append(
+                [
+                    f"valid R@20, repeat path {'on' if repeat else 'off'} ({args.budget_s:g} s)",
+                    best.get("valid_next_R@20"),
+                ]
+            )
+    if args.record:
+        from benchmarks.results import record, table
+
+        record(
+            "world_model",
+            title="World model",
+            command="python -m benchmarks.bench_world_model"
+            f"{' --ablation' if args.ablation else ''} --record",
+            tables={"figures": table(["figure", "value"], figures)},
+        )
 
 
 if __name__ == "__main__":

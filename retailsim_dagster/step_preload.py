@@ -3,7 +3,7 @@
 Every step forks from the forkserver once it has imported the definitions (torch, DGL, Polars,
 Dagster: ~550K objects). Frozen out of the cyclic collector here, those objects are never
 walked by a step's collections, which would touch (and copy) every inherited page's object
-headers: steps took 10-25% more CPU without it on the real sample (D105, D106). A step's own
+headers, costing a step CPU it never needed (D105, D106). A step's own
 objects are collected as usual.
 """
 

@@ -1,9 +1,8 @@
 """The distinct (store, product) pairs seen to date, for the store features' assortment width.
 
 A week's new pairs were an anti-join of the week's pairs against every pair to date: a pass over
-all of them each week (4 ms in week 2, 56 ms in week 117 of the real sample, 949K pairs by
-then), so the fold cost grew with weeks x pairs. Here each id gets a dense code in order of
-arrival (a join against the ids seen, a few thousand), a pair the int64 key
+all of them each week, so the fold cost grew with weeks x pairs (D103). Here each id gets a
+dense code in order of arrival (a join against the ids seen, a few thousand), a pair the int64 key
 ``store_code << 32 | product_code``, and the keys to date a sorted index: a week costs a binary
 search per pair it holds (``prices.slots.KeyIndex``). Exact: codes are a bijection.
 """

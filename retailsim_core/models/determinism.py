@@ -18,7 +18,7 @@ def deterministic_kernels(fill: bool = False):
     Deterministic mode also fills every new tensor with NaN before a kernel writes it, so that a
     kernel reading memory it never wrote would fail loudly; the kernels used here write every
     element they allocate (the models' bytes are the same with ``fill`` and without, tested),
-    and the fill was an eighth of a GraphSAGE epoch and 4% of a world-model step (D100)."""
+    and the fill costs time in every step of both models (D100)."""
     before = torch.are_deterministic_algorithms_enabled()
     fill_before = torch.utils.deterministic.fill_uninitialized_memory
     torch.use_deterministic_algorithms(True)

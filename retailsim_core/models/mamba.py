@@ -14,7 +14,7 @@ Selective scan (per channel e and state n):
 states inside chunks (one fused kernel per step, O(L/T) stored states): linear in L and 4-20x
 faster on CPU (docs/benchmarks.md); it matches the oracle to 1e-5 on outputs and gradients.
 ``scan_compiled.selective_scan_compiled`` is the same algorithm as a C kernel built on first use
-(a feature check like mamba_ssm's: absent without a C compiler), another 6x faster on CPU.
+(a feature check like mamba_ssm's: absent without a C compiler), faster again on CPU.
 ``scan="auto"`` uses the CUDA kernels of ``mamba_ssm`` when that package imports and the tensors
 are on CUDA; on the CPU the compiled kernel when it is available, else the fast scan from
 ``auto_fast_min_len`` steps and the reference below it (short histories of wide batches: the

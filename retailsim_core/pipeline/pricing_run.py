@@ -117,8 +117,8 @@ def holdout_schedule(cfg: TrainConfig, share: float) -> TrainConfig:
     """The main schedule for ``share`` of the customers, with the next seed: an epoch draws the
     same fraction of its (``share`` times fewer) samples and the wall-clock budget shrinks with
     it, so the held-out model sees its data as often as the training simulator sees its own.
-    A fixed 12,000 samples an epoch made it cost as much as the main one (14m40s on The
-    Complete Journey) for half the data."""
+    A fixed number of samples an epoch made it cost as much as the main one for half the
+    data."""
     per_epoch = cfg.samples_per_epoch
     budget = cfg.max_seconds
     return dataclasses.replace(

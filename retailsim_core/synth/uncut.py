@@ -3,8 +3,8 @@
 The promotion check on synthetic data (``response/planted_events.py``) asks, for every
 promoted product p of a week and every basket of the stores p's events are in, the chance the
 basket holds p on the week's shelf less p's cut: ``purchase_probabilities(..., products=[p])``
-inside ``oracle.cut_removed``. One call per product cost ~1 ms of overhead and a pass over each
-basket's whole repertoire; here every entry is computed with the same operations in the same
+inside ``oracle.cut_removed``. One call per product paid a call's overhead and a pass over
+each basket's whole repertoire; here every entry is computed with the same operations in the same
 order (the same bytes, tested against that loop) but:
 
 - what does not depend on p is computed once per basket: its repertoire weights, their total,

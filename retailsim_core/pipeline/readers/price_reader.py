@@ -41,8 +41,8 @@ def stored_prices(warehouse: Warehouse, weeks: Iterable[int] | None = None) -> p
 
 def store_regions(warehouse: Warehouse, weeks: Iterable[int]) -> pl.DataFrame:
     """store_id, store_region pairs of the stored rows of ``weeks``, sorted; read a week at a
-    time, so memory holds one week's rows, not two strings of every observed cell (at ``large``
-    one scan of them was a 1.6 GB transient beside the training's trip store)."""
+    time, so memory holds one week's rows, not two strings of every observed cell (a transient
+    that grew with the warehouse, beside the training's trip store)."""
     frames = [
         stored_prices(warehouse, [week]).select("store_id", "store_region").unique().collect()
         for week in weeks
@@ -113,8 +113,8 @@ def read_price_features(
 def product_categories(warehouse: Warehouse, through: int) -> pl.DataFrame:
     """product_id -> prod_code_10 of the products sold in weeks <= ``through`` (each product's
     first row in week order, as the features have always read it). A week at a time: memory
-    holds one week's rows and the products so far, not every raw row's two strings (at
-    ``large`` that transient was ~1 GB beside the training's trip store)."""
+    holds one week's rows and the products so far, not every raw row's two strings (a
+    transient that grew with the warehouse, beside the training's trip store)."""
     weeks = [w for w in warehouse.weeks(RAW_TABLE) if w <= through]
     parts = [pl.DataFrame(schema={"product_id": pl.String, "prod_code_10": pl.String})]
     seen = parts[0]["product_id"]

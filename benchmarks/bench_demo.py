@@ -1,0 +1,92 @@
+"""Benchmark: a make target from a fresh clone, as a new user runs it, wall time per model step.
+
+Clones this checkout's HEAD into a temporary folder, runs ``make <target>`` there (``demo``
+installs the virtual environment, generates the default data and materializes the whole graph;
+``completejourney-graph`` does the same on The Complete Journey), and reads each step's
+duration from the clone's Dagster instance. Target (README): ``make demo`` <= 20 minutes on 2
+cores. Run it alone: the model steps train on a wall-clock budget.
+
+    python -m benchmarks.bench_demo --record demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_SECONDS = {"demo": 20 * 60}
+REPO = Path(__file__).resolve().parent.parent
+MODEL_STEPS = (
+    "tuned_baselines",
+    "holdout_checkpoint",
+    "trained_checkpoint",
+    "evaluation_report",
+    "onnx_scoring_graph",
+    "pricing_policy",
+)
+
+
+def step_seconds(home: Path) -> dict[str, float]:
+    """Each model step's duration over every run of the instance at ``home``."""
+    import os
+
+    import dagster as dg
+
+    os.environ["DAGSTER_HOME"] = str(home)
+    instance = dg.DagsterInstance.get()
+    out = {}
+    for run in instance.get_runs():
+        for stat in instance.get_run_step_stats(run.run_id):
+            if stat.step_key in MODEL_STEPS and stat.start_time and stat.end_time:
+                out[stat.step_key] = stat.end_time - stat.start_time
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default="demo")
+    ap.add_argument("--keep", action="store_true", help="keep the clone (its path is printed)")
+    ap.add_argument("--record", metavar="AREA", help="write benchmarks/results/AREA.json")
+    args = ap.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="bench_demo_"))
+    clone = folder / "repo"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    log = folder / "make.log"
+    start = time.perf_counter()
+    with log.open("w") as out:
+        done = subprocess.run(["make", args.target], cwd=clone, stdout=out, stderr=out)
+    wall = time.perf_counter() - start
+    if done.returncode:
+        sys.exit(f"make {args.target} failed:\n{''.join(log.read_text().splitlines(True)[-30:])}")
+    steps = step_seconds(clone / "data" / "dagster_home")
+    target = TARGET_SECONDS.get(args.target)
+    verdict = (
+        None
+        if target is None
+        else f"<= {target / 60:g} min: " + ("met" if wall <= target else "not met")
+    )
+    print(f"make {args.target}: {wall / 60:.1f} min ({verdict or 'no target'}); clone {clone}")
+    for step, seconds in sorted(steps.items(), key=lambda kv: -kv[1]):
+        print(f"  {step:24s} {seconds:8.1f} s")
+    if args.record:
+        from benchmarks.results import record, table
+
+        rows = [[f"make {args.target}, from a fresh clone", wall / 60, verdict]]
+        rows += [[step, seconds / 60, None] for step, seconds in steps.items()]
+        record(
+            args.record,
+            title=f"make {args.target} on a fresh clone",
+            command=f"python -m benchmarks.bench_demo --target {args.target} "
+            f"--record {args.record}",
+            tables={"walls": table(["step", "minutes", "target"], rows, {"minutes": ".1f"})},
+        )
+    if not args.keep:
+        subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+
+if __name__ == "__main__":
+    main()
