@@ -53,6 +53,7 @@ REPORT_TABLE = "evaluation_report"
 ONNX_TABLE = "onnx_scoring_graph"
 HOLDOUT_TABLE = "holdout_checkpoint"
 PRICING_TABLE = "pricing_policy"
+REFRESH_TABLE = "model_refresh"
 
 
 @dataclass(frozen=True)
@@ -108,4 +109,5 @@ TABLES = _tables(
     Table(ONNX_TABLE, ONNX_TABLE, False, None, "scoring.onnx + manifest"),
     Table(HOLDOUT_TABLE, HOLDOUT_TABLE, False, None, "safetensors + JSON + manifest"),
     Table(PRICING_TABLE, PRICING_TABLE, False, None, "results.json, paths, PPO safetensors"),
+    Table(REFRESH_TABLE, REFRESH_TABLE, True, None, "a week's refreshed checkpoint"),
 )

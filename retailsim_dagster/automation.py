@@ -14,6 +14,7 @@ from retailsim_core.tables import (
     PRICES_TABLE,
     QUARANTINE_TABLE,
     RAW_TABLE,
+    REFRESH_TABLE,
     SAMPLES_TABLE,
     STORE_FEATURES_TABLE,
     TRIPS_TABLE,
@@ -33,9 +34,10 @@ weekly_job = dg.define_asset_job(
         METADATA_TABLE,
         TRIPS_TABLE,
         SAMPLES_TABLE,
+        REFRESH_TABLE,  # the model refreshed with the new week (D111)
     ),
-    description="Materialize one shop week through every weekly asset (weekly partitions, "
-    "inferred).",
+    description="Materialize one shop week through every weekly asset, the model's refresh "
+    "included (weekly partitions, inferred).",
 )
 
 

@@ -12,6 +12,7 @@ from retailsim_dagster.assets import (
     pricing,
     product_graph,
     raw_transactions,
+    refresh,
     source_promotions,
     training_data,
 )
@@ -50,6 +51,7 @@ DOMAINS = [
     features,
     training_data,
     model,
+    refresh,
     pricing,
 ]
 

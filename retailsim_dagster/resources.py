@@ -21,6 +21,7 @@ from retailsim_core.pricing.environment import PricingConfig
 from retailsim_core.settings import Settings, SettingsError, check_environment, load_settings
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.training.refresh import RefreshConfig
 from retailsim_core.training.train_config import TrainConfig
 
 
@@ -108,6 +109,8 @@ class PipelineConfigResource(dg.ConfigurableResource):
     pricing_holdout: bool = PricingRunConfig.holdout
     pricing_objective: str = PricingConfig.objective
     pricing_cost_share: float = PricingConfig.cost_share
+    # model_refresh (D111): the wall budget of one week's fine-tuning, seconds.
+    refresh_seconds: float = RefreshConfig.max_seconds
 
     @property
     def evaluation(self) -> EvalConfig:
@@ -143,6 +146,10 @@ class PipelineConfigResource(dg.ConfigurableResource):
             seed=self.model_seed,
             env=PricingConfig(objective=self.pricing_objective, cost_share=self.pricing_cost_share),
         )
+
+    @property
+    def refresh(self) -> RefreshConfig:
+        return RefreshConfig(max_seconds=self.refresh_seconds, seed=self.model_seed)
 
     @property
     def graph(self) -> GraphConfig:

@@ -90,7 +90,7 @@ class AsciiJSON(JSONResponse):
 
 def create_app(
     load: Callable[[], WorldModelService],
-    checkpoint: Path,
+    checkpoint: Path | Callable[[], Path],
     settings: ServeSettings = ServeSettings(),
     watch: bool = True,
 ) -> FastAPI:
@@ -131,19 +131,22 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """The app over the warehouse of ``RETAILSIM_WAREHOUSE_DIR`` (uvicorn's factory)."""
+    from retailsim_core.pipeline.model_refresh import newest_model
     from retailsim_core.pipeline.readers.serving_inputs import load_service
     from retailsim_core.settings import check_environment
     from retailsim_core.storage.warehouse import Warehouse
-    from retailsim_core.tables import CHECKPOINT_TABLE, REPORT_TABLE
+    from retailsim_core.tables import REPORT_TABLE
 
     environment = check_environment()
     settings = ServeSettings.from_settings(environment)
     warehouse = Warehouse(environment.warehouse_dir, environment.calendar)
-    checkpoint = warehouse.table_dir(CHECKPOINT_TABLE)
+
+    def checkpoint():  # the newest refresh, else the trained checkpoint (D111)
+        return newest_model(warehouse)
 
     def load() -> WorldModelService:
         return load_service(
-            warehouse, checkpoint, warehouse.table_dir(REPORT_TABLE), onnx=settings.onnx
+            warehouse, checkpoint(), warehouse.table_dir(REPORT_TABLE), onnx=settings.onnx
         )
 
     return create_app(load, checkpoint, settings)

@@ -64,10 +64,14 @@ class ServeSettings:
 
 
 class ServiceHolder:
-    """The current ``WorldModelService`` and its reload from the checkpoint's manifest."""
+    """The current ``WorldModelService`` and its reload from the checkpoint's manifest.
+    ``checkpoint``: the folder, or a function naming the folder to serve now (the newest
+    refresh, D111), asked at every check."""
 
-    def __init__(self, load: Callable[[], WorldModelService], checkpoint: Path):
-        self._load, self.checkpoint = load, checkpoint
+    def __init__(
+        self, load: Callable[[], WorldModelService], checkpoint: Path | Callable[[], Path]
+    ):
+        self._load, self._locate = load, checkpoint if callable(checkpoint) else lambda: checkpoint
         self.service = load()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -80,10 +84,11 @@ class ServiceHolder:
         A refused or failing checkpoint is logged once with its reason, not at every check,
         and a checkpoint whose load failed is not loaded again until its id changes."""
         with self._lock:
-            verdict = check_manifest(self.checkpoint)
+            folder = self._locate()
+            verdict = check_manifest(folder)
             new_id = verdict.checkpoint_id
             if new_id is None:
-                self._note(f"checkpoint {self.checkpoint} not loaded: {verdict.reason}")
+                self._note(f"checkpoint {folder} not loaded: {verdict.reason}")
                 return False
             if new_id == self.service.checkpoint_id or new_id == self._failed:
                 return False

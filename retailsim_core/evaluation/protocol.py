@@ -133,6 +133,8 @@ def finish(
         "slice_baskets": {name: len(idx) for name, idx in scored.slice_rows.items()},
         "validation_samples": len(tasks.valid_rows),
         "checkpoint": tasks.config["summary"],
+        "split": tasks.config.get("split"),  # the checkpoint's training and validation weeks
+        "refreshed_weeks": sorted(tasks.refreshed) if tasks.refreshed else None,
         "simulation": simulation["summary"],
         "simulated_sizes": simulation["sizes"],
         "method_inputs": METHOD_INPUTS,

@@ -19,16 +19,20 @@ from retailsim_core.next_basket.tasks import EvalTasks
 from retailsim_core.serving.scorer import (
     MaskedScorer,
     Scorer,
+    weekly_scorer,
     world_model_masked_scorer,
     world_model_scorer,
 )
 from retailsim_core.synth.world import PlantedTruth
 
+REFRESHED = "world_model (refreshed)"  # each week scored by the refresh of the week before
 HISTORY = "the customer's trips before the basket's week"
 POPULARITY = "product counts of weeks before the evaluated period"
 CONTEXT = "the trip's store, date and hour; shelf prices (D45)"
 METHOD_INPUTS = {
     "world_model": f"{HISTORY}; {CONTEXT}; customer snapshots as of the week. No basket labels.",
+    REFRESHED: "as world_model, from the model refreshed with every week before the basket's "
+    "(model_refresh, D111): the weeks the counting baselines read.",
     "world_model | given mission": "as world_model, plus the basket's true mission type and focus "
     "(the simulation use; compare with Mission-P-TopFreq)",
     "G-TopFreq": POPULARITY,
@@ -86,6 +90,9 @@ def method_scorers(
         "Mission-P-TopFreq": lambda rows, b: bl.mission_p_topfreq(data, rows, trips, pop["test"]),
         **tuned["scorers"],
     }
+    if tasks.refreshed:  # each test week by the refresh made from the weeks before it
+        weeks = tasks.samples["week"].to_numpy()
+        scorers[REFRESHED] = weekly_scorer(tasks.refreshed, weeks, data)
     note = None
     if truth is not None and truth.world is not None:
         try:

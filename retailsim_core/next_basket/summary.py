@@ -48,6 +48,8 @@ def slices(
     out = {"all": np.flatnonzero(sample)}
     for lo, hi in week_ranges(week[sample], week_slices):
         out[f"test_{lo}_{hi}"] = np.flatnonzero(sample & (week >= lo) & (week <= hi))
+    for w in np.unique(week[sample]):  # one slice a week: the staleness curve (D111)
+        out[f"week_{w}"] = np.flatnonzero(sample & (week == w))
     out |= {
         "cold_start": np.flatnonzero(s["is_cold_start"].to_numpy()),
         "novel_products": np.flatnonzero(sample & s["is_novel_products"].to_numpy()),
@@ -79,10 +81,12 @@ def intervals(
     customers: np.ndarray,
     cfg: EvalConfig,
     reference: str = "world_model",
+    refreshed: str = "world_model (refreshed)",
 ) -> dict:
     """95% customer-cluster bootstrap intervals of next-basket R@20 and NDCG@10 and masked-item
     Hit@10 per slice and method, and of each method's paired difference from ``reference``:
-    {task: {slice: {method: {metric: [lo, hi], "diff_" + metric: [lo, hi]}}}}."""
+    {task: {slice: {method: {metric: [lo, hi], "diff_" + metric: [lo, hi]}}}}; where the
+    ``refreshed`` model was scored, its difference too ("diff_refreshed_" + metric)."""
     out: dict = {"next_basket": {}, "masked_item": {}}
     for s, idx in slice_rows.items():
         weights, index = resample_weights(customers[idx], cfg.bootstrap, cfg.seed)
@@ -91,11 +95,13 @@ def intervals(
             m: {k: list(interval(v[k][idx], weights, index)) for k in ("R@20", "NDCG@10")}
             for m, v in nb.items()
         }
-        if reference in nb:
+        for ref, prefix in ((reference, "diff_"), (refreshed, "diff_refreshed_")):
+            if ref not in nb:
+                continue
             for m, v in nb.items():
                 for k in ("R@20", "NDCG@10"):
-                    diff = nb[reference][k][idx] - v[k][idx]
-                    out["next_basket"][s][m][f"diff_{k}"] = list(interval(diff, weights, index))
+                    diff = nb[ref][k][idx] - v[k][idx]
+                    out["next_basket"][s][m][prefix + k] = list(interval(diff, weights, index))
         sel = np.flatnonzero(np.isin(results.masked_position, idx))
         pos = np.searchsorted(idx, results.masked_position[sel])  # masked slot -> basket in slice
         out["masked_item"][s] = {

@@ -41,6 +41,8 @@ class EvalTasks:
     popularity: dict[str, np.ndarray]  # "valid" | "test" -> (V,) counts before the period
     categories: np.ndarray  # (V,) category of each token
     context: dict  # what the metrics read besides scores (``basket_context``)
+    # week -> the refreshed model that scores that week's baskets (``model_refresh``), or None
+    refreshed: dict[int, WorldModel] | None = None
 
     @property
     def customers(self) -> np.ndarray:
@@ -64,6 +66,7 @@ def build_tasks(
     mean_prices: np.ndarray,
     model: WorldModel | None = None,
     config: dict | None = None,
+    refreshed: dict[int, WorldModel] | None = None,
 ) -> EvalTasks:
     """The tasks of the validation and test weeks' ``inputs`` (loaded by the pipeline);
     ``mean_prices``: (V,) mean week price of each token (the revenue of a predicted basket).
@@ -100,6 +103,7 @@ def build_tasks(
         },
         categories=categories,
         context=basket_context(data, samples, inputs.store, trips, categories, mean_prices),
+        refreshed=refreshed,
     )
 
 

@@ -26,6 +26,7 @@ from retailsim_core.next_basket.tasks import EvalTasks, build_tasks
 from retailsim_core.next_basket.tuned_folder import load_baselines
 from retailsim_core.pipeline.data.price_weeks import promotion_cells
 from retailsim_core.pipeline.data.promotion_weeks import known_promotion_weeks
+from retailsim_core.pipeline.model_refresh import week_models
 from retailsim_core.pipeline.readers.price_reader import price_weeks, read_price_features
 from retailsim_core.pipeline.readers.truth import bind_truth, read_truth
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
@@ -116,7 +117,26 @@ def _tasks_and_inputs(
             "the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain"
         )
     prices = mean_prices(warehouse, inputs.vocab)
-    return build_tasks(inputs, split, cfg, prices, model, config), inputs
+    refreshed = refreshed_models(warehouse, split, weeks, inputs.vocab) if with_model else None
+    return build_tasks(inputs, split, cfg, prices, model, config, refreshed), inputs
+
+
+def refreshed_models(
+    warehouse: Warehouse, split: TemporalSplit, weeks: list[int], vocab: ProductVocab
+) -> dict | None:
+    """Test week -> the ``model_refresh`` of the week before it (D111), or None when a
+    partition is missing (the refreshed row is then left out of the report)."""
+    folders = week_models(warehouse, [w for w in weeks if w > split.valid_end])
+    if not folders:
+        return None
+    loaded = {}
+    with torch.random.fork_rng():  # building a model draws: the evaluation's draws stay as they are
+        for folder in set(folders.values()):
+            model, refreshed_vocab, _ = load_model(folder)
+            if refreshed_vocab != vocab:
+                raise ValueError(f"{folder}: another vocabulary than the warehouse's: refresh")
+            loaded[folder] = model
+    return {week: loaded[folder] for week, folder in folders.items()}
 
 
 def mean_prices(warehouse: Warehouse, vocab: ProductVocab) -> np.ndarray:

@@ -10,11 +10,22 @@ import html
 
 import polars as pl
 
+from retailsim_core.next_basket.methods import REFRESHED
 from retailsim_core.report.price_sections import price_sections
+from retailsim_core.report.staleness import staleness_section
 from retailsim_core.report.svg_charts import bars
+from retailsim_core.report.verdict import (
+    CEILINGS,
+    CONDITIONAL,
+    headline_slice,
+    verdict_notes,
+    verdict_rows,
+    verdict_table,
+)
 
 METHOD_ORDER = (
     "world_model",
+    REFRESHED,
     "P-TopFreq",
     "GP-TopFreq",
     "Store-P-TopFreq",
@@ -29,15 +40,6 @@ METHOD_ORDER = (
     "Mission-P-TopFreq",
     "oracle",
 )
-CONDITIONAL = (
-    "world_model | given mission",
-    "Mission-P-TopFreq",
-    "oracle",
-)  # told the basket's mission
-CEILINGS = ("oracle", "oracle (no mission)")
-# The bar set for real LGSR data (issue #17): the honest world model on the headline test-week
-# slice (weeks 96-104). Judged where no planted truth is known, i.e. on real data.
-REAL_DATA_TARGETS = {"R@20": 0.43, "NDCG@10": 0.35}  # the spec's, for real LGSR only
 # Sections of tuning.json the report shows elsewhere, or that are not settings.
 TUNING_NOT_SHOWN = frozenset(
     {
@@ -86,93 +88,6 @@ def _slice_note(tuning: dict) -> str:
         else ""
     )
     return f"<p>Baskets per slice: {counts}.{cold}</p>"
-
-
-def headline_slice(metrics: dict, source: str | None = "lgsr") -> str:
-    """The slice the verdict judges: on LGSR the first test-week slice when present (weeks
-    96-104 by default: from week 105 the public LGSR sample repeats earlier baskets exactly);
-    elsewhere, and without test-week slices, all."""
-    weeks = [s for s in metrics["next_basket"] if s.startswith("test_")]
-    return weeks[0] if weeks and source in (None, "lgsr") else "all"
-
-
-def verdict_rows(metrics: dict, bounds: dict | None = None, slice_name: str = "all") -> list:
-    """The acceptance questions answered from the numbers, whatever they are: the honest world
-    model against every honest baseline (with the 95% interval of the difference when known)
-    and the conditional row against its own baseline; one row (slice, model, rival, metric,
-    model's value, rival's value, relative difference, interval or None, verdict) each."""
-    nb = metrics["next_basket"].get(slice_name, {})
-    diffs = (bounds or {}).get("next_basket", {}).get(slice_name, {})
-    pairs = []
-    if "world_model" in nb:
-        pairs += [
-            ("world_model", rival)
-            for rival in nb
-            if rival != "world_model" and rival not in CONDITIONAL and rival not in CEILINGS
-        ]
-    if "world_model | given mission" in nb and "Mission-P-TopFreq" in nb:
-        pairs.append(("world_model | given mission", "Mission-P-TopFreq"))
-    rows = []
-    for model, rival in pairs:
-        for k in ("R@20", "NDCG@10"):
-            a, b = nb[model][k], nb[rival][k]
-            ci = diffs.get(rival, {}).get(f"diff_{k}") if model == "world_model" else None
-            word = "better" if a > b else "NOT better"
-            if ci is not None and a > b:
-                word += ", interval above 0" if ci[0] > 0 else ", interval holds 0"
-            rows.append((slice_name, model, rival, k, a, b, (a - b) / max(b, 1e-12), ci, word))
-    return rows
-
-
-def verdict_notes(metrics: dict, slice_name: str, source: str | None) -> list[str]:
-    """The share of the honest ceiling (synthetic data) and, on real LGSR only, the spec's
-    real-data targets (``REAL_DATA_TARGETS``) on the headline slice, met or not."""
-    nb = metrics["next_basket"].get(slice_name, {})
-    lines = []
-    if "oracle (no mission)" in nb and "world_model" in nb:
-        share = nb["world_model"]["R@20"] / max(nb["oracle (no mission)"]["R@20"], 1e-12)
-        lines.append(
-            f"[{slice_name}] world model reaches {share:.1%} of the honest ceiling's R@20 "
-            f"(oracle without the mission: {nb['oracle (no mission)']['R@20']:.4f})."
-        )
-    real_lgsr = source == "lgsr" and not any(m in nb for m in CEILINGS)
-    if real_lgsr and "world_model" in nb and slice_name == headline_slice(metrics, source):
-        for k, bar in REAL_DATA_TARGETS.items():
-            value = nb["world_model"][k]
-            met = "met" if value >= bar else f"NOT MET, short by {bar - value:.4f}"
-            lines.append(
-                f"[{slice_name}] real-LGSR target {k} >= {bar:.2f}: world_model {value:.4f} "
-                f"({met})."
-            )
-    return lines
-
-
-def verdict_table(metrics: dict, bounds: dict, slices: list[str]) -> str:
-    """Every verdict row of ``slices`` in one table."""
-    head = "".join(
-        f"<th>{c}</th>"
-        for c in (
-            "slice",
-            "method",
-            "against",
-            "metric",
-            "method's",
-            "against's",
-            "difference",
-            "95% interval of the difference",
-            "verdict",
-        )
-    )
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td>{html.escape(str(v))}</td>" for v in (sl, model, rival, k))
-        + f"<td>{a:.4f}</td><td>{b:.4f}</td><td>{rel:+.1%}</td>"
-        + f"<td>{'—' if ci is None else f'[{ci[0]:+.4f}, {ci[1]:+.4f}]'}</td>"
-        + f"<td>{html.escape(word)}</td></tr>"
-        for name in slices
-        for sl, model, rival, k, a, b, rel, ci, word in verdict_rows(metrics, bounds, name)
-    )
-    return f"<table class='verdict'><tr>{head}</tr>{body}</table>"
 
 
 def _table(by_method: dict, metrics: tuple[str, ...], bounds: dict | None = None) -> str:
@@ -290,10 +205,18 @@ def _intro(tuning: dict) -> list[str]:
     ]
 
 
+def _train_end(tuning: dict) -> int | None:
+    return (tuning.get("split") or {}).get("train_end")
+
+
 def _slice_parts(nb: dict, bounds: dict) -> tuple[str, str, list[str]]:
     """(R@20 of every method by slice, bars by history bucket, a table per test-week slice:
     none where the evaluation drew no week slices)."""
-    slice_rows = {s: {m: v.get("R@20", 0.0) for m, v in by.items()} for s, by in nb.items()}
+    slice_rows = {  # the week slices have their own section (staleness)
+        s: {m: v.get("R@20", 0.0) for m, v in by.items()}
+        for s, by in nb.items()
+        if not s.startswith("week_")
+    }
     slice_table = _table(
         {m: {s: slice_rows[s].get(m, 0.0) for s in slice_rows} for m in nb["all"]},
         tuple(slice_rows),
@@ -344,6 +267,7 @@ def render_report(
             {m: v["NDCG@10"] for m, v in nb["all"].items() if "NDCG@10" in v}, "NDCG@10 by method"
         ),
         *(["<h2>Next basket by test-week slice</h2>", *week_tables] if week_tables else []),
+        *staleness_section(nb, _train_end(tuning), tuning.get("slice_baskets", {})),
         "<h2>Masked items (BERT4Rec protocol)</h2>",
         "<p>The world model and the co-purchase baseline see the basket's shown products; the "
         "other "

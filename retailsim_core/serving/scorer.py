@@ -48,3 +48,23 @@ def world_model_masked_scorer(model: WorldModel) -> MaskedScorer:
             ).double()
 
     return score
+
+
+def weekly_scorer(models: dict[int, WorldModel], weeks: np.ndarray, data) -> Scorer:
+    """Each basket scored by the model made for its week (``models``: week -> model, e.g. the
+    refresh of the week before; ``weeks``: (S,) the week of every sample row; ``data``: the
+    ``TrainingSet`` the rows index, whose batches are rebuilt a week at a time)."""
+
+    @torch.no_grad()
+    def score(rows: np.ndarray, batch: Batch) -> torch.Tensor:
+        week = weeks[rows]
+        out = None
+        for w in np.unique(week):
+            at = np.flatnonzero(week == w)
+            part = world_model_scorer(models[int(w)])(rows[at], data[rows[at]])
+            if out is None:
+                out = torch.empty((len(rows), part.shape[1]), dtype=part.dtype)
+            out[torch.from_numpy(at)] = part
+        return out
+
+    return score

@@ -106,9 +106,11 @@ def train_epoch(
     epoch: int,
     log: Callable[[str], None],
     average: WeightAverage | None = None,
+    deadline: float | None = None,
 ) -> dict:
     """One epoch; under torchrun each rank takes every world-th batch of the same shuffled list.
-    ``average`` folds in the weights after every step."""
+    ``average`` folds in the weights after every step; past ``deadline`` (``perf_counter``
+    seconds) no further batch starts (a refresh's budget)."""
     rank, world = distributed.rank_and_world()
     torch.manual_seed(_batch_seed(cfg.seed, epoch))  # dropout
     rng = np.random.default_rng([cfg.seed, epoch])
@@ -128,6 +130,9 @@ def train_epoch(
     sums: dict[str, float] = {}
     n = 0
     for i, batch_rows in enumerate(batches):
+        if deadline is not None and time.perf_counter() > deadline:
+            log(f"  budget reached after {i} of {len(batches)} batches")
+            break
         batch = data[rows[batch_rows]]
         tokens, prices = shuffle_items(
             batch["tokens"].numpy(), batch["item_prices"].numpy(), data.vocab, rng

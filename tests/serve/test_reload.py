@@ -127,3 +127,21 @@ def test_a_checkpoint_that_fails_to_load_is_not_retried_until_it_changes(tmp_pat
     (tmp_path / "broken").unlink()
     third = _published(tmp_path, 3.0)
     assert holder.reload_if_new() and holder.service.checkpoint_id == third
+
+
+def test_the_holder_follows_the_folder_its_locator_names(tmp_path):
+    """Given a locator (the newest refresh, D111), each check serves the folder it names now:
+    a newer refresh published elsewhere is picked up, and an older id is not reloaded."""
+    (old, new) = (tmp_path / "week=1", tmp_path / "week=2")
+    old.mkdir(), new.mkdir()
+    first = _published(old, 1.0)
+    where = [old]
+
+    def load():
+        return SimpleNamespace(checkpoint_id=published_id(where[0], "model_refresh"))
+
+    holder = ServiceHolder(load, lambda: where[0])
+    assert holder.service.checkpoint_id == first and not holder.reload_if_new()
+    second = _published(new, 2.0)
+    where[0] = new
+    assert holder.reload_if_new() and holder.service.checkpoint_id == second != first

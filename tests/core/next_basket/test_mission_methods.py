@@ -14,6 +14,7 @@ def _scorers(basket_labels: np.ndarray) -> tuple[set[str], list[str]]:
         trips=None,
         popularity={"test": None},
         model=None,
+        refreshed=None,
     )
     said: list[str] = []
     scorers, masked, _ = method_scorers(

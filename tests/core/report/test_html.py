@@ -1,11 +1,7 @@
 """The report's verdict in words, from literal metrics: comparisons, intervals, targets."""
 
-from retailsim_core.report.html import (
-    markdown_summary,
-    verdict_notes,
-    verdict_rows,
-    verdict_table,
-)
+from retailsim_core.report.html import markdown_summary
+from retailsim_core.report.verdict import verdict_notes, verdict_rows, verdict_table
 
 
 def metrics(world: tuple[float, float], *, oracle: bool = False) -> dict:
