@@ -64,7 +64,10 @@ def refresh_weeks(
     trained = [w for w in weeks if w >= split.valid_end]
     inputs = None
     if trained:
-        first = min(split.train_end + 1, trained[0]) - cfg.replay_weeks
+        # The run's first new week: after the training weeks where the chain starts, else the
+        # first partition's own week (the one before it has read the rest).
+        first = split.train_end + 1 if trained[0] == split.valid_end else trained[0]
+        first -= cfg.replay_weeks
         needed = [w for w in warehouse.weeks(SAMPLES_TABLE) if first <= w <= trained[-1]]
         inputs = load_model_inputs(warehouse, needed, MappedArrays(), log)
     out = []
