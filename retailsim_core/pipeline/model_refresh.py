@@ -11,6 +11,7 @@ partition folder is a checkpoint (safetensors + JSON + vocabulary + manifest) an
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -110,7 +111,8 @@ def _refresh(warehouse, split, week, inputs, train_cfg, cfg, log) -> dict:
     if rows.filter(~pl.col("replay")).height:
         data = inputs.training_set(rows, TensorConfig(**config["tensors"]))
         log(f"week {week}: {summary['new_samples']:,} new + {summary['replay_samples']:,} replay")
-        figures = fine_tune(model, data, rows["bucket"].to_numpy(), train_cfg, cfg, log)
+        budget = dataclasses.replace(cfg, max_seconds=cfg.max_seconds * len(new_weeks))
+        figures = fine_tune(model, data, rows["bucket"].to_numpy(), train_cfg, budget, log)
         summary |= {k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()}
     else:
         summary["note"] = "no new samples: the previous model unchanged"

@@ -33,11 +33,12 @@ from retailsim_core.training.weight_average import WeightAverage
 
 @dataclass(frozen=True)
 class RefreshConfig:
-    max_new_samples: int = 6_000  # newest-week samples a refresh trains on (a seeded draw above)
+    # Per new week (a refresh that catches up on several weeks gets as much for each):
+    max_new_samples: int = 6_000  # samples of the week trained on (a seeded draw above it)
+    max_seconds: float = 60.0  # wall budget of the fine-tuning (the pass stops at it)
     replay_ratio: float = 0.5  # replayed older samples per new sample (against forgetting)
     replay_weeks: int = 12  # the replay sample comes from this many weeks before the new ones
     lr_scale: float = 1.0  # multiple of the schedule's fine-tune phase learning rate
-    max_seconds: float = 60.0  # wall budget of the fine-tuning (the pass stops at it)
     seed: int = 0
 
 
@@ -45,14 +46,14 @@ def refresh_samples(
     samples: pl.DataFrame, new_weeks: list[int], cfg: RefreshConfig
 ) -> pl.DataFrame:
     """The rows a refresh trains on, in a seeded order: the samples of ``new_weeks`` (at most
-    ``max_new_samples``) and ``replay_ratio`` times as many from the ``replay_weeks`` weeks
-    before the first new week. Never a sample of a later week than the newest new one."""
+    ``max_new_samples`` a week) and ``replay_ratio`` times as many from the ``replay_weeks``
+    weeks before the first new week. Never a sample of a later week than the newest new one."""
     usable = samples.filter(~pl.col("truncated"))
     first, last = min(new_weeks), max(new_weeks)
     new = usable.filter(pl.col("week").is_in(new_weeks))
     old = usable.filter(pl.col("week").is_between(first - cfg.replay_weeks, first - 1))
     rng = np.random.default_rng([cfg.seed, last])
-    new = _draw(new, cfg.max_new_samples, rng)
+    new = _draw(new, cfg.max_new_samples * len(new_weeks), rng)
     old = _draw(old, int(round(cfg.replay_ratio * new.height)), rng)
     return pl.concat([new.with_columns(replay=False), old.with_columns(replay=True)])
 
@@ -72,9 +73,10 @@ def fine_tune(
     log: Callable[[str], None] = lambda _: None,
 ) -> dict:
     """Fine-tune ``model`` in place on every sample of ``data`` for one pass (or until
-    ``max_seconds``), at the fine-tune phase's settings, without the contrastive term (its
-    projection is not part of a checkpoint, so a fresh one would only add noise). The weights
-    kept are the moving average (as the training keeps), when the schedule uses one."""
+    ``max_seconds``: the caller scales it by the weeks the refresh adds), at the fine-tune
+    phase's settings, without the contrastive term (its projection is not part of a
+    checkpoint, so a fresh one would only add noise). The weights kept are the moving average
+    (as the training keeps), when the schedule uses one."""
     phase = train_cfg.phases[-1]
     phase = dataclasses.replace(
         phase,
