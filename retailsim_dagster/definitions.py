@@ -12,7 +12,7 @@ from retailsim_dagster.assets import (
     pricing,
     product_graph,
     raw_transactions,
-    refresh,
+    refreshed_model,
     source_promotions,
     training_data,
 )
@@ -51,7 +51,7 @@ DOMAINS = [
     features,
     training_data,
     model,
-    refresh,
+    refreshed_model,
     pricing,
 ]
 
