@@ -141,11 +141,17 @@ class SeasonIndex:
         lead = (centre - _SEASON_WEEKS - _LEAD_WEEKS, centre - _SEASON_WEEKS)
         n_lead, t_lead = self._window(week, product, *lead)
 
-        def lift(n_ref, t_ref):
+        def lift(n_ref, t_ref, first_read):
             expected = n_ref * t_win / np.maximum(t_ref, 1.0)
-            return np.log((n_win + _SEASON_PRIOR) / (expected + _SEASON_PRIOR))
+            out = np.log((n_win + _SEASON_PRIOR) / (expected + _SEASON_PRIOR))
+            # A window that starts before the store's first week compares a few weeks at the
+            # data's edge with an empty reference: 0 (no season known), as for a store with no
+            # year before at all (D112).
+            covered = week + first_read >= self.first_week
+            return out * (covered if out.ndim == 1 else covered[:, None])
 
-        return lift(n_year, t_year), lift(n_lead, t_lead)
+        season_start = centre - _SEASON_WEEKS
+        return lift(n_year, t_year, season_start), lift(n_lead, t_lead, lead[0])
 
     def lifts(self, day: np.ndarray, product: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(Q,) log lift of each product's share of trips in the weeks around the same week a

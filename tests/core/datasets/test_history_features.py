@@ -123,8 +123,10 @@ def test_season_features_by_hand_and_blind_to_the_last_26_weeks():
 
 def _season_reference(trips: TripArrays, day: int, p: int) -> tuple[float, float]:
     """Every customer's trips, one by one: the product's share of trips in weeks -54..-50 (the
-    same week a year before, +-2) against weeks -78..-27 and against weeks -62..-55."""
+    same week a year before, +-2) against weeks -78..-27 and against weeks -62..-55; each 0
+    where the windows it reads start before the store's first week (D112)."""
     week = day // 7
+    first = min(int(d) // 7 for d in trips.day)
 
     def counts(lo: int, hi: int) -> tuple[int, int]:
         rows = [t for t in range(len(trips.day)) if lo <= trips.day[t] // 7 - week < hi]
@@ -136,7 +138,9 @@ def _season_reference(trips: TripArrays, day: int, p: int) -> tuple[float, float
     def lift(n_ref: int, t_ref: int) -> float:
         return math.log((n_win + 5) / (n_ref * t_win / max(t_ref, 1) + 5))
 
-    return lift(*counts(-78, -26)), lift(*counts(-62, -54))
+    season = lift(*counts(-78, -26)) if week - 54 >= first else 0.0
+    trend = lift(*counts(-62, -54)) if week - 62 >= first else 0.0
+    return season, trend
 
 
 def _reference(trips: TripArrays, ctx: BasketContext, row: int) -> dict[int, np.ndarray]:
@@ -250,3 +254,23 @@ def test_the_dense_season_table_equals_each_baskets_own_lifts(seed):
             width = min(11, lift.shape[1])
             want[:width, 0], want[:width, 1] = lift[0, :width], trend[0, :width]
             assert np.array_equal(got[b], want)
+
+
+def test_no_season_where_its_windows_start_before_the_store_s_first_week():
+    """A basket whose window a year before starts before the data (The Complete Journey's
+    Christmas weeks against its first, one-day week) gets no season, as a store without a year
+    before: the lifts are 0, not a few edge weeks compared with an empty reference (D112). The
+    trend's lead window reaches further back, so it needs 8 more weeks of data than the lift."""
+    trips = _weekly_store(weeks_of_5=range(74, 80))  # product 5 only in the store's first weeks
+
+    def lifts(week):
+        return trips.season.lifts(np.array([7 * week + 3]), np.array([5]))
+
+    lift, trend = lifts(74 + 52 + 1)  # season window 73..77: starts before week 74
+    assert lift[0] == 0.0 and trend[0] == 0.0
+    lift, trend = lifts(74 + 52 + 2)  # window 74..78 inside, its lead 66..73 is not
+    assert lift[0] != 0.0 and trend[0] == 0.0
+    lift, trend = lifts(74 + 52 + 10)  # both inside
+    assert trend[0] != 0.0
+    dense = trips.season.dense(np.array([7 * (74 + 52 + 1) + 3]), 9)
+    assert (dense == 0).all()
