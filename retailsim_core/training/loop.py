@@ -33,6 +33,7 @@ from retailsim_core.training import distributed
 from retailsim_core.training.corruption import basket_queries, corrupt, shuffle_items
 from retailsim_core.training.loop_state import (
     LoopState,
+    WeightAverage,
     end_epoch,
     resume_loop_state,
     save_loop_state,
@@ -43,7 +44,6 @@ from retailsim_core.training.validation import (
     masked_item_metrics_of_weights,
     next_basket_metrics_of,
 )
-from retailsim_core.training.weight_average import WeightAverage
 
 
 @dataclass

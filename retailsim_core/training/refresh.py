@@ -26,9 +26,9 @@ from retailsim_core.datasets.tensors import TrainingSet
 from retailsim_core.models.determinism import deterministic_kernels
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.training.loop import TrainStep, train_epoch
+from retailsim_core.training.loop_state import WeightAverage
 from retailsim_core.training.param_groups import param_groups
 from retailsim_core.training.train_config import TrainConfig
-from retailsim_core.training.weight_average import WeightAverage
 
 
 @dataclass(frozen=True)

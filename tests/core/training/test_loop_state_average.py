@@ -4,7 +4,7 @@
 import torch
 import torch.nn as nn
 
-from retailsim_core.training.weight_average import WeightAverage
+from retailsim_core.training.loop_state import WeightAverage
 
 
 def _set(model: nn.Module, value: float) -> None:
