@@ -45,7 +45,8 @@ def next_basket_tables(metrics: dict, intervals: dict, slice_name: str) -> dict:
         rows,
         {"R@20": ".4f", "NDCG@10": ".4f"},
     )
-    rivals = [m for m in ("world_model", "TIFU-KNN", "P-TopFreq", "UP-CF@r") if m in nb]
+    shown = ("world_model", "world_model (refreshed)", "TIFU-KNN", "P-TopFreq", "UP-CF@r")
+    rivals = [m for m in shown if m in nb]
     slices = [
         [s] + [metrics["next_basket"][s].get(m, {}).get("R@20") for m in rivals]
         for s in metrics["next_basket"]
