@@ -54,17 +54,17 @@ def main() -> None:
         from benchmarks.results import record, table
 
         rows = [
-            [f"refresh of week {args.week}, whole step", wall, verdict],
-            ["of which fine-tuning", tuning, None],
+            [f"refresh of week {args.week}, whole step, s", round(wall, 1), verdict],
+            ["of which fine-tuning, s", tuning, None],
             ["new samples", summary.get("new_samples"), None],
             ["replayed samples", summary.get("replay_samples"), None],
-            ["peak RSS MiB", peak, None],
+            ["peak RSS MiB", round(peak), None],
         ]
         record(
             args.record,
             title="One week's model refresh",
             command=f"python -m benchmarks.bench_refresh --week {args.week} --record {args.record}",
-            tables={"refresh": table(["figure", "value", "target"], rows, {"value": ",.1f"})},
+            tables={"refresh": table(["figure", "value", "target"], rows)},
         )
 
 
