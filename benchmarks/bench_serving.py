@@ -105,6 +105,43 @@ async def single_requests(url: str, requests: list[dict], clients: int, k: int) 
     }
 
 
+async def under_load(url: str, requests: list[dict], clients: int, heavy: int, k: int) -> dict:
+    """``single_requests`` while ``heavy`` other clients keep the server's slots for heavy work
+    full (the largest simulations, elasticity sets and batches it accepts, in turn), as an
+    operator's probe did: next-basket latency beside them, and how the heavy ones were answered
+    (200, or 503 with Retry-After once the queue is full; D82)."""
+    limits, answers, done = httpx.get(f"{url}/v1/model").json()["limits"], {}, asyncio.Event()
+    top = {"k": limits["max_products"]}
+    products = httpx.post(f"{url}/v1/next-basket", json=requests[0] | top).json()["products"]
+
+    def bodies(i: int) -> tuple[str, dict]:
+        context = requests[i % len(requests)]
+        if i % 3 == 0:
+            return "simulate", {"context": context, "n_baskets": limits["max_simulations"]}
+        if i % 3 == 1:
+            return "elasticities", {"context": context, "product_ids": products}
+        batch = [requests[(i + j) % len(requests)] for j in range(limits["max_batch"])]
+        return "next-basket/batch", {"requests": batch, "k": k}
+
+    async def heavy_client(http: httpx.AsyncClient, start: int):
+        i = start
+        while not done.is_set():
+            path, body = bodies(i)
+            r = await http.post(f"{url}/v1/{path}", json=body)
+            answers[r.status_code] = answers.get(r.status_code, 0) + 1
+            if r.status_code == 503:
+                await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
+            i += heavy
+
+    async with httpx.AsyncClient(timeout=600) as http:
+        load = [asyncio.create_task(heavy_client(http, i)) for i in range(heavy)]
+        await asyncio.sleep(2.0)  # the slots fill before the measured requests start
+        measured = await single_requests(url, requests, clients, k)
+        done.set()
+        await asyncio.gather(*load)
+    return measured | {"heavy_answers": answers}
+
+
 def batch_scoring(url: str, requests: list[dict], k: int, rounds: int) -> float:
     """Contexts per second of ``rounds`` batch calls of all ``requests``."""
     body = {"requests": requests, "k": k}
@@ -125,16 +162,19 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--k", type=int, default=20)
+    parser.add_argument(
+        "--heavy", type=int, default=0, help="also measure beside this many heavy clients"
+    )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--modes", default="pytorch,onnx")
     parser.add_argument("--record", action="store_true", help="write results/serving.json")
     args = parser.parse_args()
-    rows = []
+    rows, load_rows = [], []
     warehouse = Warehouse(args.warehouse)
     checkpoint_id = verified_id(warehouse.table_dir("trained_checkpoint"))
     if (
         "onnx" in args.modes
-        and scoring_graph_for(warehouse.table_dir(ONNX_TABLE), checkpoint_id) is None
+        and scoring_graph_for(warehouse.table_dir(ONNX_TABLE), checkpoint_id)[0] is None
     ):
         print("exporting the ONNX scoring graph ...", flush=True)
         export_checkpoint_graph(warehouse)
@@ -150,6 +190,23 @@ def main() -> None:
             single = asyncio.run(single_requests(url, requests, args.clients, args.k))
             batch = contexts(warehouse, info["served_dates"][0], args.batch, seed=1)
             rate = batch_scoring(url, batch, args.k, rounds=5)
+            if args.heavy:
+                loaded = asyncio.run(
+                    under_load(url, requests[:500], args.clients, args.heavy, args.k)
+                )
+                load_rows.append(
+                    [
+                        mode,
+                        args.clients,
+                        args.heavy,
+                        loaded["p50_ms"],
+                        loaded["p99_ms"],
+                        loaded["heavy_answers"].get(200, 0),
+                        loaded["heavy_answers"].get(503, 0),
+                        sum(n for c, n in loaded["heavy_answers"].items() if c >= 500 and c != 503),
+                    ]
+                )
+                print(f"{mode} beside {args.heavy} heavy clients: {load_rows[-1]}", flush=True)
         finally:
             server.terminate()
             server.wait(30)
@@ -179,6 +236,16 @@ def main() -> None:
             title="Serving",
             command=f"python -m benchmarks.bench_serving --clients {args.clients} --record",
             tables={"latency": table(cols, rows, fmts)},
+        )
+    if args.record and load_rows:
+        cols = ["scoring", "clients", "heavy clients", "p50 ms", "p99 ms", "heavy 200"]
+        cols += ["heavy 503", "other 5xx"]
+        record(
+            "serving_under_load",
+            title="Serving beside heavy requests",
+            command=f"python -m benchmarks.bench_serving --clients {args.clients} "
+            f"--heavy {args.heavy} --record",
+            tables={"latency": table(cols, load_rows, {"p50 ms": ".1f", "p99 ms": ".1f"})},
         )
     print(
         f"{args.clients} concurrent clients, {args.requests} requests, top-{args.k}; "

@@ -133,6 +133,7 @@ def finish(
         "slice_baskets": {name: len(idx) for name, idx in scored.slice_rows.items()},
         "validation_samples": len(tasks.valid_rows),
         "checkpoint": tasks.config["summary"],
+        "scored_checkpoints": tasks.config.get("scored"),  # the ids of the models scored (D113)
         "split": tasks.config.get("split"),  # the checkpoint's training and validation weeks
         "refreshed_weeks": sorted(tasks.refreshed) if tasks.refreshed else None,
         "simulation": simulation["summary"],

@@ -117,26 +117,34 @@ def _tasks_and_inputs(
             "the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain"
         )
     prices = mean_prices(warehouse, inputs.vocab)
-    refreshed = refreshed_models(warehouse, split, weeks, inputs.vocab) if with_model else None
+    refreshed, ids = (None, {})
+    if with_model:
+        refreshed, ids = refreshed_models(warehouse, split, weeks, inputs.vocab)
+        # What the report scored, byte for byte: each model's verified checkpoint id (D113).
+        config = config | {"scored": {"trained": config["checkpoint_id"], "refreshed": ids}}
     return build_tasks(inputs, split, cfg, prices, model, config, refreshed), inputs
 
 
 def refreshed_models(
     warehouse: Warehouse, split: TemporalSplit, weeks: list[int], vocab: ProductVocab
-) -> dict | None:
-    """Test week -> the ``model_refresh`` of the week before it (D111), or None when a
-    partition is missing (the refreshed row is then left out of the report)."""
+) -> tuple[dict | None, dict[int, str]]:
+    """(test week -> the ``model_refresh`` of the week before it (D111), test week -> that
+    model's checkpoint id); (None, {}) when a partition is missing (the refreshed row is then
+    left out of the report)."""
     folders = week_models(warehouse, [w for w in weeks if w > split.valid_end])
     if not folders:
-        return None
-    loaded = {}
+        return None, {}
+    loaded, ids = {}, {}
     with torch.random.fork_rng():  # building a model draws: the evaluation's draws stay as they are
-        for folder in set(folders.values()):
-            model, refreshed_vocab, _ = load_model(folder)
+        for folder in sorted(set(folders.values())):
+            model, refreshed_vocab, config = load_model(folder)
             if refreshed_vocab != vocab:
                 raise ValueError(f"{folder}: another vocabulary than the warehouse's: refresh")
-            loaded[folder] = model
-    return {week: loaded[folder] for week, folder in folders.items()}
+            loaded[folder], ids[folder] = model, config["checkpoint_id"]
+    return (
+        {week: loaded[folder] for week, folder in folders.items()},
+        {week: ids[folder] for week, folder in folders.items()},
+    )
 
 
 def mean_prices(warehouse: Warehouse, vocab: ProductVocab) -> np.ndarray:

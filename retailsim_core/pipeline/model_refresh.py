@@ -12,6 +12,7 @@ partition folder is a checkpoint (safetensors + JSON + vocabulary + manifest) an
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -31,18 +32,21 @@ from retailsim_core.training.refresh import RefreshConfig, fine_tune, refresh_sa
 from retailsim_core.training.train_config import TrainConfig
 
 MARKER = "refresh.json"
+log = logging.getLogger(__name__)
 
 
 def model_folder(warehouse: Warehouse, week: int) -> Path | None:
     """The checkpoint folder to predict week ``week`` + 1 with, as of the ``model_refresh``
     partition ``week``: its own model, the trained checkpoint where the partition says so, or
-    None when the partition is missing or unpublished (never a silent fallback)."""
+    None when the partition is missing or unpublished (never a silent fallback). A published
+    partition whose model its manifest does not vouch for is returned as it is: its reader
+    refuses it, naming it (D113), rather than treating a damaged week as a missing one."""
     folder = warehouse.partition_dir(REFRESH_TABLE, week)
     if not (folder / MARKER).exists():
         return None
     if ckpt.read_json(folder / MARKER)["model"] == CHECKPOINT_TABLE:
         return warehouse.table_dir(CHECKPOINT_TABLE)
-    return folder if ckpt.verified_id(folder) else None
+    return folder
 
 
 def through_week(folder: Path) -> int:
@@ -97,12 +101,14 @@ def _refresh(warehouse, split, week, inputs, train_cfg, cfg, log) -> dict:
                 "materialize the partitions in order"
             )
     model, vocab, config = ckpt.load_model(previous)
+    previous_id = config.pop("checkpoint_id")  # the new folder's manifest gives its own
     new_weeks = list(range(through_week(previous) + 1, week + 1))
     rows = refresh_samples(inputs.samples, new_weeks, cfg)
     summary = {
         "week": week,
         "model": REFRESH_TABLE,
         "previous": previous.name,
+        "previous_id": previous_id,
         "through_week": week,
         "new_weeks": new_weeks,
         "new_samples": int((~rows["replay"]).sum()),
@@ -160,6 +166,11 @@ def newest_model(warehouse: Warehouse) -> Path:
     )
     for week in weeks:
         found = model_folder(warehouse, week)
-        if found is not None and found.parent == folder:
+        if found is None or found.parent != folder:
+            continue
+        verdict = ckpt.check_manifest(found)
+        if verdict.checkpoint_id is not None:
             return found
+        # A damaged week is skipped for an older, whole one: the service keeps answering.
+        log.warning("%s not served: %s", found, verdict.reason)
     return warehouse.table_dir(CHECKPOINT_TABLE)

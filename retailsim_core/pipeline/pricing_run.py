@@ -186,9 +186,10 @@ def run_pricing(
     binding = bind_truth(truth_dir, warehouse)  # only the truth of the ingested files
     truth = read_truth(binding)  # read once here and passed down
     model, vocab, config = load_model(checkpoint)
-    second = None
+    second, checkpoints = None, {"trained": config["checkpoint_id"]}
     if cfg.holdout and holdout is not None and (holdout / "model.safetensors").exists():
-        second, second_vocab, _ = load_model(holdout)
+        second, second_vocab, second_config = load_model(holdout)
+        checkpoints["holdout"] = second_config["checkpoint_id"]
         if second_vocab != vocab:
             raise ValueError(f"{holdout} has another vocabulary than {checkpoint}: retrain it")
     weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.valid_end]
@@ -222,6 +223,7 @@ def run_pricing(
         "config": asdict(cfg),
         "weeks": weeks,
         "held_out_simulator": second is not None,
+        "checkpoints": checkpoints,  # the verified ids of the simulators' models (D113)
         "planted_truth": truth is not None,
         "planted_note": binding.note,
         "held_out_note": (

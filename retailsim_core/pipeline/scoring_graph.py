@@ -10,7 +10,7 @@ from retailsim_core.pipeline.readers.serving_inputs import checkpoint_weeks, loa
 from retailsim_core.serving.onnx_scoring import write_scoring_graph
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import CHECKPOINT_TABLE, ONNX_TABLE
-from retailsim_core.training.checkpoint import load_model, published_id
+from retailsim_core.training.checkpoint import load_model
 
 EXAMPLE_CONTEXTS = 16
 
@@ -18,10 +18,11 @@ EXAMPLE_CONTEXTS = 16
 def export_checkpoint_graph(warehouse: Warehouse, checkpoint: Path | None = None) -> dict:
     """Write ``onnx_scoring_graph`` for the (published) checkpoint; returns its manifest."""
     checkpoint = checkpoint or warehouse.table_dir(CHECKPOINT_TABLE)
-    checkpoint_id = published_id(checkpoint, CHECKPOINT_TABLE)
-    model, _, config = load_model(checkpoint)
+    model, _, config = load_model(checkpoint, CHECKPOINT_TABLE)
     tensor_cfg = TensorConfig(**config["tensors"])
     data, _ = load_serving_data(warehouse, checkpoint_weeks(warehouse, config)[:1], tensor_cfg)
     contexts = data.sample_contexts(EXAMPLE_CONTEXTS, seed=0)
     batch = data.batch(contexts, history_width=tensor_cfg.max_history_trips)
-    return write_scoring_graph(warehouse.table_dir(ONNX_TABLE), model, batch, checkpoint_id)
+    return write_scoring_graph(
+        warehouse.table_dir(ONNX_TABLE), model, batch, config["checkpoint_id"]
+    )

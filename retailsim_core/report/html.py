@@ -44,6 +44,7 @@ METHOD_ORDER = (
 TUNING_NOT_SHOWN = frozenset(
     {
         "checkpoint",
+        "scored_checkpoints",
         "method_inputs",
         "slice_baskets",
         "simulation",
@@ -198,10 +199,29 @@ def _intro(tuning: dict) -> list[str]:
         f"on {tuning['validation_samples']:,} validation baskets. Every method is scored on the "
         "same samples. Intervals are 95% customer-cluster bootstrap intervals.</p>",
         *_coverage_line(tuning.get("vocabulary_coverage")),
+        *_scored_line(tuning.get("scored_checkpoints")),
         *([f"<p><b>{html.escape(note)}</b></p>"] if note else []),
         "<h2>What each method sees</h2>",
         _inputs_table(tuning.get("method_inputs", {})),
         *_budget_line(tuning),
+    ]
+
+
+def _scored_line(scored: dict | None) -> list[str]:
+    """The checkpoint ids of the models scored: the report is tied to the bytes it read."""
+    if not scored:
+        return []
+    refreshed = scored.get("refreshed") or {}
+    ids = sorted(set(refreshed.values()))
+    more = (
+        f"; refreshed (test weeks {min(map(int, refreshed))}–{max(map(int, refreshed))}): "
+        + ", ".join(f"<code>{html.escape(i)}</code>" for i in ids)
+        if ids
+        else ""
+    )
+    return [
+        f"<p>Models scored: trained checkpoint <code>{html.escape(scored['trained'])}</code>"
+        f"{more}.</p>"
     ]
 
 

@@ -24,7 +24,12 @@ import torch
 from retailsim_core.datasets.batch import Batch
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.storage.io import atomic_write
-from retailsim_core.training.checkpoint import read_json, write_json
+from retailsim_core.training.checkpoint import (
+    MANIFEST,
+    check_manifest,
+    read_json,
+    write_manifest,
+)
 
 GRAPH_FILE = "scoring.onnx"
 PARITY_TOLERANCE = 1e-4  # max abs difference of log-probabilities from PyTorch
@@ -124,27 +129,29 @@ class OnnxScorer:
 
 
 def write_scoring_graph(folder: Path, model: WorldModel, batch: Batch, checkpoint_id: str) -> dict:
-    """``folder``/scoring.onnx and its manifest (the checkpoint it was exported from, and the
-    parity of the export on ``batch`` against PyTorch)."""
+    """``folder``/scoring.onnx and its manifest: the graph's checksum and size (a reader serves
+    it only when they match; D113), the checkpoint it was exported from, and the parity of the
+    export on ``batch`` against PyTorch."""
     path = export_onnx(model, batch, folder / GRAPH_FILE)
     with torch.no_grad():
         _, expected = model.next_basket(batch)
     difference = float((OnnxScorer(path)(batch) - expected).abs().max())
-    manifest = {
-        "checkpoint_id": checkpoint_id,
+    extra = {
+        "exported_from": checkpoint_id,
         "max_abs_difference": difference,
         "example_contexts": int(batch["basket_labels"].shape[0]),
-        "bytes": path.stat().st_size,
     }
-    write_json(folder / "manifest.json", manifest)
-    return manifest
+    write_manifest(folder, (GRAPH_FILE,), extra)
+    return read_json(folder / MANIFEST)
 
 
-def scoring_graph_for(folder: Path, checkpoint_id: str) -> Path | None:
-    """The exported graph of ``checkpoint_id``, or None when absent or of another checkpoint."""
-    try:
-        manifest = read_json(folder / "manifest.json")
-    except (OSError, ValueError):
-        return None
-    path = folder / GRAPH_FILE
-    return path if manifest.get("checkpoint_id") == checkpoint_id and path.exists() else None
+def scoring_graph_for(folder: Path, checkpoint_id: str) -> tuple[Path | None, str]:
+    """(the exported graph of ``checkpoint_id``, "") when its manifest vouches for the file and
+    names that checkpoint; else (None, why not)."""
+    verdict = check_manifest(folder, (GRAPH_FILE,))
+    if verdict.checkpoint_id is None:
+        return None, f"{folder / GRAPH_FILE} is not trusted ({verdict.reason})"
+    exported_from = read_json(folder / MANIFEST).get("exported_from")
+    if exported_from != checkpoint_id:
+        return None, f"{folder / GRAPH_FILE} was exported from {exported_from}, not {checkpoint_id}"
+    return folder / GRAPH_FILE, ""

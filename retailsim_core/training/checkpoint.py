@@ -78,15 +78,23 @@ def _id_of(files: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def write_manifest(folder: Path, names: tuple[str, ...] = DELIVERABLES) -> str:
+def write_manifest(
+    folder: Path, names: tuple[str, ...] = DELIVERABLES, extra: dict | None = None
+) -> str:
     """Publish the checkpoint: checksums and sizes of its files and an id derived from the
     checksums (written last, atomically, so a reader never sees a half-written checkpoint as a
-    new one)."""
+    new one). ``extra``: more fields of the manifest (what the files were made from)."""
     files = {name: sha256_of(folder / name) for name in names}
     sizes = {name: (folder / name).stat().st_size for name in names}
     checkpoint_id = _id_of(files)
-    write_json(folder / MANIFEST, {"checkpoint_id": checkpoint_id, "files": files, "bytes": sizes})
+    body = {**(extra or {}), "checkpoint_id": checkpoint_id, "files": files, "bytes": sizes}
+    write_json(folder / MANIFEST, body)
     return checkpoint_id
+
+
+class UnverifiedCheckpointError(FileNotFoundError):
+    """A model folder its manifest does not vouch for; the message names the folder, the reason
+    and the asset that writes it (a FileNotFoundError: nothing trustworthy is published)."""
 
 
 @dataclass(frozen=True)
@@ -153,19 +161,23 @@ def verified_id(folder: Path, required: tuple[str, ...] = DELIVERABLES) -> str |
 
 
 def published_id(folder: Path, asset: str, required: tuple[str, ...] = DELIVERABLES) -> str:
-    """``verified_id``, or FileNotFoundError naming the folder, the reason and the asset that
-    writes it."""
+    """``verified_id``, or UnverifiedCheckpointError naming the folder, the reason and the
+    asset that writes it."""
     verdict = check_manifest(folder, required)
     if verdict.checkpoint_id is None:
-        raise FileNotFoundError(
+        raise UnverifiedCheckpointError(
             f"{folder}: nothing published ({verdict.reason}): materialize {asset}"
         )
     return verdict.checkpoint_id
 
 
-def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
-    """Rebuild a trained model from safetensors + JSON only (never unpickling)."""
-    config = read_json(folder / "config.json")
+def load_model(folder: Path, asset: str | None = None) -> tuple[WorldModel, ProductVocab, dict]:
+    """Rebuild a trained model from safetensors + JSON only (never unpickling), once its
+    manifest vouches for every file (else UnverifiedCheckpointError naming ``asset``, by
+    default the folder's table): no reader scores with a damaged model (D113). The returned
+    config's ``checkpoint_id`` is the id verified."""
+    checkpoint_id = published_id(folder, asset or _asset_of(folder))
+    config = read_json(folder / "config.json") | {"checkpoint_id": checkpoint_id}
     weights = load_tensors(folder / "model.safetensors")
     cfg = WorldModelConfig(**config["model"])
     model = WorldModel(
@@ -185,3 +197,9 @@ def load_model(folder: Path) -> tuple[WorldModel, ProductVocab, dict]:
         tuple(pl.read_parquet(folder / "vocabulary.parquet").sort("token")["product_id"].to_list())
     )
     return model, vocab, config
+
+
+def _asset_of(folder: Path) -> str:
+    """The asset that writes ``folder``: its name, or its table's for a ``week=`` partition."""
+    folder = Path(folder)
+    return folder.parent.name if folder.name.startswith("week=") else folder.name

@@ -76,9 +76,10 @@ def trained_checkpoint(
 ) -> dg.MaterializeResult:
     wh = warehouse.warehouse
     model_cfg, train_cfg = pipeline_config.world_model
-    summary = train_world_model(
-        wh, pipeline_config.split, model_cfg, train_cfg, log=context.log.info
-    )
+    with warehouse.model_step(context):
+        summary = train_world_model(
+            wh, pipeline_config.split, model_cfg, train_cfg, log=context.log.info
+        )
     history = pl.DataFrame(summary.history).select(pl.exclude("note"))
     folder = wh.table_dir(CHECKPOINT_TABLE)
     atomic_write_text(loss_curve_svg(history["train_total"].to_list()), folder / "loss_curve.svg")
@@ -130,9 +131,10 @@ def tuned_baselines(
     warehouse: WarehouseResource,
     pipeline_config: PipelineConfigResource,
 ) -> dg.MaterializeResult:
-    record = fit_baselines(
-        warehouse.warehouse, pipeline_config.split, pipeline_config.evaluation, context.log.info
-    )
+    with warehouse.model_step(context):
+        record = fit_baselines(
+            warehouse.warehouse, pipeline_config.split, pipeline_config.evaluation, context.log.info
+        )
     info = record.info
     return dg.MaterializeResult(
         metadata={
@@ -180,9 +182,10 @@ def evaluation_report(
 ) -> dg.MaterializeResult:
     wh = warehouse.warehouse
     truth = raw_source.truth
-    result = evaluate(
-        wh, pipeline_config.split, truth, pipeline_config.evaluation, log=context.log.info
-    )
+    with warehouse.model_step(context):
+        result = evaluate(
+            wh, pipeline_config.split, truth, pipeline_config.evaluation, log=context.log.info
+        )
     folder = wh.table_dir(REPORT_TABLE)
     nb = result.metrics["next_basket"]["all"]
     return dg.MaterializeResult(
@@ -218,10 +221,11 @@ def onnx_scoring_graph(warehouse: WarehouseResource) -> dg.MaterializeResult:
     manifest = export_checkpoint_graph(warehouse.warehouse)
     return dg.MaterializeResult(
         metadata={
-            "checkpoint_id": manifest["checkpoint_id"],
+            "checkpoint_id": manifest["exported_from"],
+            "graph_id": manifest["checkpoint_id"],
             "max_abs_difference": manifest["max_abs_difference"],
             "example_contexts": manifest["example_contexts"],
-            "bytes": manifest["bytes"],
+            "bytes": manifest["bytes"]["scoring.onnx"],
         }
     )
 

@@ -145,3 +145,52 @@ def test_the_holder_follows_the_folder_its_locator_names(tmp_path):
     second = _published(new, 2.0)
     where[0] = new
     assert holder.reload_if_new() and holder.service.checkpoint_id == second != first
+
+
+def _report(folder, checkpoint_id, text=None):
+    """An evaluation report folder that scored ``checkpoint_id`` (or a damaged metrics.json)."""
+    folder.mkdir(exist_ok=True)
+    metrics = {"next_basket": {"all": {"world_model": {"R@20": 0.5}, "P-TopFreq": {"R@20": 0.4}}}}
+    (folder / "metrics.json").write_text(text if text is not None else json.dumps(metrics))
+    scored = {"scored_checkpoints": {"trained": checkpoint_id, "refreshed": {}}}
+    (folder / "tuning.json").write_text(json.dumps(scored))
+    return folder
+
+
+def _report_client(warehouse, checkpoint, report):
+    from fastapi.testclient import TestClient
+
+    from retailsim_core.pipeline.readers.serving_inputs import load_service
+    from retailsim_serve.app import create_app
+
+    app = create_app(
+        lambda: load_service(warehouse, checkpoint, report), checkpoint, LIMITS, watch=False
+    )
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def test_the_model_shows_only_the_evaluation_that_scored_it(
+    tiny_warehouse, checkpoint_copy, tmp_path
+):
+    old = published_id(checkpoint_copy, "trained_checkpoint")
+    report = _report(tmp_path / "evaluation_report", old)
+    with _report_client(tiny_warehouse["warehouse"], checkpoint_copy, report) as client:
+        assert client.get("/v1/model").json()["evaluation"]["world_model"] == {"R@20": 0.5}
+        _retrain(checkpoint_copy)
+        assert client.app.state.holder.reload_if_new()
+        assert client.get("/v1/model").json()["evaluation"] == {}  # the report scored `old`
+
+
+def test_a_damaged_report_neither_stops_the_service_nor_its_reloads(
+    tiny_warehouse, checkpoint_copy, tmp_path, caplog
+):
+    old = published_id(checkpoint_copy, "trained_checkpoint")
+    report = _report(tmp_path / "evaluation_report", old, text='{"next_basket": {"al')
+    with caplog.at_level(logging.WARNING):
+        with _report_client(tiny_warehouse["warehouse"], checkpoint_copy, report) as client:
+            assert client.get("/health").status_code == 200
+            assert client.get("/v1/model").json()["evaluation"] == {}
+            new = _retrain(checkpoint_copy)
+            assert client.app.state.holder.reload_if_new()
+            assert client.get("/health").json()["checkpoint_id"] == new
+    assert str(report / "metrics.json") in caplog.text

@@ -119,6 +119,9 @@ def test_the_newest_own_model_is_what_the_service_serves(warehouse, tiny_warehou
     assert newest_model(warehouse) == warehouse.table_dir(CHECKPOINT_TABLE)  # frozen weeks only
     refresh_weeks(warehouse, tiny_warehouse["split"], [11, 12], TrainConfig.preset("tiny"), CFG)
     assert newest_model(warehouse) == warehouse.partition_dir(REFRESH_TABLE, 12)
+    weights = warehouse.partition_dir(REFRESH_TABLE, 12) / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8])  # damaged: the whole week before is served
+    assert newest_model(warehouse) == warehouse.partition_dir(REFRESH_TABLE, 11)
 
 
 def test_the_evaluation_scores_each_test_week_with_the_refresh_before_it(warehouse, tiny_warehouse):
@@ -159,3 +162,16 @@ def test_the_evaluation_scores_each_test_week_with_the_refresh_before_it(warehou
     assert tuning["refreshed_weeks"] == [12, 13, 14] and tuning["split"]["train_end"] == 8
     page = (folder / "report.html").read_text()
     assert "Staleness: each test week" in page and "world_model (refreshed)" in page
+    scored = tuning["scored_checkpoints"]  # the report is tied to the bytes it scored (D113)
+    assert scored["trained"] == ckpt.verified_id(warehouse.table_dir(CHECKPOINT_TABLE))
+    assert scored["refreshed"] == {
+        str(w): ckpt.verified_id(warehouse.partition_dir(REFRESH_TABLE, w - 1))
+        for w in (12, 13, 14)
+    }
+    assert scored["trained"] in page
+    weights = warehouse.partition_dir(REFRESH_TABLE, 12) / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ckpt.UnverifiedCheckpointError, match="materialize model_refresh"):
+        evaluate(warehouse, split, None, cfg)

@@ -2,6 +2,7 @@
 sample."""
 
 import json
+import shutil
 
 import numpy as np
 import polars as pl
@@ -15,6 +16,7 @@ from retailsim_core.pipeline.pricing_run import (
     run_pricing,
 )
 from retailsim_core.pipeline.world_model_training import sample_customers
+from retailsim_core.training.checkpoint import UnverifiedCheckpointError, verified_id
 from retailsim_core.training.train_config import TrainConfig
 
 
@@ -59,6 +61,8 @@ def test_pricing_writes_every_policy_on_both_simulators(tiny_checkpoint, tiny_wa
     # The training checkpoint as its own "held-out" simulator: every gap must be exactly 0.
     results = run_pricing(wh, split, tiny_checkpoint, tiny_checkpoint, tmp_path, cfg)
     assert results["held_out_simulator"] and results["weeks"] == [12, 13, 14]
+    trusted = verified_id(tiny_checkpoint)  # the results name the models they priced with
+    assert results["checkpoints"] == {"trained": trusted, "holdout": trusted}
     assert json.loads((tmp_path / "results.json").read_text())["categories"].keys() == (
         results["categories"].keys()
     )
@@ -104,3 +108,18 @@ def test_pricing_writes_every_policy_on_both_simulators(tiny_checkpoint, tiny_wa
     assert np.isfinite(
         next(iter(off["categories"].values()))["policies"]["static"]["training"]["lift"]
     )
+
+
+@pytest.mark.parametrize("damaged", ["trained", "holdout"])
+def test_pricing_refuses_a_damaged_simulator(tiny_checkpoint, tiny_warehouse, tmp_path, damaged):
+    folders = {}
+    for name in ("trained", "holdout"):
+        folders[name] = tmp_path / f"{name}_checkpoint"
+        shutil.copytree(tiny_checkpoint, folders[name])
+    weights = folders[damaged] / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
+    with pytest.raises(UnverifiedCheckpointError, match=f"materialize {damaged}_checkpoint"):
+        run_pricing(wh, split, folders["trained"], folders["holdout"], tmp_path / "out")
