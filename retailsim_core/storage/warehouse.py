@@ -22,8 +22,8 @@ Writes are deterministic: the same frame gives the same bytes and the same versi
 from __future__ import annotations
 
 import json
+import logging
 import os
-import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,43 +31,29 @@ from pathlib import Path
 import polars as pl
 
 from retailsim_core.calendar import LGSR, SourceCalendar
-from retailsim_core.storage.io import (
-    atomic_write_text,
-    process_alive,
-    sha256_of,
-    temp_name_pid,
-    write_temp,
+from retailsim_core.storage.io import atomic_write_text
+from retailsim_core.storage.locks import exclusive
+from retailsim_core.storage.versions import (  # noqa: F401 - the warehouse's errors, re-exported
+    DATA_FILE,
+    VERSION_PREFIX,
+    CorruptPartitionError,
+    WarehousePathError,
+    inside,
+    stage_version,
+    sweep_versions,
+    verified_file,
 )
 
-DATA_FILE = "part-0.parquet"
 MANIFEST_FILE = "_manifest.json"
-VERSION_PREFIX = "v-"
+LOCK_FILE = ".writer.lock"  # writers of a partition take turns on it (never swept)
+READ_ATTEMPTS = 3  # a read follows a republished manifest this often before it gives up
 LAYOUT = 2  # manifests without a matching ``layout`` predate checksummed versions
 
-# (path, size, mtime_ns) -> verified sha256: a file is hashed once per process, not per read.
-_VERIFIED: dict[tuple[str, int, int], str] = {}
-
-
-class CorruptPartitionError(RuntimeError):
-    """A warehouse file that is damaged, missing or of an older layout; the message names it."""
+log = logging.getLogger(__name__)
 
 
 class StaleSchemaError(RuntimeError):
     """A partition written with fewer columns than its table has now; the message names it."""
-
-
-class WarehousePathError(ValueError):
-    """A warehouse path that resolves outside the warehouse root."""
-
-
-def _inside(path: Path, parent: Path) -> Path:
-    resolved = path.resolve()
-    if resolved != parent and parent not in resolved.parents:
-        raise WarehousePathError(
-            f"{path} resolves to {resolved}, outside the warehouse root "
-            f"({parent}); no '..' and no links that leave it"
-        )
-    return resolved
 
 
 @dataclass(frozen=True)
@@ -83,7 +69,7 @@ class Warehouse:
 
     def table_dir(self, table: str) -> Path:
         """The table's folder, which must lie inside the warehouse root (no ``..`` escapes)."""
-        path = _inside(self._root / table, self._root)
+        path = inside(self._root / table, self._root)
         if path == self._root:
             raise WarehousePathError(
                 f"table {table!r} is the warehouse root itself; a table is a "
@@ -92,7 +78,7 @@ class Warehouse:
         return path
 
     def partition_dir(self, table: str, week: int) -> Path:
-        return _inside(
+        return inside(
             self.table_dir(table) / f"week={self.calendar.week_key_of(week)}", self.table_dir(table)
         )
 
@@ -136,10 +122,20 @@ class Warehouse:
                     f"{table}: frame schema {df.schema} differs from the table schema {schema}"
                 )
         primary = next(iter(frames))
+        # One writer of a partition at a time: another's sweep would delete a version this one
+        # staged but has not published yet (D113).
+        with exclusive(self._location(primary, week) / LOCK_FILE):
+            return self._write_set(week, frames, primary, manifest, compression, compression_level)
+
+    def _write_set(self, week, frames, primary, manifest, compression, compression_level):
+        try:  # the versions readers may be reading now: kept a while once superseded
+            previous = (self._read_manifest(primary, week) or {}).get("files", {})
+        except (CorruptPartitionError, ValueError):
+            previous = {}
         files, paths = {}, {}
         for table, (df, _) in frames.items():
-            paths[table], files[table] = self._stage(
-                self._location(table, week), df, compression, compression_level
+            paths[table], files[table] = stage_version(
+                self._root, self._location(table, week), df, compression, compression_level
             )
         for table in list(frames)[1:]:  # static pointers: rewriting them changes nothing visible
             pointer = {"table": table, "week": week, "layout": LAYOUT, "set": primary}
@@ -159,50 +155,17 @@ class Warehouse:
             json.dumps(body, indent=2, sort_keys=True),
             self._location(primary, week) / MANIFEST_FILE,
         )
-        for table in frames:  # the old versions are unreachable now
-            self._sweep(self._location(table, week), keep=paths[table].parent.name)
+        for table in frames:  # new readers go to the new version; readers in flight finish
+            folder = self._location(table, week)
+            old = (previous.get(table) or {}).get("path")
+            if old and (old_version := self._root / Path(old).parent).is_dir():
+                os.utime(old_version)  # superseded now: swept by a write after the grace
+            sweep_versions(folder, keep=paths[table].parent.name)
         return paths
-
-    def _stage(
-        self, folder: Path, df: pl.DataFrame, compression: str, level: int | None
-    ) -> tuple[Path, dict]:
-        """Write ``df`` into ``folder/v-<sha16>/part-0.parquet`` (not yet published)."""
-        # Statistics on, no per-write metadata that varies: same frame, same bytes.
-        tmp = write_temp(
-            folder,
-            "staging",
-            lambda p: df.write_parquet(
-                p, compression=compression, compression_level=level, statistics=True
-            ),
-        )
-        try:
-            digest = sha256_of(tmp)
-            version = _inside(folder / f"{VERSION_PREFIX}{digest[:16]}", folder)
-            version.mkdir(exist_ok=True)
-            os.replace(tmp, version / DATA_FILE)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        rel = (version / DATA_FILE).relative_to(self._root).as_posix()
-        return version / DATA_FILE, {"path": rel, "sha256": digest, "rows": df.height}
-
-    @staticmethod
-    def _sweep(folder: Path, keep: str) -> None:
-        """Remove superseded versions and the temporary files of writers that died."""
-        for child in folder.iterdir():
-            if (
-                child.is_dir()
-                and not child.is_symlink()
-                and child.name.startswith(VERSION_PREFIX)
-                and child.name != keep
-            ):
-                shutil.rmtree(child, ignore_errors=True)
-            elif (pid := temp_name_pid(child.name)) is not None and not process_alive(pid):
-                child.unlink(missing_ok=True)
 
     # ---------------------------------------------------------------- reads
     def _read_manifest(self, table: str, week: int | None) -> dict | None:
-        path = _inside(self._location(table, week) / MANIFEST_FILE, self._root)
+        path = inside(self._location(table, week) / MANIFEST_FILE, self._root)
         if not path.exists():
             return None
         body = json.loads(path.read_text())
@@ -228,29 +191,22 @@ class Warehouse:
         return {**primary, "table": table, "rows": primary["files"][table]["rows"]}
 
     def data_file(self, table: str, week: int | None = None) -> Path | None:
-        """The published, checksum-verified data file of one partition (None if never written)."""
-        body = self.manifest(table, week)
-        if body is None:
-            return None
-        entry = body["files"][table]
-        path = _inside(self._root / entry["path"], self._root)
-        where = f"table {table}" + ("" if week is None else f", week {week}")
-        try:
-            st = path.stat()
-        except FileNotFoundError as err:
-            raise CorruptPartitionError(
-                f"{path} ({where}): listed in its manifest but missing; "
-                "re-materialize that partition"
-            ) from err
-        key = (str(path), st.st_size, st.st_mtime_ns)
-        if _VERIFIED.get(key) != entry["sha256"]:
-            if sha256_of(path) != entry["sha256"]:
-                raise CorruptPartitionError(
-                    f"{path} ({where}): checksum differs from its manifest "
-                    "(the file is damaged); re-materialize that partition"
-                )
-            _VERIFIED[key] = entry["sha256"]
-        return path
+        """The published, checksum-verified data file of one partition (None if never written).
+        A file that vanishes or changes under a new manifest is a concurrent publish, not
+        damage: the read follows the new manifest (D113)."""
+        for _ in range(READ_ATTEMPTS):
+            body = self.manifest(table, week)
+            if body is None:
+                return None
+            try:
+                return verified_file(self._root, table, week, body["files"][table])
+            except CorruptPartitionError:
+                if self.manifest(table, week) == body:
+                    raise  # the manifest still names this file: it is damaged
+        raise CorruptPartitionError(
+            f"{self._location(table, week)}: republished {READ_ATTEMPTS} times while being "
+            "read; read it again once its writers are done"
+        )
 
     def read_table(self, table: str) -> pl.DataFrame:
         path = self.data_file(table)
@@ -269,13 +225,52 @@ class Warehouse:
                 )
 
     def weeks(self, table: str) -> list[int]:
-        """Weeks that have a published partition (missing-file weeks included, with 0 rows)."""
+        """Weeks that have a published partition (missing-file weeks included, with 0 rows).
+
+        A partition is a folder named exactly ``week=<a Monday of the calendar>`` holding a
+        manifest of that week (D113): a backup copy (``week=2006-04-10.bak``) or a stray folder
+        is no partition and is never read (a warning names it); a partition folder whose
+        manifest is unreadable or names another week is an error naming the file."""
         folder = self.table_dir(table)
-        out = []
-        for path in folder.glob(f"week=*/{MANIFEST_FILE}"):
-            _inside(path, folder)
-            out.append(int(json.loads(path.read_text())["week"]))
-        return sorted(out)
+        out, stray = [], []
+        for child in sorted(folder.glob("week=*")):
+            week = self._week_of_folder(child.name)
+            if week is None:
+                stray.append(child.name)
+                continue
+            path = inside(child / MANIFEST_FILE, folder)
+            if not path.exists():
+                continue  # never published (a first write in progress, or an empty folder)
+            try:
+                named = json.loads(path.read_text())["week"]
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                raise CorruptPartitionError(
+                    f"{path}: not a partition manifest ({type(err).__name__}: {err}); "
+                    "re-materialize that partition"
+                ) from err
+            if named != week:
+                raise CorruptPartitionError(
+                    f"{path}: names week {named!r} but lies in the folder of week {week}; "
+                    "re-materialize that partition"
+                )
+            out.append(week)
+        if stray:
+            log.warning(
+                "%s: %s not read: not a partition folder (week=<a Monday of %s's calendar>)",
+                folder,
+                ", ".join(stray),
+                self.calendar.source,
+            )
+        return out
+
+    def _week_of_folder(self, name: str) -> int | None:
+        """The week of a folder named ``week=<key>`` with the calendar's own key, else None."""
+        key = name.removeprefix("week=")
+        try:
+            week = self.calendar.week_of_key(key)
+        except ValueError:
+            return None
+        return week if self.calendar.week_key_of(week) == key else None
 
     def missing_weeks(self, table: str) -> list[int]:
         """Weeks whose source file was missing: gaps that later stages must treat as such."""

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from retailsim_core.ingest.lgsr import FULL_HEADER
 from retailsim_core.ingest.week_file import LGSRFileError, ingest_week
 from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
-from retailsim_core.storage.warehouse import CorruptPartitionError, Warehouse
+from retailsim_core.storage.warehouse import LOCK_FILE, CorruptPartitionError, Warehouse
 from retailsim_core.tables import RAW_TABLE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,7 +138,8 @@ def test_concurrent_writers_of_one_partition_do_not_corrupt_it(tiny_dataset, tmp
     assert not errors
     expected = reference.data_file(RAW_TABLE, 3).read_bytes()
     assert wh.data_file(RAW_TABLE, 3).read_bytes() == expected
-    assert not list(wh.partition_dir(RAW_TABLE, 3).glob(".*"))  # no temp files left behind
+    left = [p.name for p in wh.partition_dir(RAW_TABLE, 3).glob(".*")]
+    assert left == [LOCK_FILE]  # no temp files left behind; the writers' lock stays
 
 
 def test_damaged_parquet_file_is_named(tiny_dataset, tmp_path):

@@ -58,6 +58,12 @@ def test_a_kill_before_the_switch_leaves_the_old_set_whole(tmp_path, monkeypatch
     wh.write_set(1, _frames(300), {"rows_read": 301})  # the next write publishes and sweeps
     assert wh.scan("a").collect().height == 300
     assert wh.scan("b").collect()["reason"].to_list() == ["old 300"]
+    # The superseded version stays readable for readers in flight, until a write after its grace.
+    versions = sorted((tmp_path / "a" / "week=2006-04-10").glob("v-*"))
+    assert len(versions) == 2
+    for version in versions:
+        os.utime(version, (0, 0))  # as if superseded long ago
+    wh.write_set(1, _frames(300), {"rows_read": 301})
     assert len(list((tmp_path / "a" / "week=2006-04-10").glob("v-*"))) == 1
 
 
