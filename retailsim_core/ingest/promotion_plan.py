@@ -29,12 +29,14 @@ import polars as pl
 
 from retailsim_core.ingest.completejourney import (
     PRODUCTS_FILE,
-    PRODUCTS_SCHEMA,
     canonical_id,
     check_schema,
+    home_week,
     product_rules,
+    product_table,
     with_reasons,
 )
+from retailsim_core.ingest.completejourney_source import naming, table_rows
 from retailsim_core.ingest.file_reader import ReadLimits, settled_stat, unchanged_since
 from retailsim_core.storage.io import sha256_of
 
@@ -75,10 +77,11 @@ NOT_PROMOTED = "0"
 CELL = ("week", "product_id", "store_id")
 
 
-def _rules() -> list[tuple[pl.Expr, str]]:
+def _rules(week: int) -> list[tuple[pl.Expr, str]]:
     """(failure condition, reason) per rule; every failing rule is reported."""
     display, mailer = pl.col("display_location"), pl.col("mailer_location")
     return [
+        (pl.col("week") != week, "week_outside_calendar"),  # counted in the nearest end's week
         *product_rules(),
         (display.is_null(), "missing:display_location"),
         (mailer.is_null(), "missing:mailer_location"),
@@ -96,15 +99,15 @@ def week_promotions(
     rows = (
         check_schema(promotions, SOURCE_SCHEMA, PROMOTIONS_FILE)
         .with_row_index("record_number", offset=1)
-        .filter(pl.col("week") == week)
+        .filter(home_week(pl.col("week")) == week)
         .join(
-            check_schema(products, PRODUCTS_SCHEMA, PRODUCTS_FILE)
-            .select("product_id", "department", "product_category")
-            .unique("product_id"),
+            product_table(products).select(
+                "product_id", "department", "product_category", "_ambiguous"
+            ),
             on="product_id",
             how="left",
         )
-        .pipe(with_reasons, _rules())
+        .pipe(with_reasons, _rules(week))
         .collect()
     )
     bad = rows.filter(pl.col("_bad")).sort("record_number")
@@ -147,8 +150,9 @@ class PromotionTable:
         self.path = self.folder / PROMOTIONS_FILE
         self.present = self.path.is_file()
         self._stats = {}
-        self.sha256 = None
+        self.sha256, self.source_rows = None, None
         if self.present:
+            self.source_rows = table_rows(self.path)
             self._stats = {n: settled_stat(self.folder / n, limits) for n in (PROMOTIONS_FILE,)}
             self._stats[PRODUCTS_FILE] = settled_stat(self.folder / PRODUCTS_FILE, limits)
             self.sha256 = sha256_of(self.path)
@@ -158,9 +162,10 @@ class PromotionTable:
         if not self.present:
             empty = pl.DataFrame(schema=SOURCE_PROMOTIONS_SCHEMA)
             return empty, pl.DataFrame(schema=PROMOTIONS_QUARANTINE_SCHEMA), 0
-        out = week_promotions(
-            pl.scan_parquet(self.path), pl.scan_parquet(self.folder / PRODUCTS_FILE), week
-        )
+        with naming(self.folder, (PROMOTIONS_FILE, PRODUCTS_FILE)):
+            out = week_promotions(
+                pl.scan_parquet(self.path), pl.scan_parquet(self.folder / PRODUCTS_FILE), week
+            )
         for name, st in self._stats.items():  # the tables read are the ones checked at start
             unchanged_since(self.folder / name, st)
         return out

@@ -38,6 +38,22 @@ def list_week_files(raw_dir: Path) -> list[WeekFile]:
     return sorted(out)
 
 
+def outside_calendar(raw_dir: Path) -> list[str]:
+    """Names of ``raw_dir`` that look like week files but name no week of the calendar
+    (``transactions_200820.csv``): never ingested, so a sensor must say so (D113)."""
+    if not Path(raw_dir).is_dir():
+        return []
+    out = []
+    for path in Path(raw_dir).iterdir():
+        m = WEEK_FILE.match(path.name)
+        if m:
+            try:
+                week_of_shop_week(int(m.group(1)))
+            except ValueError:
+                out.append(path.name)
+    return sorted(out)
+
+
 def unseen(files: list[WeekFile], seen: dict[str, str]) -> list[WeekFile]:
     """Files not in ``seen`` (name -> fingerprint) or whose fingerprint changed."""
     return [f for f in files if seen.get(f.name) != f.fingerprint]

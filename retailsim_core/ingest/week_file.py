@@ -59,6 +59,9 @@ class IngestResult:
     quarantine: pl.DataFrame  # QUARANTINE_SCHEMA
     header_variant: str | None
     source_sha256: str | None = None
+    # Rows of the whole source table this week was read from (The Complete Journey's one
+    # table for every week), None for a file per week: what whole-source accounting sums to.
+    source_rows: int | None = None
 
     @property
     def rows_read(self) -> int:

@@ -5,7 +5,7 @@ import polars as pl
 
 from retailsim_core.ingest.lgsr import QUARANTINE_SCHEMA, RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.ingest.week_file import expected_file_name
-from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
+from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks, source_accounting
 from retailsim_core.tables import QUARANTINE_TABLE, RAW_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import weekly_partitions, weeks_of
@@ -16,6 +16,12 @@ CHECKS = [
         "row_accounting",
         asset=RAW_TABLE,
         description="rows read == rows kept + rows rejected, for every week of the run",
+    ),
+    dg.AssetCheckSpec(
+        "source_row_accounting",
+        asset=RAW_TABLE,
+        description="over the whole source: the published weeks' rows read add up to the "
+        "source table's rows (a week outside the calendar is no row lost)",
     ),
     dg.AssetCheckSpec(
         "schema", asset=RAW_TABLE, description="written Parquet matches RAW_TRANSACTIONS_SCHEMA"
@@ -113,6 +119,13 @@ def _checks(wh, weeks: list[int], report: pl.DataFrame, raw_source: RawSourceRes
         asset_key=RAW_TABLE,
         passed=read == kept + rejected,
         metadata={"rows_read": read, "rows_kept": kept, "rows_rejected": rejected},
+    )
+    whole = source_accounting(wh)
+    yield dg.AssetCheckResult(
+        check_name="source_row_accounting",
+        asset_key=RAW_TABLE,
+        passed=whole.pop("passed"),
+        metadata=whole,
     )
     bad_schema = [
         w for w in weeks if wh.scan(RAW_TABLE, [w]).collect_schema() != RAW_TRANSACTIONS_SCHEMA

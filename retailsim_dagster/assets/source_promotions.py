@@ -4,8 +4,9 @@ the week's sales (D86); empty weeks marked ``no_table`` where the source has non
 import dagster as dg
 
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
+from retailsim_core.pipeline.data.ingest_weeks import source_accounting
 from retailsim_core.pipeline.data.promotion_weeks import ingest_promotions
-from retailsim_core.tables import PROMOTIONS_TABLE
+from retailsim_core.tables import PROMOTION_CELLS_TABLE, PROMOTIONS_TABLE
 from retailsim_dagster.metadata import markdown_table, table_schema
 from retailsim_dagster.partitions import weekly_partitions, weeks_of
 from retailsim_dagster.resources import RawSourceResource, WarehouseResource
@@ -22,7 +23,13 @@ from retailsim_dagster.resources import RawSourceResource, WarehouseResource
             "row_accounting",
             asset=PROMOTIONS_TABLE,
             description="source rows read == rows merged into kept cells + rows quarantined",
-        )
+        ),
+        dg.AssetCheckSpec(
+            "source_row_accounting",
+            asset=PROMOTIONS_TABLE,
+            description="over the whole source: the published weeks' rows read add up to the "
+            "promotion table's rows (a week outside the calendar is no row lost)",
+        ),
     ],
     metadata={"dagster/column_schema": table_schema(SOURCE_PROMOTIONS_SCHEMA)},
 )
@@ -56,4 +63,8 @@ def source_promotions(
         check_name="row_accounting",
         passed=read == kept + rejected,
         metadata={"rows_read": read, "rows_kept": kept, "rows_rejected": rejected},
+    )
+    whole = source_accounting(warehouse.warehouse, PROMOTION_CELLS_TABLE)
+    yield dg.AssetCheckResult(
+        check_name="source_row_accounting", passed=whole.pop("passed"), metadata=whole
     )

@@ -74,7 +74,12 @@ def ingest_promotions(
                 PROMOTION_CELLS_TABLE: (cells, SOURCE_PROMOTIONS_SCHEMA),
                 PROMOTIONS_QUARANTINE_TABLE: (quarantine, PROMOTIONS_QUARANTINE_SCHEMA),
             },
-            {**row, "source": source, "source_sha256": table.sha256 if present else None},
+            {
+                **row,
+                "source": source,
+                "source_sha256": table.sha256 if present else None,
+                "source_rows": table.source_rows if present else None,
+            },
         )
         reports.append({**row, "seconds": time.perf_counter() - start})
         if quarantine.height:
