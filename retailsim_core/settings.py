@@ -245,7 +245,7 @@ def source_calendar(environ: Mapping[str, str] | None = None) -> SourceCalendar:
     definitions load, before the other settings are checked (at resource setup), so one bad
     setting elsewhere does not stop the definitions from loading."""
     env = os.environ if environ is None else environ
-    source = env.get(variable("source")) or Settings.model_fields["source"].default
+    source = _given(env).get("source") or Settings.model_fields["source"].default
     if source not in CALENDARS:
         raise SettingsError(
             f"{variable('source')}={source!r}: not a source; use one of {', '.join(CALENDARS)}"
@@ -273,18 +273,32 @@ def _unknown_variables(env: Mapping[str, str]) -> None:
         raise SettingsError(f"unknown setting {name}{hint}")
 
 
+def _given(env: Mapping[str, str]) -> dict[str, str]:
+    """field -> value of every ``RETAILSIM_*`` variable of ``env``, its name in any letter case:
+    the one reading of the environment that every setting goes through (D113), so the
+    partitions' calendar and the run's settings can never read two sources. One setting given
+    twice with different values (``RETAILSIM_SOURCE`` and ``retailsim_source``) is refused."""
+    out: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for name, value in sorted(env.items()):
+        if not name.upper().startswith(PREFIX):
+            continue
+        field = name.upper().removeprefix(PREFIX).lower()
+        if field in out and out[field] != value:
+            raise SettingsError(
+                f"{names[field]}={out[field]!r} and {name}={value!r}: one setting given twice "
+                "(names are read in any letter case); unset one"
+            )
+        out[field], names[field] = value, name
+    return out
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """The settings of ``environ`` (default: the process environment), validated; a bad value
     raises :class:`SettingsError` naming its variable. Unknown variables are not checked here
     (see :func:`check_environment`)."""
+    given = _given(os.environ if environ is None else environ)
     try:
-        if environ is None:
-            return Settings()
-        given = {  # any letter case, as pydantic-settings reads the process environment
-            k.upper().removeprefix(PREFIX).lower(): v
-            for k, v in environ.items()
-            if k.upper().startswith(PREFIX)
-        }
         return Settings.model_validate(
             {k: v for k, v in given.items() if k in Settings.model_fields}
         )

@@ -6,7 +6,7 @@ import time
 import dagster as dg
 
 from retailsim_core.calendar import week_key_of
-from retailsim_core.ingest.raw_files import list_week_files, settled, unseen
+from retailsim_core.ingest.raw_files import list_week_files, outside_calendar, settled, unseen
 from retailsim_core.tables import (
     AFFINITY_TABLE,
     METADATA_TABLE,
@@ -52,7 +52,8 @@ def weekly_refresh_schedule(context: dg.ScheduleEvaluationContext, raw_source: R
     includes the file's fingerprint, so a week is run once per version of its file."""
     files = list_week_files(raw_source.path)
     if not files:
-        return dg.SkipReason(f"no transactions_YYYYWW.csv[.gz] in {raw_source.path}")
+        ignored = _outside_calendar(context, raw_source)
+        return dg.SkipReason(f"no transactions_YYYYWW.csv[.gz] in {raw_source.path}{ignored}")
     newest = files[-1]
     return dg.RunRequest(
         run_key=f"{newest.name}:{newest.fingerprint}",
@@ -72,9 +73,10 @@ def new_week_file_sensor(context: dg.SensorEvaluationContext, raw_source: RawSou
     listed = list_week_files(raw_source.path)
     files = settled(listed, raw_source.read_limits.settle_seconds, time.time())
     fresh = unseen(files, seen)
+    ignored = _outside_calendar(context, raw_source)
     if not fresh:
         growing = len(listed) - len(files)
-        return dg.SkipReason(f"no new week files ({growing} still changing)")
+        return dg.SkipReason(f"no new week files ({growing} still changing){ignored}")
     # The files listed now: a settled one at its fingerprint, a changing one as last seen (a
     # file gone from the folder leaves the cursor, so its return is a new file).
     cursor = {f.name: seen[f.name] for f in listed if f.name in seen}
@@ -88,3 +90,14 @@ def new_week_file_sensor(context: dg.SensorEvaluationContext, raw_source: RawSou
         )
         for f in fresh
     ]
+
+
+def _outside_calendar(context, raw_source: RawSourceResource) -> str:
+    """Week files of no calendar week are never ingested: said in the tick's log and its skip
+    reason, never silently ignored (D113)."""
+    names = outside_calendar(raw_source.path)
+    if not names:
+        return ""
+    text = f"; not ingested, outside the calendar: {', '.join(names)}"
+    context.log.warning(f"{raw_source.path}{text}")
+    return text

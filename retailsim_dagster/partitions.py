@@ -20,8 +20,16 @@ weekly_partitions = partitions_of(CALENDAR)
 
 
 def weeks_of(context: dg.AssetExecutionContext) -> list[int]:
-    """The source's weeks (1..117 on LGSR) of the run's partition or partition range."""
-    return [CALENDAR.week_of_key(k) for k in context.partition_keys]
+    """The source's weeks (1..117 on LGSR) of the run's partition or partition range; a range
+    that holds no week (given end first) is an error, never a green run that did nothing."""
+    weeks = [CALENDAR.week_of_key(k) for k in context.partition_keys]
+    if not weeks:
+        span = context.partition_key_range
+        raise ValueError(
+            f"the partition range {span.start}...{span.end} holds no week: give its first "
+            f"week first ({span.end}...{span.start})"
+        )
+    return weeks
 
 
 # The model steps (wall-clock-budgeted training, whole-test-set scoring) share this pool: at

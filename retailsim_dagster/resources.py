@@ -7,6 +7,7 @@ config. Every step checks the settings when its resources are set up, before any
 unknown ``RETAILSIM_*`` variable or an impossible value fails the run at once, naming it.
 """
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import dagster as dg
@@ -20,9 +21,12 @@ from retailsim_core.pipeline.pricing_run import PricingRunConfig
 from retailsim_core.pricing.environment import PricingConfig
 from retailsim_core.settings import Settings, SettingsError, check_environment, load_settings
 from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.locks import exclusive
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.training.refresh import RefreshConfig
 from retailsim_core.training.train_config import TrainConfig
+
+MODEL_STEP_LOCK = ".model_step.lock"  # in the warehouse root
 
 
 class RawSourceResource(dg.ConfigurableResource):
@@ -82,6 +86,21 @@ class WarehouseResource(dg.ConfigurableResource):
     @property
     def warehouse(self) -> Warehouse:
         return Warehouse(Path(self.root), load_settings().calendar)
+
+    def model_step(self, context) -> AbstractContextManager[float]:
+        """Hold the warehouse's model-step lock (D113): one time-budgeted step (training,
+        whole-test-set scoring) at a time on a warehouse, whatever runs it. The instance's
+        ``cpu_heavy`` pool (dagster.yaml) does this across runs; an instance without it (a fresh
+        DAGSTER_HOME) would run three at once, each budget spent on a third of the machine.
+        A wait is logged as a warning: the step's budget starts when the wait ends."""
+
+        def waiting(message: str) -> None:
+            context.log.warning(
+                f"{message}: another model step is running on this warehouse (is the "
+                "instance's cpu_heavy pool set? see dagster.yaml); this one starts after it"
+            )
+
+        return exclusive(Path(self.root) / MODEL_STEP_LOCK, on_wait=waiting)
 
 
 class PipelineConfigResource(dg.ConfigurableResource):

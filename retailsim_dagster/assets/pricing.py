@@ -32,9 +32,10 @@ def holdout_checkpoint(
     wh = warehouse.warehouse
     model_cfg, train_cfg = pipeline_config.world_model
     folder = wh.table_dir(HOLDOUT_TABLE)
-    summary = train_holdout(
-        wh, pipeline_config.split, model_cfg, train_cfg, folder, context.log.info
-    )
+    with warehouse.model_step(context):
+        summary = train_holdout(
+            wh, pipeline_config.split, model_cfg, train_cfg, folder, context.log.info
+        )
     return dg.MaterializeResult(
         metadata={
             "epochs": summary.epochs,
@@ -61,16 +62,17 @@ def pricing_policy(
 ) -> dg.MaterializeResult:
     wh = warehouse.warehouse
     folder = wh.table_dir(PRICING_TABLE)
-    results = run_pricing(
-        wh,
-        pipeline_config.split,
-        wh.table_dir(CHECKPOINT_TABLE),
-        wh.table_dir(HOLDOUT_TABLE),
-        folder,
-        pipeline_config.pricing,
-        context.log.info,
-        truth_dir=raw_source.truth,
-    )
+    with warehouse.model_step(context):
+        results = run_pricing(
+            wh,
+            pipeline_config.split,
+            wh.table_dir(CHECKPOINT_TABLE),
+            wh.table_dir(HOLDOUT_TABLE),
+            folder,
+            pipeline_config.pricing,
+            context.log.info,
+            truth_dir=raw_source.truth,
+        )
     return dg.MaterializeResult(
         metadata={
             "held_out_simulator": results["held_out_simulator"],

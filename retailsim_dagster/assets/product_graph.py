@@ -93,15 +93,17 @@ def product_graph_integrity(warehouse: WarehouseResource) -> dg.AssetCheckResult
     "generator's truth matches the ingested files",
 )
 def substitution_holdout(
+    context: dg.AssetCheckExecutionContext,
     warehouse: WarehouseResource,
     pipeline_config: PipelineConfigResource,
     raw_source: RawSourceResource,
 ) -> dg.AssetCheckResult:
     wh = warehouse.warehouse
     graph = load_graph(wh)
-    result = substitution_holdout_test(
-        wh, pipeline_config.split, graph, seed=pipeline_config.model_seed
-    )
+    with warehouse.model_step(context):
+        result = substitution_holdout_test(
+            wh, pipeline_config.split, graph, seed=pipeline_config.model_seed
+        )
     binding = bind_truth(raw_source.truth, wh)
     planted = planted_substitutes(binding)
     if planted is not None:

@@ -42,14 +42,15 @@ def model_refresh(
     pipeline_config: PipelineConfigResource,
 ) -> dg.MaterializeResult:
     _, train_cfg = pipeline_config.world_model
-    summaries = refresh_weeks(
-        warehouse.warehouse,
-        pipeline_config.split,
-        weeks_of(context),
-        train_cfg,
-        pipeline_config.refresh,
-        log=context.log.info,
-    )
+    with warehouse.model_step(context):
+        summaries = refresh_weeks(
+            warehouse.warehouse,
+            pipeline_config.split,
+            weeks_of(context),
+            train_cfg,
+            pipeline_config.refresh,
+            log=context.log.info,
+        )
     rows = [{k: s.get(k) for k in ("week", "model", "new_samples", "seconds")} for s in summaries]
     return dg.MaterializeResult(
         metadata={

@@ -134,6 +134,24 @@ def test_names_are_read_in_any_letter_case_by_both_paths(monkeypatch):
         check_environment({"retailsim_trian_end": "40"})
 
 
+def test_the_source_is_read_one_way_everywhere(monkeypatch):
+    """The partitions' calendar and the run's settings read the source alike (D113): a name in
+    lower case cannot give Complete Journey settings over LGSR partitions."""
+    monkeypatch.delenv("RETAILSIM_SOURCE", raising=False)
+    monkeypatch.setenv("retailsim_source", "completejourney")
+    assert source_calendar().source == load_settings().source == "completejourney"
+    env = {"retailsim_source": "completejourney"}
+    assert source_calendar(env).source == load_settings(env).source == "completejourney"
+
+
+def test_one_setting_given_twice_with_different_values_is_refused():
+    env = {"RETAILSIM_SOURCE": "lgsr", "retailsim_source": "completejourney"}
+    for read in (load_settings, source_calendar):
+        with pytest.raises(SettingsError, match="one setting given twice"):
+            read(env)
+    assert load_settings({"RETAILSIM_SOURCE": "lgsr", "retailsim_source": "lgsr"}).source == "lgsr"
+
+
 def test_empty_means_default_for_numbers_and_no_truth_for_the_truth_folder():
     settings = load_settings({"RETAILSIM_TRAIN_END": "", "RETAILSIM_TRUTH_DIR": ""})
     assert settings.split.train_end == TemporalSplit.train_end and settings.truth is None

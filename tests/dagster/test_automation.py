@@ -86,7 +86,10 @@ def test_sensor_ignores_other_files(tmp_path):
     ctx = dg.build_sensor_context(
         resources={"raw_source": RawSourceResource(raw_dir=str(tmp_path))}
     )
-    assert isinstance(new_week_file_sensor(ctx), dg.SkipReason)
+    skip = new_week_file_sensor(ctx)
+    assert isinstance(skip, dg.SkipReason)
+    assert "outside the calendar: transactions_209901.csv" in skip.skip_message
+    assert "notes.txt" not in skip.skip_message
 
 
 def test_schedule_requests_the_newest_week(tiny_dataset, tmp_path):

@@ -127,3 +127,20 @@ def test_a_week_whose_rows_are_all_quarantined_fails_the_share_check(tiny_datase
         resources=_resources(tiny_dataset, tmp_path / "clean"),
     )
     assert _checks(clean)["quarantine_share"].passed
+
+
+def test_a_reversed_partition_range_fails_naming_the_range(tiny_dataset, tmp_path):
+    """End first is a mistake, not an empty request: a green run that ingests nothing and
+    passes its accounting would hide it."""
+    result = dg.materialize(
+        [raw_transactions],
+        resources=_resources(tiny_dataset, tmp_path),
+        tags={
+            "dagster/asset_partition_range_start": "2006-05-15",
+            "dagster/asset_partition_range_end": "2006-04-10",
+        },
+        raise_on_error=False,
+    )
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert "2006-05-15...2006-04-10 holds no week" in str(failure.step_failure_data.error)
