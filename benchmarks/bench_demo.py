@@ -24,6 +24,7 @@ MODEL_STEPS = (
     "tuned_baselines",
     "holdout_checkpoint",
     "trained_checkpoint",
+    "model_refresh",
     "evaluation_report",
     "onnx_scoring_graph",
     "pricing_policy",
