@@ -74,7 +74,7 @@ def main() -> None:
     for step, seconds in sorted(steps.items(), key=lambda kv: -kv[1]):
         print(f"  {step:24s} {seconds:8.1f} s")
     if args.record:
-        from benchmarks.results import record, table
+        from benchmarks.results import commit, measured_now, record, table
 
         rows = [[f"make {args.target}, from a fresh clone", wall / 60, verdict]]
         rows += [[step, seconds / 60, None] for step, seconds in steps.items()]
@@ -84,6 +84,7 @@ def main() -> None:
             command=f"python -m benchmarks.bench_demo --target {args.target} "
             f"--record {args.record}",
             tables={"walls": table(["step", "minutes", "target"], rows, {"minutes": ".1f"})},
+            measured=measured_now(commit(clone)),  # the clone's commit, what was measured
         )
     if not args.keep:
         subprocess.run(["rm", "-rf", str(folder)], check=False)

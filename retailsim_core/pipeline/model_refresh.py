@@ -117,7 +117,8 @@ def _refresh(warehouse, split, week, inputs, train_cfg, cfg, log) -> dict:
     if rows.filter(~pl.col("replay")).height:
         data = inputs.training_set(rows, TensorConfig(**config["tensors"]))
         log(f"week {week}: {summary['new_samples']:,} new + {summary['replay_samples']:,} replay")
-        budget = dataclasses.replace(cfg, max_seconds=cfg.max_seconds * len(new_weeks))
+        paid = cfg.weeks_paid(len(new_weeks))
+        budget = dataclasses.replace(cfg, max_seconds=cfg.max_seconds * paid)
         figures = fine_tune(model, data, rows["bucket"].to_numpy(), train_cfg, budget, log)
         summary |= {k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()}
     else:

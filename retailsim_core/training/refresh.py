@@ -33,27 +33,35 @@ from retailsim_core.training.train_config import TrainConfig
 
 @dataclass(frozen=True)
 class RefreshConfig:
-    # Per new week (a refresh that catches up on several weeks gets as much for each):
+    # Per new week, up to ``catch_up_weeks`` of them (D114):
     max_new_samples: int = 6_000  # samples of the week trained on (a seeded draw above it)
-    max_seconds: float = 60.0  # wall budget of the fine-tuning (the pass stops at it)
+    max_seconds: float = 40.0  # wall budget of the fine-tuning (the pass stops at it)
+    # A refresh reading several new weeks (the chain's first, catching up on the validation
+    # weeks, or one after a gap) draws its samples from all of them but gets the samples and
+    # budget of this many weeks: a weekly run's cost does not grow with the weeks behind it.
+    catch_up_weeks: int = 1
     replay_ratio: float = 0.5  # replayed older samples per new sample (against forgetting)
     replay_weeks: int = 12  # the replay sample comes from this many weeks before the new ones
     lr_scale: float = 1.0  # multiple of the schedule's fine-tune phase learning rate
     seed: int = 0
+
+    def weeks_paid(self, new_weeks: int) -> int:
+        """How many weeks' samples and budget a refresh of ``new_weeks`` new weeks gets."""
+        return max(1, min(new_weeks, self.catch_up_weeks))
 
 
 def refresh_samples(
     samples: pl.DataFrame, new_weeks: list[int], cfg: RefreshConfig
 ) -> pl.DataFrame:
     """The rows a refresh trains on, in a seeded order: the samples of ``new_weeks`` (at most
-    ``max_new_samples`` a week) and ``replay_ratio`` times as many from the ``replay_weeks``
+    ``max_new_samples`` for each week paid, ``RefreshConfig.weeks_paid``) and ``replay_ratio`` times as many from the ``replay_weeks``
     weeks before the first new week. Never a sample of a later week than the newest new one."""
     usable = samples.filter(~pl.col("truncated"))
     first, last = min(new_weeks), max(new_weeks)
     new = usable.filter(pl.col("week").is_in(new_weeks))
     old = usable.filter(pl.col("week").is_between(first - cfg.replay_weeks, first - 1))
     rng = np.random.default_rng([cfg.seed, last])
-    new = _draw(new, cfg.max_new_samples * len(new_weeks), rng)
+    new = _draw(new, cfg.max_new_samples * cfg.weeks_paid(len(new_weeks)), rng)
     old = _draw(old, int(round(cfg.replay_ratio * new.height)), rng)
     return pl.concat([new.with_columns(replay=False), old.with_columns(replay=True)])
 

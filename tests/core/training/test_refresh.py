@@ -44,6 +44,18 @@ def test_the_new_samples_are_capped_by_a_seeded_draw():
     assert not rows["basket_id"].equals(other["basket_id"])
 
 
+def test_a_catch_up_draws_from_every_week_within_the_weeks_it_is_paid_for():
+    """The chain's first refresh reads the validation weeks: its samples come from all of them,
+    but its cost is ``catch_up_weeks`` weeks' worth, not one per week behind (D114)."""
+    samples = _samples(list(range(1, 9)), per_week=50)
+    cfg = RefreshConfig(max_new_samples=20, replay_ratio=0.5, catch_up_weeks=2)
+    rows = refresh_samples(samples, [3, 4, 5, 6, 7, 8], cfg)
+    new = rows.filter(~pl.col("replay"))
+    assert new.height == 40 and set(new["week"]) == {3, 4, 5, 6, 7, 8}
+    assert cfg.weeks_paid(6) == 2 and cfg.weeks_paid(1) == 1
+    assert RefreshConfig(catch_up_weeks=0).weeks_paid(3) == 1  # every refresh pays one week
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     weeks=st.lists(st.integers(1, 30), min_size=1, max_size=12, unique=True),
