@@ -11,6 +11,8 @@ import html
 import polars as pl
 
 from retailsim_core.next_basket.methods import REFRESHED
+from retailsim_core.report.calibration_section import calibration_section
+from retailsim_core.report.intro import intro
 from retailsim_core.report.price_sections import price_sections
 from retailsim_core.report.staleness import staleness_section
 from retailsim_core.report.svg_charts import bars
@@ -117,27 +119,6 @@ def _table(by_method: dict, metrics: tuple[str, ...], bounds: dict | None = None
     return f"<table><tr><th>method</th>{head}</tr>{body}</table>"
 
 
-def _inputs_table(inputs: dict) -> str:
-    rows = "".join(
-        f"<tr><th>{html.escape(m)}</th><td style='text-align:left'>{html.escape(v)}</td></tr>"
-        for m, v in inputs.items()
-    )
-    head = "<tr><th>method</th><th>what it sees when it predicts a basket</th></tr>"
-    return f"<table>{head}{rows}</table>"
-
-
-def _num(value: float | None) -> str:
-    """A figure to 3 decimals; "—" for a head without labels (no samples: None or NaN)."""
-    return "—" if value is None or value != value else f"{value:.3f}"
-
-
-def _calibration_section(calibration: pl.DataFrame) -> list[str]:
-    """The auxiliary heads' calibration, where the source has their labels (none: no section)."""
-    if calibration.is_empty() or calibration["head_accuracy"].drop_nans().drop_nulls().is_empty():
-        return []
-    return ["<h2>Auxiliary heads (no mission given): calibration</h2>", _reliability(calibration)]
-
-
 def _tuning_section(tuning: dict) -> list[str]:
     """The checkpoint's training summary and each tuned baseline's settings, one row per
     setting; every detail is in ``tuning.json`` beside this page."""
@@ -156,72 +137,6 @@ def _tuning_section(tuning: dict) -> list[str]:
         "<h2>Tuning and checkpoint</h2>",
         "<p>Every detail: <a href='tuning.json'>tuning.json</a>.</p>",
         "<table><tr><th>what</th><th>setting</th><th>value</th></tr>" + "".join(rows) + "</table>",
-    ]
-
-
-def _reliability(calibration: pl.DataFrame) -> str:
-    svgs = []
-    for (head,), part in calibration.filter(pl.col("samples") > 0).group_by(
-        "head", maintain_order=True
-    ):
-        pts = " ".join(
-            f"{20 + 160 * c:.1f},{180 - 160 * a:.1f}"
-            for c, a in zip(part["confidence"], part["accuracy"], strict=True)
-        )
-        svgs.append(
-            f"<svg xmlns='http://www.w3.org/2000/svg' width='200' height='210'>"
-            f"<text x='4' y='14' font-size='12'>{html.escape(head)}</text>"
-            f"<line x1='20' y1='180' x2='180' y2='20' stroke='#bbb' stroke-dasharray='4'/>"
-            f"<polyline fill='none' stroke='#4f43dd' stroke-width='2' points='{pts}'/>"
-            f"<text x='20' y='200' font-size='10'>confidence → accuracy</text></svg>"
-        )
-    summary = calibration.group_by("head", maintain_order=True).agg(
-        pl.col("head_accuracy", "majority_accuracy", "ece").first()
-    )
-    rows = "".join(
-        f"<tr><th>{h}</th><td>{_num(a)}</td><td>{_num(m)}</td><td>{_num(e)}</td></tr>"
-        for h, a, m, e in summary.iter_rows()
-    )
-    return (
-        "<table><tr><th>head</th><th>accuracy</th><th>majority class</th><th>ECE</th></tr>"
-        + rows
-        + "</table>"
-        + "".join(svgs)
-    )
-
-
-def _intro(tuning: dict) -> list[str]:
-    """The title, what was scored, notes of what was left out, and what each method sees."""
-    note = tuning.get("oracle_note")
-    return [
-        "<h1>RetailSim evaluation report</h1>",
-        f"<p>Test weeks, {tuning['test_samples']:,} baskets of carded customers; baselines tuned "
-        f"on {tuning['validation_samples']:,} validation baskets. Every method is scored on the "
-        "same samples. Intervals are 95% customer-cluster bootstrap intervals.</p>",
-        *_coverage_line(tuning.get("vocabulary_coverage")),
-        *_scored_line(tuning.get("scored_checkpoints")),
-        *([f"<p><b>{html.escape(note)}</b></p>"] if note else []),
-        "<h2>What each method sees</h2>",
-        _inputs_table(tuning.get("method_inputs", {})),
-        *_budget_line(tuning),
-    ]
-
-
-def _scored_line(scored: dict | None) -> list[str]:
-    """The checkpoint ids of the models scored: the report is tied to the bytes it read."""
-    if not scored:
-        return []
-    refreshed = scored.get("refreshed") or {}
-    ids = sorted(set(refreshed.values()))
-    more = (
-        f"; refreshed (test weeks {min(map(int, refreshed))}–{max(map(int, refreshed))}): "
-        + ", ".join(f"<code>{html.escape(i)}</code>" for i in ids)
-        if ids
-        else ""
-    )
-    return [
-        f"<p>Models scored: trained checkpoint <code>{html.escape(scored['trained'])}</code>"
-        f"{more}.</p>"
     ]
 
 
@@ -274,7 +189,7 @@ def render_report(
         n for name in verdict_slices for n in verdict_notes(metrics, name, tuning.get("source"))
     ]
     sections = [
-        *_intro(tuning),
+        *intro(tuning),
         "<p>Rows told the basket's mission (the conditional use) are compared only with each "
         "other.</p>",
         "<h2>Verdict</h2>",
@@ -302,7 +217,7 @@ def render_report(
         _slice_note(tuning),
         "<h2>By history bucket</h2>",
         bucket_svgs,
-        *_calibration_section(calibration),
+        *calibration_section(calibration),
         *(price_sections(response, tuning) if response is not None else []),
         *_tuning_section(tuning),
     ]
@@ -338,34 +253,3 @@ def markdown_summary(metrics: dict, source: str | None = None) -> str:
         ]
         + [f"- {note}" for note in verdict_notes(metrics, head, source)]
     )
-
-
-def _coverage_line(coverage: dict | None) -> list[str]:
-    if not coverage or not coverage.get("purchases"):
-        return []
-    return [
-        f"<p>The vocabulary ({coverage['vocabulary']:,} products) names "
-        f"{coverage['purchase_share']:.1%} of the test baskets' purchases and "
-        f"{coverage['products_covered']:,} of the {coverage['products']:,} products they hold; "
-        "no token-based method can predict the rest.</p>"
-    ]
-
-
-def _budget_line(tuning: dict) -> list[str]:
-    """Whether SASRec and BERT4Rec stopped on their validation curve or on their CPU budget
-    (RETAILSIM_SEQUENTIAL_SECONDS): a budget-limited baseline is not a converged one."""
-    out = []
-    for name in ("SASRec", "BERT4Rec"):
-        info = tuning.get(name) or {}
-        if info.get("stopped_by") == "time budget":
-            out.append(
-                f"{name} is budget-limited: {info.get('epochs')} epoch(s) in "
-                f"{info.get('seconds', 0):.0f} s (best {info.get('best_epoch')}), stopped by its "
-                "CPU budget, not by its validation curve"
-            )
-    if not out:
-        return []
-    return [
-        "<p>" + html.escape("; ".join(out)) + ". RETAILSIM_SEQUENTIAL_SECONDS raises the budget "
-        "(a large value trains to validation convergence).</p>"
-    ]

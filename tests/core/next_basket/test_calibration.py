@@ -9,7 +9,7 @@ import torch
 from retailsim_core.models.world_model import AUX_HEADS
 from retailsim_core.next_basket.calibration import _aux_probs, aux_calibration
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
-from retailsim_core.report.html import _reliability
+from retailsim_core.report.calibration_section import _reliability
 from retailsim_core.training.checkpoint import load_model
 
 

@@ -123,7 +123,7 @@ def test_the_events_section_says_which_targets_are_met():
 
 
 def test_a_budget_limited_sequential_baseline_is_said_to_be_one():
-    from retailsim_core.report.html import _budget_line, _coverage_line
+    from retailsim_core.report.intro import _budget_line, _coverage_line
 
     tuning = {
         "SASRec": {"stopped_by": "time budget", "epochs": 1, "seconds": 46.3, "best_epoch": 1},
