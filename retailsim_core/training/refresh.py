@@ -54,8 +54,9 @@ def refresh_samples(
     samples: pl.DataFrame, new_weeks: list[int], cfg: RefreshConfig
 ) -> pl.DataFrame:
     """The rows a refresh trains on, in a seeded order: the samples of ``new_weeks`` (at most
-    ``max_new_samples`` for each week paid, ``RefreshConfig.weeks_paid``) and ``replay_ratio`` times as many from the ``replay_weeks``
-    weeks before the first new week. Never a sample of a later week than the newest new one."""
+    ``max_new_samples`` for each week paid, ``RefreshConfig.weeks_paid``) and ``replay_ratio``
+    times as many from the ``replay_weeks`` weeks before the first new week. Never a sample of
+    a later week than the newest new one."""
     usable = samples.filter(~pl.col("truncated"))
     first, last = min(new_weeks), max(new_weeks)
     new = usable.filter(pl.col("week").is_in(new_weeks))
