@@ -5,7 +5,8 @@ Reads what ``evaluation_report`` and ``pricing_policy`` wrote (``metrics.json``,
 ``--dataset``: ``<dataset>_next_basket`` (every method on the headline slice with the world
 model's difference interval, and R@20 by slice), ``<dataset>_price_events`` (the promotion
 events against the observed and, on synthetic data, the planted response) and
-``<dataset>_pricing`` (each category's margin lift by policy on the held-out simulator).
+``<dataset>_pricing`` (each category's margin lift by policy on the held-out simulator), and
+``<dataset>_demand`` (the demand forecast check's scores) where ``demand_forecast`` ran.
 
     python -m benchmarks.record_evaluation --warehouse data/warehouse --dataset synthetic
 """
@@ -108,6 +109,33 @@ def pricing_table(results: dict) -> dict:
     return table(["category", *POLICIES], rows)
 
 
+def demand_table(scores: dict) -> dict:
+    """Each method's WAPE, bias and MASE with their intervals, and its WAPE difference to the
+    seasonal-naive forecast, over all test cell-weeks and over promoted ones."""
+
+    def ci(v: float, lo_hi: list) -> str:
+        return f"{v:.3f} [{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]"
+
+    rows = []
+    for part in ("all", "promoted"):
+        for m, r in scores.get(part, {}).items():
+            rows.append(
+                [part, m]
+                + [ci(r[k], r[f"{k}_interval"]) for k in ("wape", "bias", "mase")]
+                + [
+                    _span(r["wape_minus_seasonal_naive_interval"])
+                    if m != "seasonal_naive"
+                    else None
+                ]
+            )
+    cols = ["cell-weeks", "method", "WAPE", "bias", "MASE", "WAPE − seasonal naive (95%)"]
+    scope = [[scores["cell_weeks"], scores["promoted_cell_weeks"], scores["mase_scale"]]]
+    return {
+        "scores": table(cols, rows),
+        "scope": table(["test cell-weeks", "promoted", "MASE scale"], scope, {"MASE scale": ".4f"}),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--warehouse", type=Path, default=Path("data/warehouse"))
@@ -134,6 +162,15 @@ def main() -> None:
             command=command,
             measured=at,
             tables=price_event_tables(tuning["price_events"]),
+        )
+    demand = args.warehouse / "demand_forecast" / "scores.json"
+    if demand.exists():
+        record(
+            f"{args.dataset}_demand",
+            title="Demand forecast",
+            command=command,
+            measured=at,
+            tables=demand_table(read(demand)),
         )
     pricing = args.warehouse / "pricing_policy" / "results.json"
     if pricing.exists():

@@ -54,6 +54,7 @@ ONNX_TABLE = "onnx_scoring_graph"
 HOLDOUT_TABLE = "holdout_checkpoint"
 PRICING_TABLE = "pricing_policy"
 REFRESH_TABLE = "model_refresh"
+DEMAND_TABLE = "demand_forecast"
 
 
 @dataclass(frozen=True)
@@ -110,4 +111,5 @@ TABLES = _tables(
     Table(HOLDOUT_TABLE, HOLDOUT_TABLE, False, None, "safetensors + JSON + manifest"),
     Table(PRICING_TABLE, PRICING_TABLE, False, None, "results.json, paths, PPO safetensors"),
     Table(REFRESH_TABLE, REFRESH_TABLE, True, None, "a week's refreshed checkpoint"),
+    Table(DEMAND_TABLE, DEMAND_TABLE, False, None, "each method's units of a cell-week; scores"),
 )

@@ -6,6 +6,7 @@ import dagster as dg
 
 from retailsim_dagster.assets import (
     customer_snapshots,
+    demand_forecast,
     derived_prices,
     features,
     model,
@@ -53,6 +54,7 @@ DOMAINS = [
     model,
     refreshed_model,
     pricing,
+    demand_forecast,
 ]
 
 defs = dg.Definitions(

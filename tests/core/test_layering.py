@@ -31,6 +31,7 @@ LAYERS = (
     "report",  # the evaluation report
     "evaluation",  # the protocol that runs the three rooms above
     "pricing",  # the pricing environment, policies and their judges (D89)
+    "demand",  # unit panels, forecasts made before each week, their scores (D115)
     "pipeline",
 )
 ABOVE_ALL = ("entry point", "retailsim_dagster", "retailsim_serve")

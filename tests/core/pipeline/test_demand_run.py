@@ -1,0 +1,32 @@
+"""``demand_forecast`` on the tiny warehouse: every test week of every cell that sold before
+them, observed units that add up to the raw lines, and scores for all and promoted rows."""
+
+import json
+
+import polars as pl
+
+from retailsim_core.demand.check import methods
+from retailsim_core.pipeline.demand_run import run_demand_check
+from retailsim_core.tables import RAW_TABLE
+
+
+def test_the_check_forecasts_every_test_cell_week(tiny_warehouse, tmp_path):
+    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
+    scores = run_demand_check(wh, split, tmp_path, n_boot=50)
+    frame = pl.read_parquet(tmp_path / "demand_forecast.parquet")
+    first, last = split.valid_end + 1, max(wh.weeks(RAW_TABLE))
+    assert sorted(frame["week"].unique()) == list(range(first, last + 1))
+    cells = frame.select("product_id", "store_id").unique().height
+    assert frame.height == cells * (last - first + 1) == scores["cell_weeks"]
+    raw = wh.scan(RAW_TABLE).filter(pl.col("week") >= first).collect()
+    sold_before = (
+        wh.scan(RAW_TABLE)
+        .filter(pl.col("week") < first)
+        .select("product_id", "store_id")
+        .unique()
+        .collect()
+    )
+    expected = raw.join(sold_before, on=["product_id", "store_id"])["quantity"].sum()
+    assert frame["observed_units"].sum() == expected  # every shopper's units of those cells
+    assert set(scores["all"]) == set(methods()) and 0 < scores["all"]["seasonal_naive"]["wape"]
+    assert json.loads((tmp_path / "scores.json").read_text())["cell_weeks"] == frame.height
