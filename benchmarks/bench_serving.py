@@ -5,7 +5,14 @@ load generator is an httpx async client in this one; on a 2-core machine they sh
 
     python benchmarks/bench_serving.py --warehouse data/warehouse [--clients 8] [--requests 2000]
 
-Requests are the test weeks' real trips (customer, store, date) at random hours.
+Requests are the test weeks' real trips (customer, store, date) at random hours. With
+``--heavy N`` the single requests are measured again beside N clients that keep the heavy
+slots full (largest simulations, elasticity sets and batches; 503 answers retried after their
+Retry-After), and only that table is recorded (``serving_under_load``).
+
+The app serves the newest refresh where there is one (D111), and the ONNX graph is exported from
+``trained_checkpoint``: with refreshes published, the ``onnx`` mode has no graph of the served
+model and fails its check (``--modes pytorch``).
 """
 
 from __future__ import annotations
@@ -171,7 +178,7 @@ def main() -> None:
     args = parser.parse_args()
     rows, load_rows = [], []
     warehouse = Warehouse(args.warehouse)
-    checkpoint_id = verified_id(warehouse.table_dir("trained_checkpoint"))
+    checkpoint_id = verified_id(warehouse.table_dir("trained_checkpoint"))  # what ONNX exports
     if (
         "onnx" in args.modes
         and scoring_graph_for(warehouse.table_dir(ONNX_TABLE), checkpoint_id)[0] is None
@@ -185,6 +192,7 @@ def main() -> None:
         server = start_server(args.warehouse, args.port, onnx=mode == "onnx")
         try:
             info = httpx.get(f"{url}/v1/model").json()
+            served = info["checkpoint_id"]  # the newest refresh where there is one (D111)
             assert info["scoring"] == ("onnxruntime" if mode == "onnx" else "pytorch"), info
             requests = contexts(warehouse, info["served_dates"][0], args.requests, seed=0)
             single = asyncio.run(single_requests(url, requests, args.clients, args.k))
@@ -226,9 +234,9 @@ def main() -> None:
                 rate,
             ]
         )
-    if args.record:
-        from benchmarks.results import record, table
+    from benchmarks.results import record, table
 
+    if args.record and not args.heavy:  # a run beside heavy clients records that table only
         cols = ["scoring", "clients", "p50 ms", "p95 ms", "p99 ms", "requests/s", "batch ctx/s"]
         fmts = {c: ".1f" for c in cols[2:6]} | {"batch ctx/s": ",.0f"}
         record(
@@ -249,7 +257,7 @@ def main() -> None:
         )
     print(
         f"{args.clients} concurrent clients, {args.requests} requests, top-{args.k}; "
-        f"batches of {args.batch} contexts; checkpoint {checkpoint_id}"
+        f"batches of {args.batch} contexts; served checkpoint {served}"
     )
 
 
