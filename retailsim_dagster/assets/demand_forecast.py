@@ -13,6 +13,7 @@ from retailsim_dagster.resources import PipelineConfigResource, WarehouseResourc
     group_name="model",
     kinds={"polars", "parquet"},
     deps=[RAW_TABLE, PROMOTIONS_TABLE],
+    backfill_policy=dg.BackfillPolicy.single_run(),  # `--partition-range` runs need it
     description="Units of every product x store that sold before the test weeks, in each test "
     "week, forecast from the weeks before it (seasonal naive, moving averages); WAPE, bias and "
     "MASE with product-resample intervals, all and promoted cell-weeks (issue #61).",
