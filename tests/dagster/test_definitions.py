@@ -117,4 +117,3 @@ def test_an_exported_dagster_home_wins_over_the_project_defaults(tmp_path):
 def test_the_dead_run_sweeper_runs_by_default():
     sensor = defs.resolve_sensor_def("dead_run_sweeper")
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
-
