@@ -26,7 +26,7 @@ only the ordering of the history is compared. Variants add what the model does n
   the training rows, so this variant's training rows see in-sample scores).
 
 Every feature of a basket of week W reads weeks < W only. Validation weeks only: no test week is
-read. LightGBM is not a dependency of the project (``pip install 'lightgbm>=4.7'``).
+read. LightGBM is a dependency of the project (the demand check's baseline).
 
     python -m benchmarks.bench_repeat_ranker --warehouse /path/to/lgsr_warehouse  # repo root
 """
@@ -170,7 +170,7 @@ def swapped_metrics(rows: pl.DataFrame, tops: pl.DataFrame, score: str) -> tuple
 
 
 def fit_ranker(rows: pl.DataFrame, columns: list[str], rounds: int, seed: int):
-    import lightgbm as lgb  # optional: only this benchmark needs it
+    import lightgbm as lgb  # heavy import: only the ranker needs it
 
     groups = rows.group_by("row", maintain_order=True).len()["len"].to_numpy()
     params = {

@@ -6,7 +6,8 @@ Reads what ``evaluation_report`` and ``pricing_policy`` wrote (``metrics.json``,
 model's difference interval, and R@20 by slice), ``<dataset>_price_events`` (the promotion
 events against the observed and, on synthetic data, the planted response) and
 ``<dataset>_pricing`` (each category's margin lift by policy on the held-out simulator), and
-``<dataset>_demand`` (the demand forecast check's scores) where ``demand_forecast`` ran.
+``<dataset>_demand`` (the demand forecast check's scores) where ``demand_forecast`` ran, and
+``<dataset>_trips`` (visits and store choice) where ``trip_forecast`` ran.
 
     python -m benchmarks.record_evaluation --warehouse data/warehouse --dataset synthetic
 """
@@ -22,6 +23,7 @@ from benchmarks.results import measured_now, record, table
 METHODS_LAST = ("SASRec", "BERT4Rec", "G-TopFreq")
 EVENT_METHODS = ("world_model", "hierarchical_loglog", "constant_elasticity", "no_response")
 POLICIES = ("regular", "static", "myopic", "ppo")
+DEMAND_EXTRA = ("rmse", "chain_wape")  # scores added with the libraries' baselines
 
 
 def _span(ci) -> str | None:
@@ -110,8 +112,9 @@ def pricing_table(results: dict) -> dict:
 
 
 def demand_table(scores: dict) -> dict:
-    """Each method's WAPE, bias and MASE with their intervals, and its WAPE difference to the
-    seasonal-naive forecast, over all test cell-weeks and over promoted ones."""
+    """Each method's WAPE, bias, MASE, RMSE and chain WAPE with their intervals, and its WAPE
+    difference to the seasonal-naive forecast, over all test cell-weeks and over promoted ones;
+    the Poisson fixed-effects coefficients where the libraries ran."""
 
     def ci(v: float, lo_hi: list) -> str:
         return f"{v:.3f} [{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]"
@@ -122,18 +125,83 @@ def demand_table(scores: dict) -> dict:
             rows.append(
                 [part, m]
                 + [ci(r[k], r[f"{k}_interval"]) for k in ("wape", "bias", "mase")]
+                + [ci(r[k], r[f"{k}_interval"]) if k in r else None for k in DEMAND_EXTRA]
                 + [
                     _span(r["wape_minus_seasonal_naive_interval"])
                     if m != "seasonal_naive"
                     else None
                 ]
             )
-    cols = ["cell-weeks", "method", "WAPE", "bias", "MASE", "WAPE − seasonal naive (95%)"]
+    cols = ["cell-weeks", "method", "WAPE", "bias", "MASE", "RMSE", "chain WAPE",
+            "WAPE − seasonal naive (95%)"]  # fmt: skip
     scope = [[scores["cell_weeks"], scores["promoted_cell_weeks"], scores["mase_scale"]]]
-    return {
+    out = {
         "scores": table(cols, rows),
         "scope": table(["test cell-weeks", "promoted", "MASE scale"], scope, {"MASE scale": ".4f"}),
     }
+    if "poisson_fe" in scores:
+        coef = scores["poisson_fe"]["coefficients"]
+        out["poisson_fe"] = table(list(coef), [[_coef(v) for v in coef.values()]])
+    return out
+
+
+def _coef(v: float | None) -> str:
+    return "dropped" if v is None else f"{v:+.3f}"
+
+
+def trips_table(scores: dict) -> dict:
+    """Visit log-loss of the model and the recent rates, store-choice accuracy of the model and
+    the last store, with intervals and the model's paired differences."""
+    visits, stores = scores["visits"], scores["stores"]
+    v_rows = [
+        [m, f"{r['log_loss']:.4f}", _span(r["log_loss_interval"]),
+         None if m == "p_visit" else _span(visits["p_visit"][f"minus_{m}_interval"])]
+        for m, r in visits.items() if isinstance(r, dict)
+    ]  # fmt: skip
+    s_rows = [
+        [m, f"{r['accuracy']:.4f}", _span(r["accuracy_interval"]),
+         _span(r["minus_last_store_interval"]) if m == "predicted" else None]
+        for m, r in stores.items() if isinstance(r, dict) and "accuracy" in r
+    ]  # fmt: skip
+    scope = [[visits["customer_weeks"], visits["visit_rate"], stores["trips"],
+              stores["half_life"]]]  # fmt: skip
+    return {
+        "visits": table(["method", "log-loss", "95%", "model − method (95%)"], v_rows),
+        "stores": table(["method", "accuracy", "95%", "model − last store (95%)"], s_rows),
+        "scope": table(
+            ["customer-weeks", "visit rate", "trips", "half-life (weeks)"],
+            scope,
+            {"visit rate": ".3f"},
+        ),  # fmt: skip
+    }
+
+
+AREAS = ("next_basket", "price_events", "demand", "trips", "pricing")
+
+
+def area_tables(warehouse: Path, slice_name: str) -> dict[str, tuple[str, dict]]:
+    """{area: (title, tables)} of every area whose asset wrote its figures in ``warehouse``."""
+    read = lambda p: json.loads(p.read_text())  # noqa: E731
+    ev = warehouse / "evaluation_report"
+    out = {}
+    if (ev / "metrics.json").exists():
+        intervals = read(ev / "intervals.json")
+        out["next_basket"] = (
+            "Next basket",
+            next_basket_tables(read(ev / "metrics.json"), intervals, slice_name),
+        )
+        events = read(ev / "tuning.json").get("price_events")
+        if events:
+            out["price_events"] = ("Promotion events", price_event_tables(events))
+    demand, trips = warehouse / "demand_forecast" / "scores.json", warehouse / "trip_forecast"
+    if demand.exists():
+        out["demand"] = ("Demand forecast", demand_table(read(demand)))
+    if (trips / "scores.json").exists():
+        out["trips"] = ("Trips", trips_table(read(trips / "scores.json")))
+    pricing = warehouse / "pricing_policy" / "results.json"
+    if pricing.exists():
+        out["pricing"] = ("Pricing policies", {"lifts": pricing_table(read(pricing))})
+    return out
 
 
 def main() -> None:
@@ -142,45 +210,15 @@ def main() -> None:
     ap.add_argument("--dataset", required=True, help="synthetic, real_lgsr, complete_journey")
     ap.add_argument("--slice", default="all", help="the headline slice")
     ap.add_argument("--commit", help="the commit that made the warehouse (default: this one)")
+    ap.add_argument("--only", nargs="+", choices=AREAS, help="record these areas only (the "
+                    "others were measured at another commit)")  # fmt: skip
     args = ap.parse_args()
     at = measured_now(args.commit)
-    ev = args.warehouse / "evaluation_report"
-    read = lambda p: json.loads(p.read_text())  # noqa: E731
     command = f"python -m benchmarks.record_evaluation --dataset {args.dataset}"
-    metrics, tuning = read(ev / "metrics.json"), read(ev / "tuning.json")
-    record(
-        f"{args.dataset}_next_basket",
-        title="Next basket",
-        command=command,
-        measured=at,
-        tables=next_basket_tables(metrics, read(ev / "intervals.json"), args.slice),
-    )
-    if tuning.get("price_events"):
-        record(
-            f"{args.dataset}_price_events",
-            title="Promotion events",
-            command=command,
-            measured=at,
-            tables=price_event_tables(tuning["price_events"]),
-        )
-    demand = args.warehouse / "demand_forecast" / "scores.json"
-    if demand.exists():
-        record(
-            f"{args.dataset}_demand",
-            title="Demand forecast",
-            command=command,
-            measured=at,
-            tables=demand_table(read(demand)),
-        )
-    pricing = args.warehouse / "pricing_policy" / "results.json"
-    if pricing.exists():
-        record(
-            f"{args.dataset}_pricing",
-            title="Pricing policies",
-            command=command,
-            measured=at,
-            tables={"lifts": pricing_table(read(pricing))},
-        )
+    for area, (title, tables) in area_tables(args.warehouse, args.slice).items():
+        if args.only is None or area in args.only:
+            record(f"{args.dataset}_{area}", title=title, command=command, measured=at,
+                   tables=tables)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ HOLDOUT_TABLE = "holdout_checkpoint"
 PRICING_TABLE = "pricing_policy"
 REFRESH_TABLE = "model_refresh"
 DEMAND_TABLE = "demand_forecast"
+TRIP_FORECAST_TABLE = "trip_forecast"
 
 
 @dataclass(frozen=True)
@@ -112,4 +113,5 @@ TABLES = _tables(
     Table(PRICING_TABLE, PRICING_TABLE, False, None, "results.json, paths, PPO safetensors"),
     Table(REFRESH_TABLE, REFRESH_TABLE, True, None, "a week's refreshed checkpoint"),
     Table(DEMAND_TABLE, DEMAND_TABLE, False, None, "each method's units of a cell-week; scores"),
+    Table(TRIP_FORECAST_TABLE, TRIP_FORECAST_TABLE, False, None, "a customer-week's visit; scores"),
 )

@@ -5,7 +5,12 @@ together), and each method's paired WAPE difference to a reference on the same r
 - WAPE = sum |observed - forecast| / sum observed;
 - bias = sum (forecast - observed) / sum observed (positive: over-forecast);
 - MASE = mean |observed - forecast| / the in-sample mean absolute error of the seasonal-naive
-  forecast over the weeks before the forecast weeks (pooled over cells).
+  forecast over the weeks before the forecast weeks (pooled over cells);
+- RMSE = the root mean squared error per cell-week: a mean forecast's score (WAPE, an absolute
+  error, is minimised by the median, which on cells that sell in a few weeks is zero: a
+  forecast of nothing scores a WAPE of exactly 1);
+- chain WAPE = WAPE of each product's units summed over the stores, per week (what a chain
+  orders from its suppliers).
 
 Glossary: R cell-weeks scored, P products, N resamples.
 """
@@ -36,8 +41,15 @@ def forecast_scores(
     n_boot: int = 500,
     seed: int = 0,
 ) -> dict:
-    """{method: {wape, bias, mase, *_interval, wape_minus_<reference>_interval}} over the rows
-    of ``scored`` (product_id, units and a column per method)."""
+    """{method: {wape, bias, mase, rmse, chain_wape, *_interval,
+    wape_minus_<reference>_interval}} over the rows of ``scored`` (product_id, week, units and
+    a column per method)."""
+    chain = (
+        scored.group_by("product_id", "week")
+        .agg(pl.col("units", *methods).sum())
+        .group_by("product_id")
+        .agg(**{f"chain_{m}": (pl.col(m) - pl.col("units")).abs().sum() for m in methods})
+    )
     per_product = (
         scored.group_by("product_id")
         .agg(
@@ -45,7 +57,9 @@ def forecast_scores(
             rows=pl.len(),
             **{f"abs_{m}": (pl.col(m) - pl.col("units")).abs().sum() for m in methods},
             **{f"err_{m}": (pl.col(m) - pl.col("units")).sum() for m in methods},
+            **{f"sq_{m}": (pl.col(m) - pl.col("units")).pow(2).sum() for m in methods},
         )
+        .join(chain, on="product_id")
         .sort("product_id")
     )
     weights = product_resamples(per_product.height, n_boot, seed)  # (N, P)
@@ -56,16 +70,21 @@ def forecast_scores(
     for m in methods:
         abs_err = per_product[f"abs_{m}"].to_numpy()
         err = per_product[f"err_{m}"].to_numpy()
+        sq, chain_err = per_product[f"sq_{m}"].to_numpy(), per_product[f"chain_{m}"].to_numpy()
         draws = {
             "wape": (weights @ abs_err) / boot_observed,
             "bias": (weights @ err) / boot_observed,
             "mase": (weights @ abs_err) / boot_rows / scale,
+            "rmse": np.sqrt((weights @ sq) / boot_rows),
+            "chain_wape": (weights @ chain_err) / boot_observed,
         }
         wape_draws[m] = draws["wape"]
         out[m] = {
             "wape": abs_err.sum() / observed.sum(),
             "bias": err.sum() / observed.sum(),
             "mase": abs_err.sum() / rows.sum() / scale,
+            "rmse": np.sqrt(sq.sum() / rows.sum()),
+            "chain_wape": chain_err.sum() / observed.sum(),
         } | {f"{k}_interval": _interval(v) for k, v in draws.items()}
     for m in methods:
         diff = wape_draws[m] - wape_draws[reference]

@@ -45,9 +45,8 @@ def unit_panel(
         .group_by(CELL)
         .agg(first=pl.col("week").min())
     )
-    grid = cells.select(*CELL, week=pl.int_ranges("first", last_week + 1, dtype=pl.Int16)).explode(
-        "week"
-    )
+    weeks = pl.int_ranges("first", last_week + 1, dtype=pl.Int16)
+    grid = cells.select(*CELL, week=weeks).explode("week", empty_as_null=False)
     flags = plan.select(*KEY, "display", "mailer").with_columns(pl.col("week").cast(pl.Int16))
     return (
         grid.join(units.with_columns(pl.col("week").cast(pl.Int16)), on=KEY, how="left")
@@ -75,4 +74,29 @@ def promotion_kind() -> pl.Expr:
         .then(pl.lit("mailer"))
         .otherwise(pl.lit("none"))
         .alias("promotion")
+    )
+
+
+def padded_panel(panel: pl.LazyFrame, *, start_week: int, last_week: int) -> pl.LazyFrame:
+    """Every cell of ``panel`` on every week from ``start_week`` to ``last_week``, numbered
+    (``cell``: UInt32) and sorted by cell and week; ``sold_before``: the cell had sold in an
+    earlier week (the condition every forecast row of the check meets, so the rows a model fits
+    on meet it too: the week of a cell's first sale is the sale that made it a cell, and fitted
+    on, it would teach a model that cells sell more than they go on to). Weeks before a cell's
+    first sale hold zero units and no promotion, as the lags of the
+    seasonal-naive forecast read them (``baselines``), weeks before the source's first (< 1)
+    included: a lag reaching before the data reads a zero."""
+    cells = panel.group_by(CELL).agg(first=pl.col("week").min()).sort(*CELL).with_row_index("cell")
+    weeks = pl.LazyFrame({"week": range(start_week, last_week + 1)})
+    return (
+        cells.join(weeks.with_columns(pl.col("week").cast(pl.Int16)), how="cross")
+        .join(panel, on=KEY, how="left")
+        .with_columns(
+            pl.col("units").fill_null(0.0),
+            pl.col("display").fill_null(False),
+            pl.col("mailer").fill_null(False),
+            sold_before=pl.col("week") > pl.col("first"),
+        )
+        .drop("first")
+        .sort("cell", "week")
     )

@@ -1,10 +1,19 @@
 """``demand_forecast``: the units every cell sells in each test week, forecast before the week
-by each method, and the scores a retailer plans with (issue #61)."""
+by each method, and the scores a retailer plans with; ``trip_forecast``: who comes to the store
+in each test week and to which store (issue #61)."""
 
 import dagster as dg
 
+from retailsim_core.demand.trip_check import STORE_METHODS, VISIT_METHODS
 from retailsim_core.pipeline.demand_run import run_demand_check
-from retailsim_core.tables import DEMAND_TABLE, PROMOTIONS_TABLE, RAW_TABLE
+from retailsim_core.pipeline.trips_run import run_trip_check
+from retailsim_core.tables import (
+    DEMAND_TABLE,
+    PROMOTIONS_TABLE,
+    RAW_TABLE,
+    TRIP_FORECAST_TABLE,
+    TRIPS_TABLE,
+)
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
 
@@ -15,7 +24,8 @@ from retailsim_dagster.resources import PipelineConfigResource, WarehouseResourc
     deps=[RAW_TABLE, PROMOTIONS_TABLE],
     backfill_policy=dg.BackfillPolicy.single_run(),  # `--partition-range` runs need it
     description="Units of every product x store that sold before the test weeks, in each test "
-    "week, forecast from the weeks before it (seasonal naive, moving averages); WAPE, bias and "
+    "week, forecast from the weeks before it (seasonal naive, moving averages, LightGBM through "
+    "mlforecast, pyfixest's Poisson fixed effects); WAPE, bias and "
     "MASE with product-resample intervals, all and promoted cell-weeks (issue #61).",
 )
 def demand_forecast(
@@ -33,5 +43,35 @@ def demand_forecast(
             "best_WAPE": best,
             "seconds": scores["seconds"],
             "forecasts": dg.MetadataValue.path(str(folder / "demand_forecast.parquet")),
+        }
+    )
+
+
+@dg.asset(
+    name=TRIP_FORECAST_TABLE,
+    group_name="model",
+    kinds={"polars", "lightgbm", "parquet"},
+    deps=[TRIPS_TABLE, PROMOTIONS_TABLE],
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    description="Each test week: which known customers visit (LightGBM on their visit history, "
+    "the calendar and the mailer, against their recent weekly rates) and at which store (decayed "
+    "store counts against the last store); log-loss and accuracy with customer-resample "
+    "intervals (issue #61).",
+)
+def trip_forecast(
+    warehouse: WarehouseResource, pipeline_config: PipelineConfigResource
+) -> dg.MaterializeResult:
+    wh = warehouse.warehouse
+    folder = wh.table_dir(TRIP_FORECAST_TABLE)
+    scores = run_trip_check(wh, pipeline_config.split, folder, seed=pipeline_config.model_seed)
+    visits, stores = scores["visits"], scores["stores"]
+    return dg.MaterializeResult(
+        metadata={
+            "customer_weeks": visits["customer_weeks"],
+            **{f"{m}_log_loss": visits[m]["log_loss"] for m in VISIT_METHODS},
+            "trips": stores["trips"],
+            **{f"{m}_store_accuracy": stores[m]["accuracy"] for m in STORE_METHODS},
+            "store_half_life": stores["half_life"],
+            "seconds": scores["seconds"],
         }
     )

@@ -1,10 +1,11 @@
-"""``demand_forecast`` materialized through Dagster on a copy of the tiny warehouse."""
+"""``demand_forecast`` and ``trip_forecast`` materialized through Dagster on a copy of the tiny
+warehouse."""
 
 import shutil
 
 import dagster as dg
 
-from retailsim_dagster.assets.demand_forecast import demand_forecast
+from retailsim_dagster.assets.demand_forecast import demand_forecast, trip_forecast
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
 
@@ -12,7 +13,7 @@ def test_demand_forecast_materializes_with_its_scores(tiny_warehouse, tmp_path):
     root = tmp_path / "wh"
     shutil.copytree(tiny_warehouse["warehouse"].root, root)
     result = dg.materialize(
-        [demand_forecast],
+        [demand_forecast, trip_forecast],
         resources={
             "warehouse": WarehouseResource(root=str(root)),
             "pipeline_config": PipelineConfigResource(train_end=8, valid_end=11),
@@ -22,3 +23,7 @@ def test_demand_forecast_materializes_with_its_scores(tiny_warehouse, tmp_path):
     meta = result.asset_materializations_for_node("demand_forecast")[0].metadata
     assert meta["cell_weeks"].value > 0 and 0 < meta["seasonal_naive_WAPE"].value
     assert (root / "demand_forecast" / "demand_forecast.parquet").is_file()
+    trips = result.asset_materializations_for_node("trip_forecast")[0].metadata
+    assert trips["customer_weeks"].value > 0 and trips["trips"].value > 0
+    assert 0 < trips["p_visit_log_loss"].value and 0 <= trips["predicted_store_accuracy"].value <= 1
+    assert (root / "trip_forecast" / "trip_forecast.parquet").is_file()

@@ -1,5 +1,6 @@
 """The unit panel, the forecasts made before each week and their scores, on tiny frames."""
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -72,6 +73,9 @@ def test_the_scores_are_wape_bias_and_mase_with_paired_intervals():
     assert naive["wape"] == pytest.approx(5 / 16)  # |10-8| + |6-4| + |0-1| over 16
     assert naive["bias"] == pytest.approx(-3 / 16)
     assert naive["mase"] == pytest.approx((5 / 3) / 2.0)
+    assert naive["rmse"] == pytest.approx(np.sqrt((4 + 4 + 1) / 3))
+    # B's two rows of week 3 sum to 10 against 9 before the error is taken: |1| + |6 - 4|
+    assert naive["chain_wape"] == pytest.approx(3 / 16)
     assert naive["wape_minus_seasonal_naive_interval"] == [0.0, 0.0]
     lo, hi = naive["wape_interval"]
     assert lo <= naive["wape"] <= hi

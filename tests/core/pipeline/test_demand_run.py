@@ -1,11 +1,12 @@
 """``demand_forecast`` on the tiny warehouse: every test week of every cell that sold before
-them, observed units that add up to the raw lines, and scores for all and promoted rows."""
+them, observed units that add up to the raw lines, every method's forecasts (the libraries'
+included), and scores for all and promoted rows."""
 
 import json
 
 import polars as pl
 
-from retailsim_core.demand.check import methods
+from retailsim_core.demand.check import LIBRARY_METHODS, counting_methods
 from retailsim_core.pipeline.demand_run import run_demand_check
 from retailsim_core.tables import RAW_TABLE
 
@@ -28,5 +29,10 @@ def test_the_check_forecasts_every_test_cell_week(tiny_warehouse, tmp_path):
     )
     expected = raw.join(sold_before, on=["product_id", "store_id"])["quantity"].sum()
     assert frame["observed_units"].sum() == expected  # every shopper's units of those cells
-    assert set(scores["all"]) == set(methods()) and 0 < scores["all"]["seasonal_naive"]["wape"]
+    methods = {*counting_methods(), *LIBRARY_METHODS}
+    assert set(scores["all"]) == methods and 0 < scores["all"]["seasonal_naive"]["wape"]
+    assert scores["all"]["no_sale"]["wape"] == 1.0  # what WAPE gives a forecast of nothing
+    for m in LIBRARY_METHODS:  # forecasts, not missing values, on every test cell-week
+        assert frame[m].is_not_null().all() and (frame[m] >= 0).all()
+    assert "display" in scores["poisson_fe"]["coefficients"]
     assert json.loads((tmp_path / "scores.json").read_text())["cell_weeks"] == frame.height

@@ -1,0 +1,182 @@
+"""Who comes to the store in week W, and to which store (issue #61): the trips part of the world
+model's demand (units = trips × basket × quantity).
+
+- **Visits.** Every carded customer with a trip before the forecast weeks has a row every week
+  from their first trip on: ``visited`` (at least one trip that week) and ``trips``. A week's
+  visit probability is forecast from the weeks before it: the customer's visit rates over the
+  last 4 and 13 weeks and since their first trip, the weeks since their last trip, their
+  trips per visited week, the calendar (``features.calendar_frame``) and the number of
+  products the plan puts in the mailer that week (known before the week). The model is LightGBM
+  (binary log-loss) fitted on the weeks before the forecast weeks; the baselines are the
+  customer's recent weekly rates, smoothed so that a log-loss exists.
+- **Stores.** A trip's store is forecast as the store the customer visited most, each earlier
+  trip weighted by 2^(-weeks ago / half-life); the baseline is the last store visited.
+
+Glossary: U customers, W weeks, T trips.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from retailsim_core.demand.gbm import lightgbm_params
+
+RATE_WINDOWS = (4, 13)  # a month and a quarter of weeks
+VISIT_FEATURES = (
+    "rate_4", "rate_13", "rate_all", "weeks_since", "tenure", "trips_per_visit",
+    "week_sin", "week_cos", "holidays", "mailer_products",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TripsConfig:
+    train_weeks: int = 26  # weeks of customer rows the visit model fits on, before the forecast
+    n_estimators: int = 200
+    learning_rate: float = 0.05
+    num_leaves: int = 31
+    min_child_samples: int = 100
+    bagging_fraction: float = 1.0  # every row each round: the customer-weeks are few
+    smoothing: float = 0.5  # pseudo-visits of the rate baselines: (visits + s) / (weeks + 2s)
+    half_lives: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 52.0)  # store choice, tuned
+    threads: int = 2
+    seed: int = 0
+
+
+def visit_panel(trips: pl.LazyFrame, *, first_forecast_week: int, last_week: int) -> pl.LazyFrame:
+    """customer_id, week, trips, visited: every customer with a trip before
+    ``first_forecast_week``, every week from their first trip through ``last_week``
+    (``trips``: customer_id, week, basket_id)."""
+    weekly = trips.group_by("customer_id", "week").agg(trips=pl.len().cast(pl.Int32))
+    first = (
+        weekly.filter(pl.col("week") < first_forecast_week)
+        .group_by("customer_id")
+        .agg(first=pl.col("week").min())
+    )
+    grid = first.select(
+        "customer_id", week=pl.int_ranges("first", last_week + 1, dtype=pl.Int16)
+    ).explode("week", empty_as_null=False)
+    return (
+        grid.join(
+            weekly.with_columns(pl.col("week").cast(pl.Int16)),
+            on=["customer_id", "week"],
+            how="left",
+        )  # fmt: skip
+        .with_columns(pl.col("trips").fill_null(0))
+        .with_columns(visited=pl.col("trips") > 0)
+        .sort("customer_id", "week")
+    )
+
+
+def _before(expr: pl.Expr) -> pl.Expr:
+    return expr.shift(1).over("customer_id")
+
+
+def visit_features(
+    panel: pl.LazyFrame, calendar: pl.LazyFrame, mailer: pl.LazyFrame, *, smoothing: float
+) -> pl.LazyFrame:
+    """``panel`` with VISIT_FEATURES and the baselines ``recent_rate_<n>``: every value of a
+    row of week W reads weeks < W (``calendar``: week, week_sin, week_cos, holidays; ``mailer``:
+    week, mailer_products)."""
+    seen = pl.col("visited").cast(pl.Float64)
+    tenure = pl.int_range(pl.len()).over("customer_id")  # weeks before W since the first trip
+    rates = {}
+    for n in RATE_WINDOWS:
+        visits = _before(seen.rolling_sum(n, min_samples=1)).fill_null(0.0)
+        weeks = pl.min_horizontal(tenure, pl.lit(n)).cast(pl.Float64)
+        rates[f"rate_{n}"] = visits / weeks  # NaN in the first week: the model's missing value
+        rates[f"recent_rate_{n}"] = (visits + smoothing) / (weeks + 2 * smoothing)
+    last_visit = pl.when(pl.col("visited")).then(pl.col("week"))
+    total_visits = _before(seen.cum_sum()).fill_null(0.0)
+    return (
+        panel.with_columns(tenure=tenure)
+        .with_columns(
+            **rates,
+            rate_all=total_visits / pl.col("tenure"),
+            weeks_since=pl.col("week") - _before(last_visit.forward_fill()),
+            trips_per_visit=_before(pl.col("trips").cast(pl.Float64).cum_sum()) / total_visits,
+        )
+        .join(calendar, on="week", how="left")
+        .join(mailer, on="week", how="left")
+        .with_columns(pl.col("mailer_products").fill_null(0))
+    )
+
+
+def mailer_products(plan: pl.LazyFrame) -> pl.LazyFrame:
+    """week, mailer_products: the products the plan puts in the week's mailer (any store)."""
+    return (
+        plan.filter(pl.col("mailer"))
+        .group_by(pl.col("week").cast(pl.Int16))
+        .agg(mailer_products=pl.col("product_id").n_unique().cast(pl.Int32))
+    )
+
+
+def visit_forecasts(
+    frame: pl.DataFrame, *, first_forecast_week: int, cfg: TripsConfig
+) -> pl.DataFrame:
+    """customer_id, week, visited, p_visit and the recent-rate baselines for every forecast
+    week of ``frame`` (``visit_features``); the model is fitted on the ``train_weeks`` before
+    the forecast weeks, each customer's first week left out (a visit by construction)."""
+    import lightgbm as lgb  # heavy import: only this check needs it
+
+    fit = frame.filter(
+        (pl.col("tenure") > 0)
+        & pl.col("week").is_between(first_forecast_week - cfg.train_weeks, first_forecast_week - 1)
+    )
+    model = lgb.LGBMClassifier(objective="binary", **lightgbm_params(cfg))
+    model.fit(fit.select(VISIT_FEATURES).to_numpy(), fit["visited"].to_numpy())
+    test = frame.filter(pl.col("week") >= first_forecast_week)
+    p = model.predict_proba(test.select(VISIT_FEATURES).to_numpy())[:, 1]
+    return test.select(
+        "customer_id", "week", "visited", "trips", *(f"recent_rate_{n}" for n in RATE_WINDOWS)
+    ).with_columns(p_visit=pl.Series(p, dtype=pl.Float64))
+
+
+def store_scores(trips: pl.LazyFrame, *, half_life: float) -> pl.LazyFrame:
+    """customer_id, week, store_id, score: for each week W a customer has a trip in, every store
+    they visited before W with the decayed count of those trips (weeks < W only)."""
+    weekly = trips.group_by("customer_id", "store_id", "week").agg(n=pl.len())
+    weeks = trips.select("customer_id", "week").unique()
+    return (
+        weeks.join(weekly, on="customer_id", suffix="_seen")
+        .filter(pl.col("week_seen") < pl.col("week"))
+        .group_by("customer_id", "week", "store_id")
+        .agg(
+            score=(pl.col("n") * 2.0 ** ((pl.col("week_seen") - pl.col("week")) / half_life)).sum()
+        )
+    )
+
+
+def store_choice(
+    trips: pl.LazyFrame, *, first_week: int, last_week: int, half_life: float
+) -> pl.LazyFrame:
+    """customer_id, week, basket_id, store_id, predicted (decayed-count store), last_store for
+    every trip of weeks first_week..last_week by a customer with an earlier trip."""
+    scores = store_scores(trips, half_life=half_life)
+    predicted = scores.sort("score", "store_id", descending=[True, False]).group_by(
+        "customer_id", "week"
+    ).agg(predicted=pl.col("store_id").first())  # fmt: skip
+    order = ["customer_id", "shop_date", "shop_hour", "basket_id"]
+    last = (
+        trips.sort(order)
+        .group_by("customer_id", "week", maintain_order=True)
+        .agg(store=pl.col("store_id").last())
+        .sort("customer_id", "week")
+        .with_columns(last_store=pl.col("store").shift(1).over("customer_id"))
+        .select("customer_id", "week", "last_store")
+    )
+    return (
+        trips.filter(pl.col("week").is_between(first_week, last_week))
+        .select("customer_id", "week", "basket_id", "store_id")
+        .join(predicted, on=["customer_id", "week"])
+        .join(last, on=["customer_id", "week"])
+        .filter(pl.col("last_store").is_not_null())
+    )
+
+
+def log_loss(visited: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per-row binary log-loss, probabilities clipped to [1e-6, 1 - 1e-6]."""
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return -(visited * np.log(p) + (1 - visited) * np.log1p(-p))

@@ -1,0 +1,75 @@
+"""``trip_forecast``: the trips check over the warehouse's test weeks (issue #61).
+
+Reads ``customer_trips`` and the promotion plan; writes ``trip_forecast.parquet`` (each test
+customer-week: visited, trips, the model's visit probability and the baselines' rates) and
+``scores.json`` (visit log-loss, store-choice accuracy, intervals, the tuned half-life).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from retailsim_core.demand.features import calendar_frame
+from retailsim_core.demand.trip_check import store_scores, tuned_store_choice, visit_scores
+from retailsim_core.demand.trips import (
+    TripsConfig,
+    mailer_products,
+    visit_features,
+    visit_forecasts,
+    visit_panel,
+)
+from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
+from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.io import atomic_write_parquet
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import PROMOTION_CELLS_TABLE, TRIPS_TABLE
+from retailsim_core.training.checkpoint import write_json
+
+
+def run_trip_check(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    folder: Path,
+    n_boot: int = 500,
+    seed: int = 0,
+    cfg: TripsConfig | None = None,
+) -> dict:
+    """Forecast every test week's visits and every test trip's store; write and return the
+    scores (``seconds`` included)."""
+    start = time.perf_counter()
+    cfg = cfg or TripsConfig(seed=seed)
+    first, last = split.valid_end + 1, max(warehouse.weeks(TRIPS_TABLE))
+    trips = warehouse.scan(TRIPS_TABLE).select(
+        "customer_id", "week", "basket_id", "store_id", "shop_date", "shop_hour"
+    )
+    plan = warehouse.scan(PROMOTION_CELLS_TABLE, schema=SOURCE_PROMOTIONS_SCHEMA)
+    frame = (
+        visit_panel(trips, first_forecast_week=first, last_week=last)
+        .pipe(
+            visit_features,
+            calendar_frame(warehouse.calendar, range(1, last + 1)),
+            mailer_products(plan),
+            smoothing=cfg.smoothing,
+        )
+        .collect()
+    )
+    visits = visit_forecasts(frame, first_forecast_week=first, cfg=cfg)
+    stores, half_life, valid_accuracy = tuned_store_choice(
+        trips, valid_weeks=(split.train_end + 1, split.valid_end), test_weeks=(first, last),
+        cfg=cfg,
+    )  # fmt: skip
+    scores = {
+        "visits": visit_scores(visits, n_boot=n_boot, seed=seed),
+        "stores": store_scores(stores, n_boot=n_boot, seed=seed)
+        | {
+            "half_life": half_life,
+            "validation_accuracy": {str(k): v for k, v in valid_accuracy.items()},
+        },
+        "test_weeks": [first, last],
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_parquet(visits, folder / "trip_forecast.parquet")
+    scores["seconds"] = round(time.perf_counter() - start, 1)
+    write_json(folder / "scores.json", scores)
+    return scores

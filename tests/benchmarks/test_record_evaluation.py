@@ -1,0 +1,60 @@
+"""What ``record_evaluation`` makes of the demand and trips checks' scores files."""
+
+import json
+
+from benchmarks.record_evaluation import area_tables
+
+INTERVAL = [0.1, 0.2]
+
+
+def _method(**extra):
+    figures = {k: 0.15 for k in ("wape", "bias", "mase")}
+    return figures | {f"{k}_interval": INTERVAL for k in figures} | extra
+
+
+def test_the_demand_and_trips_areas_are_read_from_their_own_scores(tmp_path):
+    (tmp_path / "demand_forecast").mkdir()
+    (tmp_path / "trip_forecast").mkdir()
+    demand = {
+        "cell_weeks": 10,
+        "promoted_cell_weeks": 2,
+        "mase_scale": 1.0,
+        "all": {
+            "seasonal_naive": _method(wape_minus_seasonal_naive_interval=[0, 0]),
+            "lightgbm_l1": _method(
+                rmse=1.0,
+                rmse_interval=INTERVAL,
+                chain_wape=0.5,
+                chain_wape_interval=INTERVAL,
+                wape_minus_seasonal_naive_interval=[-0.1, -0.05],
+            ),
+        },  # fmt: skip
+        "poisson_fe": {"coefficients": {"display": 0.7, "holidays": None}},
+    }
+    trips = {
+        "visits": {
+            "p_visit": {"log_loss": 0.5, "log_loss_interval": INTERVAL,
+                        "minus_recent_rate_4_interval": [-0.2, -0.1]},
+            "recent_rate_4": {"log_loss": 0.6, "log_loss_interval": INTERVAL},
+            "customer_weeks": 100,
+            "visit_rate": 0.4,
+        },
+        "stores": {
+            "predicted": {"accuracy": 0.7, "accuracy_interval": INTERVAL,
+                          "minus_last_store_interval": [0.01, 0.02]},
+            "last_store": {"accuracy": 0.6, "accuracy_interval": INTERVAL},
+            "trips": 50,
+            "half_life": 4.0,
+            "validation_accuracy": {"4.0": 0.7},
+        },
+    }  # fmt: skip
+    (tmp_path / "demand_forecast" / "scores.json").write_text(json.dumps(demand))
+    (tmp_path / "trip_forecast" / "scores.json").write_text(json.dumps(trips))
+    areas = area_tables(tmp_path, "all")
+    assert set(areas) == {"demand", "trips"}  # no evaluation report: no next-basket area
+    scores = areas["demand"][1]["scores"]
+    rows = {r[1]: r for r in scores["rows"]}
+    assert rows["seasonal_naive"][5] is None and rows["lightgbm_l1"][5].startswith("1.000")
+    assert areas["demand"][1]["poisson_fe"]["rows"] == [["+0.700", "dropped"]]
+    visits = areas["trips"][1]["visits"]["rows"]
+    assert visits[1] == ["recent_rate_4", "0.6000", "+0.1000 … +0.2000", "-0.2000 … -0.1000"]

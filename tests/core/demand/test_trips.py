@@ -1,0 +1,100 @@
+"""Visits and store choice forecast from the weeks before, and their scores, on tiny frames."""
+
+import datetime as dt
+
+import numpy as np
+import polars as pl
+import pytest
+
+from retailsim_core.demand.trip_check import store_scores, visit_scores
+from retailsim_core.demand.trips import (
+    TripsConfig,
+    log_loss,
+    store_choice,
+    visit_features,
+    visit_forecasts,
+    visit_panel,
+)
+
+CAL = pl.LazyFrame(
+    {"week": pl.Series(range(1, 80), dtype=pl.Int16), "week_sin": 0.0, "week_cos": 1.0,
+     "holidays": pl.Series([0] * 79, dtype=pl.Int8)}
+)  # fmt: skip
+NO_MAILER = pl.LazyFrame(schema={"week": pl.Int16, "mailer_products": pl.Int32})
+
+
+def _trips(rows) -> pl.LazyFrame:
+    """(customer, week, basket, store) trips; the day orders a week's trips."""
+    return pl.DataFrame(
+        [(c, w, b, s, dt.date(2020, 1, 1) + dt.timedelta(days=b), 10) for c, w, b, s in rows],
+        schema={"customer_id": pl.String, "week": pl.Int16, "basket_id": pl.Int64,
+                "store_id": pl.String, "shop_date": pl.Date, "shop_hour": pl.Int8},
+        orient="row",
+    ).lazy()  # fmt: skip
+
+
+def test_the_visit_panel_starts_at_the_first_trip_and_the_features_read_earlier_weeks():
+    trips = _trips([("A", 2, 1, "S"), ("A", 2, 2, "S"), ("A", 4, 3, "S"), ("B", 6, 4, "S")])
+    panel = visit_panel(trips, first_forecast_week=5, last_week=6)
+    # B's first trip falls in a forecast week: not a customer known before, not forecast
+    assert panel.collect()["customer_id"].unique().to_list() == ["A"]
+    out = visit_features(panel, CAL, NO_MAILER, smoothing=0.5).collect()
+    assert out["week"].to_list() == [2, 3, 4, 5, 6]
+    assert out["trips"].to_list() == [2, 0, 1, 0, 0]
+    assert out["tenure"].to_list() == [0, 1, 2, 3, 4]
+    assert out["rate_4"].to_list()[1:] == pytest.approx([1.0, 0.5, 2 / 3, 0.5])
+    assert out["weeks_since"].to_list() == [None, 1, 2, 1, 2]
+    assert out["trips_per_visit"].to_list()[1:] == pytest.approx([2.0, 2.0, 1.5, 1.5])
+    # the baseline: (visits in the last 4 weeks + 0.5) / (weeks + 1)
+    assert out["recent_rate_4"].to_list()[3] == pytest.approx((2 + 0.5) / (3 + 1))
+    # changing week 5 and later leaves week 5's features as they were
+    more = _trips([("A", 2, 1, "S"), ("A", 2, 2, "S"), ("A", 4, 3, "S"), ("A", 5, 9, "S")])
+    again = visit_features(visit_panel(more, first_forecast_week=5, last_week=6), CAL,
+                           NO_MAILER, smoothing=0.5).collect()  # fmt: skip
+    cols = ["rate_4", "rate_13", "rate_all", "weeks_since", "trips_per_visit", "recent_rate_13"]
+    assert (
+        again.filter(pl.col("week") == 5)
+        .select(cols)
+        .equals(out.filter(pl.col("week") == 5).select(cols))
+    )
+
+
+def test_the_visit_model_learns_who_comes_more_often_than_a_flat_rate():
+    rng = np.random.default_rng(0)
+    rows, basket = [], 0
+    for c in range(300):  # half the customers alternate weeks: a rate cannot say which week
+        alternate = c % 2 == 0
+        for w in range(1, 61):
+            if (alternate and w % 2 == 0) or (not alternate and rng.random() < 0.5):
+                basket += 1
+                rows.append((f"C{c:03d}", w, basket, "S"))
+    frame = visit_features(visit_panel(_trips(rows), first_forecast_week=51, last_week=60), CAL,
+                           NO_MAILER, smoothing=0.5).collect()  # fmt: skip
+    cfg = TripsConfig(train_weeks=40, n_estimators=80)
+    visits = visit_forecasts(frame, first_forecast_week=51, cfg=cfg)
+    assert visits.height == 300 * 10
+    assert visits.equals(visit_forecasts(frame, first_forecast_week=51, cfg=cfg))  # same seed
+    out = visit_scores(visits, n_boot=100, seed=0)
+    assert out["p_visit"]["log_loss"] < out["recent_rate_13"]["log_loss"] - 0.1
+    assert out["p_visit"]["minus_recent_rate_13_interval"][1] < 0
+
+
+def test_the_store_forecast_counts_recent_trips_and_the_baseline_is_the_last_store():
+    trips = _trips([("A", 1, 1, "S1"), ("A", 2, 2, "S1"), ("A", 3, 3, "S1"), ("A", 4, 4, "S2"),
+                    ("A", 5, 5, "S1"), ("A", 5, 6, "S2")])  # fmt: skip
+    out = store_choice(trips, first_week=5, last_week=5, half_life=4.0).collect()
+    # 3 trips to S1 weighted 2^(-4/4) .. 2^(-2/4) outweigh one S2 trip a week ago
+    assert out.select("basket_id", "store_id", "predicted", "last_store").rows() == [
+        (5, "S1", "S1", "S2"),
+        (6, "S2", "S1", "S2"),
+    ]
+    short = store_choice(trips, first_week=5, last_week=5, half_life=0.3).collect()
+    assert short["predicted"].to_list() == ["S2", "S2"]
+    scores = store_scores(out, n_boot=50, seed=0)
+    assert scores["predicted"]["accuracy"] == 0.5 and scores["last_store"]["accuracy"] == 0.5
+    assert scores["trips"] == 2
+
+
+def test_log_loss_is_finite_at_certain_forecasts():
+    got = log_loss(np.array([1.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
+    assert np.isfinite(got).all() and got[2] == pytest.approx(-np.log(1e-6))
