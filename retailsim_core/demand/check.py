@@ -17,9 +17,9 @@ import polars as pl
 
 from retailsim_core.calendar import SourceCalendar
 from retailsim_core.demand.baselines import moving_average, season_of, seasonal_naive
-from retailsim_core.demand.features import with_exogenous
 from retailsim_core.demand.fixed_effects import FixedEffectsConfig, poisson_fe_forecasts
 from retailsim_core.demand.gbm import GbmConfig, first_week_read, gbm_forecasts
+from retailsim_core.demand.known_inputs import with_exogenous
 from retailsim_core.demand.scores import forecast_scores, naive_scale
 from retailsim_core.demand.unit_panel import (
     CELL,
@@ -71,7 +71,7 @@ def library_frame(
     cfg: DemandConfig,
 ) -> pl.LazyFrame:
     """The padded panel the libraries fit on (``padded_panel``) with the inputs known before
-    each week (``features``), from the first week either library reads."""
+    each week (``known_inputs``), from the first week either library reads."""
     season = season_of(first_forecast_week)
     start = min(
         first_week_read(first_forecast_week, season, cfg.gbm),

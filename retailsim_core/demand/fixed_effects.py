@@ -2,7 +2,7 @@
 
 log E[units of cell c in week W] = alpha_c + beta · x_cW, with x the week's known inputs: the
 plan's display and mailer (and both), the week's public holidays and the product's last price
-index (``features``). Fitted once on the ``train_weeks`` before the forecast weeks, on each
+index (``known_inputs``). Fitted once on the ``train_weeks`` before the forecast weeks, on each
 cell's weeks since its first sale. A cell that sold nothing in those weeks has no finite
 effect (separation: its likelihood peaks at alpha = -inf) and is forecast 0.
 
@@ -31,7 +31,7 @@ def poisson_fe_forecasts(
     frame: pl.DataFrame, *, first_forecast_week: int, cfg: FixedEffectsConfig
 ) -> tuple[pl.DataFrame, dict]:
     """(cell, week, poisson_fe for every forecast week of ``frame``; the coefficients).
-    ``frame``: cell, week, units, sold_before and the EXOGENOUS columns (``features``), every
+    ``frame``: cell, week, units, sold_before and the EXOGENOUS columns (``known_inputs``), every
     cell on every week (``padded_panel``)."""
     import pyfixest as pf  # heavy import: only this check needs it
 

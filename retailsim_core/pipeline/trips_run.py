@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from retailsim_core.demand.features import calendar_frame
+from retailsim_core.demand.known_inputs import calendar_frame
 from retailsim_core.demand.trip_check import store_scores, tuned_store_choice, visit_scores
-from retailsim_core.demand.trips import (
+from retailsim_core.demand.visits import (
     TripsConfig,
     mailer_products,
     visit_features,

@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 from retailsim_core.calendar import SourceCalendar
-from retailsim_core.demand.features import EXOGENOUS, calendar_frame, with_exogenous
 from retailsim_core.demand.fixed_effects import FixedEffectsConfig, poisson_fe_forecasts
 from retailsim_core.demand.gbm import GbmConfig, gbm_forecasts
+from retailsim_core.demand.known_inputs import EXOGENOUS, calendar_frame, with_exogenous
 from retailsim_core.demand.unit_panel import padded_panel
 
 CAL = SourceCalendar("test", dt.date(2016, 12, 26), 60, 40, 45, holidays="us")

@@ -5,7 +5,7 @@ model's demand (units = trips × basket × quantity).
   from their first trip on: ``visited`` (at least one trip that week) and ``trips``. A week's
   visit probability is forecast from the weeks before it: the customer's visit rates over the
   last 4 and 13 weeks and since their first trip, the weeks since their last trip, their
-  trips per visited week, the calendar (``features.calendar_frame``) and the number of
+  trips per visited week, the calendar (``known_inputs.calendar_frame``) and the number of
   products the plan puts in the mailer that week (known before the week). The model is LightGBM
   (binary log-loss) fitted on the weeks before the forecast weeks; the baselines are the
   customer's recent weekly rates, smoothed so that a log-loss exists.

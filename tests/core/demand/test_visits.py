@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from retailsim_core.demand.trip_check import store_scores, visit_scores
-from retailsim_core.demand.trips import (
+from retailsim_core.demand.visits import (
     TripsConfig,
     log_loss,
     store_choice,
