@@ -142,7 +142,32 @@ def demand_table(scores: dict) -> dict:
     if "poisson_fe" in scores:
         coef = scores["poisson_fe"]["coefficients"]
         out["poisson_fe"] = table(list(coef), [[_coef(v) for v in coef.values()]])
+    if "quantity" in scores:
+        out |= quantity_tables(scores["quantity"])
     return out
+
+
+def quantity_tables(q: dict) -> dict:
+    """Units per line: each method's MAE, RMSE and bias with intervals, the model's paired MAE
+    difference to the product's mean, over all and promoted lines; the stock-up model's fit."""
+
+    def ci(r: dict, k: str) -> str:
+        lo, hi = r[f"{k}_interval"]
+        return f"{r[k]:.3f} [{lo:.3f}, {hi:.3f}]"
+
+    rows = [
+        [part, m, q[part]["lines"], ci(r, "mae"), ci(r, "rmse"), ci(r, "bias"),
+         _span(r.get("mae_minus_product_mean_interval"))]
+        for part in ("all", "promoted") if part in q
+        for m, r in q[part].items() if isinstance(r, dict)
+    ]  # fmt: skip
+    cols = ["lines", "method", "n", "MAE", "RMSE", "bias", "MAE − product mean (95%)"]
+    coef = q["coefficients"]
+    fit = [[*(_coef(v) for v in coef.values()), q["lines_fitted"], q["mean_quantity"]]]
+    return {
+        "quantity": table(cols, rows),
+        "quantity_fit": table([*coef, "lines fitted", "mean units"], fit, {"mean units": ".3f"}),
+    }
 
 
 def _coef(v: float | None) -> str:

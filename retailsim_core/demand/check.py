@@ -20,6 +20,7 @@ from retailsim_core.demand.baselines import moving_average, season_of, seasonal_
 from retailsim_core.demand.fixed_effects import FixedEffectsConfig, poisson_fe_forecasts
 from retailsim_core.demand.gbm import GbmConfig, first_week_read, gbm_forecasts
 from retailsim_core.demand.known_inputs import with_exogenous
+from retailsim_core.demand.quantity import QuantityConfig
 from retailsim_core.demand.scores import forecast_scores, naive_scale
 from retailsim_core.demand.unit_panel import (
     CELL,
@@ -39,6 +40,7 @@ LIBRARY_METHODS = ("lightgbm_l1", "lightgbm_tweedie", "poisson_fe")
 class DemandConfig:
     gbm: GbmConfig = field(default_factory=GbmConfig)
     fixed_effects: FixedEffectsConfig = field(default_factory=FixedEffectsConfig)
+    quantity: QuantityConfig = field(default_factory=QuantityConfig)
     libraries: bool = True  # False: the counting methods only (tests of the frame)
 
 

@@ -2,8 +2,9 @@
 
 Reads ``raw_transactions`` and the promotion plan, writes ``demand_forecast.parquet`` (each
 test cell-week: product, store, week, promotion kind, observed units and each method's
-forecast) and ``scores.json`` (WAPE, bias, MASE with product-resample intervals, over all and
-over promoted cell-weeks; the Poisson fixed-effects coefficients).
+forecast), ``quantity_forecast.parquet`` (each test line's units and their forecasts) and
+``scores.json`` (WAPE, bias, MASE, RMSE, chain WAPE with product-resample intervals, over all
+and over promoted cell-weeks; the Poisson fixed-effects coefficients; the quantity check).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from retailsim_core.demand.check import (
     score,
     with_library_forecasts,
 )
+from retailsim_core.demand.quantity import line_frame, quantity_forecasts, quantity_scores
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet
@@ -54,8 +56,14 @@ def run_demand_check(
         frame, fits = with_library_forecasts(frame, library, first_forecast_week=first, cfg=cfg)
         del library
     scores = score(frame, first_forecast_week=first, n_boot=n_boot, seed=seed) | fits
+    lines = line_frame(raw, plan, first_forecast_week=first).collect()
+    quantities, quantity_fit = quantity_forecasts(
+        lines, first_forecast_week=first, cfg=cfg.quantity
+    )
+    scores["quantity"] = quantity_scores(quantities, n_boot=n_boot, seed=seed) | quantity_fit
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_parquet(frame.filter(pl.col("week") >= first), folder / "demand_forecast.parquet")
+    atomic_write_parquet(quantities, folder / "quantity_forecast.parquet")
     scores |= {"test_weeks": [first, last], "seconds": round(time.perf_counter() - start, 1)}
     write_json(folder / "scores.json", scores)
     return scores

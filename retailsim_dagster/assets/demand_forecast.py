@@ -25,8 +25,9 @@ from retailsim_dagster.resources import PipelineConfigResource, WarehouseResourc
     backfill_policy=dg.BackfillPolicy.single_run(),  # `--partition-range` runs need it
     description="Units of every product x store that sold before the test weeks, in each test "
     "week, forecast from the weeks before it (seasonal naive, moving averages, LightGBM through "
-    "mlforecast, pyfixest's Poisson fixed effects); WAPE, bias and "
-    "MASE with product-resample intervals, all and promoted cell-weeks (issue #61).",
+    "mlforecast, pyfixest's Poisson fixed effects); WAPE, bias, MASE, RMSE and chain WAPE with "
+    "product-resample intervals, all and promoted cell-weeks; units per line against the "
+    "product's mean (issue #61).",
 )
 def demand_forecast(
     warehouse: WarehouseResource, pipeline_config: PipelineConfigResource
@@ -41,6 +42,11 @@ def demand_forecast(
             "promoted_cell_weeks": scores["promoted_cell_weeks"],
             **{f"{m}_WAPE": v["wape"] for m, v in scores["all"].items()},
             "best_WAPE": best,
+            **{
+                f"quantity_{m}_MAE": v["mae"]
+                for m, v in scores["quantity"]["all"].items()
+                if isinstance(v, dict)
+            },
             "seconds": scores["seconds"],
             "forecasts": dg.MetadataValue.path(str(folder / "demand_forecast.parquet")),
         }

@@ -30,6 +30,20 @@ def test_the_demand_and_trips_areas_are_read_from_their_own_scores(tmp_path):
             ),
         },  # fmt: skip
         "poisson_fe": {"coefficients": {"display": 0.7, "holidays": None}},
+        "quantity": {
+            "lines": 5,
+            "all": {
+                "lines": 5,
+                "quantity_model": {k: 0.5 for k in ("mae", "rmse", "bias")}
+                | {f"{k}_interval": INTERVAL for k in ("mae", "rmse", "bias")}
+                | {"mae_minus_product_mean_interval": [-0.2, -0.1]},
+                "product_mean": {k: 0.6 for k in ("mae", "rmse", "bias")}
+                | {f"{k}_interval": INTERVAL for k in ("mae", "rmse", "bias")},
+            },
+            "coefficients": {"log_price_index": -1.2, "display": None},
+            "lines_fitted": 40,
+            "mean_quantity": 1.3,
+        },
     }
     trips = {
         "visits": {
@@ -56,5 +70,8 @@ def test_the_demand_and_trips_areas_are_read_from_their_own_scores(tmp_path):
     rows = {r[1]: r for r in scores["rows"]}
     assert rows["seasonal_naive"][5] is None and rows["lightgbm_l1"][5].startswith("1.000")
     assert areas["demand"][1]["poisson_fe"]["rows"] == [["+0.700", "dropped"]]
+    quantity = areas["demand"][1]["quantity"]["rows"]
+    assert quantity[0][:3] == ["all", "quantity_model", 5] and quantity[1][6] is None
+    assert areas["demand"][1]["quantity_fit"]["rows"] == [["-1.200", "dropped", 40, 1.3]]
     visits = areas["trips"][1]["visits"]["rows"]
     assert visits[1] == ["recent_rate_4", "0.6000", "+0.1000 … +0.2000", "-0.2000 … -0.1000"]

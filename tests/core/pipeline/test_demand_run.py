@@ -35,4 +35,7 @@ def test_the_check_forecasts_every_test_cell_week(tiny_warehouse, tmp_path):
     for m in LIBRARY_METHODS:  # forecasts, not missing values, on every test cell-week
         assert frame[m].is_not_null().all() and (frame[m] >= 0).all()
     assert "display" in scores["poisson_fe"]["coefficients"]
+    lines = pl.read_parquet(tmp_path / "quantity_forecast.parquet")
+    assert lines.height == raw.filter(pl.col("quantity") > 0).height == scores["quantity"]["lines"]
+    assert (lines["quantity_model"] >= 1).all() and "log_price_index" in lines.columns
     assert json.loads((tmp_path / "scores.json").read_text())["cell_weeks"] == frame.height
