@@ -17,11 +17,17 @@ import polars as pl
 
 from retailsim_core.calendar import SourceCalendar
 from retailsim_core.demand.baselines import moving_average, season_of, seasonal_naive
-from retailsim_core.demand.fixed_effects import FixedEffectsConfig, poisson_fe_forecasts
-from retailsim_core.demand.gbm import GbmConfig, first_week_read, gbm_forecasts
+from retailsim_core.demand.fixed_effects import FixedEffectsConfig, fe_forecasts, fit_fe
+from retailsim_core.demand.gbm import (
+    GbmConfig,
+    draw_cells,
+    first_week_read,
+    fit_gbm,
+    predict_gbm,
+)
 from retailsim_core.demand.known_inputs import with_exogenous
 from retailsim_core.demand.quantity import QuantityConfig
-from retailsim_core.demand.scores import forecast_scores, naive_scale
+from retailsim_core.demand.scores import mase_scale, product_sums, scale_sums, scores_from_sums
 from retailsim_core.demand.unit_panel import (
     CELL,
     KEY,
@@ -34,6 +40,7 @@ from retailsim_core.demand.unit_panel import (
 WINDOWS = (4, 13)  # a month and a quarter of weeks
 REFERENCE = "seasonal_naive"
 LIBRARY_METHODS = ("lightgbm_l1", "lightgbm_tweedie", "poisson_fe")
+FRAME_COLUMNS = (*KEY, "promotion", "observed_units")  # every other column is a method
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,8 @@ class DemandConfig:
     gbm: GbmConfig = field(default_factory=GbmConfig)
     fixed_effects: FixedEffectsConfig = field(default_factory=FixedEffectsConfig)
     quantity: QuantityConfig = field(default_factory=QuantityConfig)
+    max_chunk_cells: int = 150_000  # cells forecast at once: memory grows with a chunk, not
+    # with the source (the real LGSR sample has 865,031 cells, 67 million cell-weeks)
     libraries: bool = True  # False: the counting methods only (tests of the frame)
 
 
@@ -63,6 +72,32 @@ def forecast_frame(
     )
 
 
+def cell_chunks(units: pl.LazyFrame, *, first_forecast_week: int, max_cells: int) -> pl.LazyFrame:
+    """product_id, chunk: the products with a cell that sold before the forecast weeks, in
+    chunks of about ``max_cells`` cells (a product's cells stay together, so every score's
+    per-product sums come from one chunk)."""
+    return (
+        units.filter((pl.col("week") < first_forecast_week) & (pl.col("units") > 0))
+        .group_by("product_id")
+        .agg(cells=pl.col("store_id").n_unique())
+        .sort("product_id")
+        .select("product_id", chunk=(pl.col("cells").cum_sum() - 1) // max_cells)
+    )
+
+
+def sample_cells(units: pl.LazyFrame, *, first_forecast_week: int, n: int, seed: int):
+    """Up to ``n`` cells (product_id, store_id) that sold before the forecast weeks, drawn with
+    ``seed`` from the sorted cells; a draw's first k rows are a draw of k."""
+    cells = (
+        units.filter((pl.col("week") < first_forecast_week) & (pl.col("units") > 0))
+        .select(*CELL)
+        .unique()
+        .sort(*CELL)
+        .collect()
+    )
+    return cells.sample(min(n, cells.height), seed=seed, shuffle=True)
+
+
 def library_frame(
     raw: pl.LazyFrame,
     plan: pl.LazyFrame,
@@ -71,17 +106,20 @@ def library_frame(
     first_forecast_week: int,
     last_week: int,
     cfg: DemandConfig,
+    cells: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """The padded panel the libraries fit on (``padded_panel``) with the inputs known before
-    each week (``known_inputs``), from the first week either library reads."""
+    each week (``known_inputs``), from the first week either library reads; only ``cells``
+    (product_id, store_id) where given, their products' prices still read from all of ``raw``."""
     season = season_of(first_forecast_week)
     start = min(
         first_week_read(first_forecast_week, season, cfg.gbm),
         first_forecast_week - cfg.fixed_effects.train_weeks,
     )
-    panel = unit_panel(
-        weekly_units(raw), plan, first_forecast_week=first_forecast_week, last_week=last_week
-    )
+    units = weekly_units(raw)
+    if cells is not None:
+        units = units.join(cells, on=list(CELL), how="semi")
+    panel = unit_panel(units, plan, first_forecast_week=first_forecast_week, last_week=last_week)
     return padded_panel(panel, start_week=start, last_week=last_week).pipe(
         with_exogenous,
         raw,
@@ -92,20 +130,44 @@ def library_frame(
     )
 
 
-def with_library_forecasts(
-    frame: pl.DataFrame, library: pl.DataFrame, *, first_forecast_week: int, cfg: DemandConfig
-) -> tuple[pl.DataFrame, dict]:
-    """``frame`` with the LIBRARY_METHODS' forecasts on its forecast-week rows (null before
-    them: the weeks the MASE scale reads); the fixed-effects fit's coefficients."""
+@dataclass(frozen=True)
+class FittedLibraries:
+    forecaster: object  # mlforecast's MLForecast with both objectives' trees (``fit_gbm``)
+    fixed_effects: dict  # ``fit_fe``'s coefficients
+    seconds: dict  # each fit's wall time
+
+
+def fit_libraries(
+    sample: pl.DataFrame, *, first_forecast_week: int, cfg: DemandConfig
+) -> FittedLibraries:
+    """Both libraries fitted on ``sample`` (a ``library_frame`` of sampled cells): the fixed
+    effects' coefficients on all of it, the trees on up to ``max_train_cells`` of its cells."""
     season = season_of(first_forecast_week)
     start = time.perf_counter()
-    gbm = gbm_forecasts(library, first_forecast_week=first_forecast_week, season=season,
-                        cfg=cfg.gbm)  # fmt: skip
+    trees = sample.filter(pl.col("cell").is_in(draw_cells(sample["cell"], cfg.gbm).implode()))
+    forecaster = fit_gbm(trees, first_forecast_week=first_forecast_week, season=season,
+                         cfg=cfg.gbm)  # fmt: skip
     middle = time.perf_counter()
-    fe, fit = poisson_fe_forecasts(library, first_forecast_week=first_forecast_week,
-                                   cfg=cfg.fixed_effects)  # fmt: skip
-    seconds = {"lightgbm": round(middle - start, 1),
-               "poisson_fe": round(time.perf_counter() - middle, 1)}  # fmt: skip
+    fe = fit_fe(sample, first_forecast_week=first_forecast_week, cfg=cfg.fixed_effects)
+    seconds = {"lightgbm_fit": round(middle - start, 1),
+               "poisson_fe_fit": round(time.perf_counter() - middle, 1)}  # fmt: skip
+    return FittedLibraries(forecaster, fe, seconds)
+
+
+def with_library_forecasts(
+    frame: pl.DataFrame,
+    library: pl.DataFrame,
+    fitted: FittedLibraries,
+    *,
+    first_forecast_week: int,
+    cfg: DemandConfig,
+) -> pl.DataFrame:
+    """``frame``'s forecast-week rows with the LIBRARY_METHODS' forecasts of ``library`` (the
+    same cells' ``library_frame``)."""
+    kwargs = dict(first_forecast_week=first_forecast_week)
+    gbm = predict_gbm(fitted.forecaster, library, season=season_of(first_forecast_week),
+                      cfg=cfg.gbm, **kwargs)  # fmt: skip
+    fe = fe_forecasts(library, fitted.fixed_effects, cfg=cfg.fixed_effects, **kwargs)
     cells = library.select("cell", *CELL).unique("cell")
     forecasts = gbm.join(fe, on=["cell", "week"], how="full", coalesce=True).join(cells, on="cell")
     test = frame.filter(pl.col("week") >= first_forecast_week)
@@ -113,26 +175,47 @@ def with_library_forecasts(
     missing = test.select(pl.any_horizontal(pl.col(LIBRARY_METHODS).is_null()).sum()).item()
     if missing:
         raise ValueError(f"{missing} forecast cell-weeks have no library forecast")
-    history = frame.filter(pl.col("week") < first_forecast_week)
-    return pl.concat([history, test], how="diagonal"), {"poisson_fe": fit, "seconds_by": seconds}
+    return test
+
+
+@dataclass
+class ScoreSums:
+    """What the scores are made of, gathered chunk by chunk."""
+
+    methods: list[str]
+    scale_abs: float = 0.0
+    scale_rows: int = 0
+    parts: dict = field(default_factory=lambda: {"all": [], "promoted": []})
+
+    def add(self, history: pl.DataFrame, test: pl.DataFrame) -> None:
+        """A chunk's rows before the forecast weeks and its forecast rows (observed_units, a
+        column per method)."""
+        abs_sum, rows = scale_sums(history.rename({"observed_units": "units"}))
+        self.scale_abs, self.scale_rows = self.scale_abs + abs_sum, self.scale_rows + rows
+        test = test.rename({"observed_units": "units"})
+        for part, rows in (("all", test), ("promoted", test.filter(pl.col("promotion") != "none"))):
+            if rows.height:
+                self.parts[part].append(product_sums(rows, self.methods))
+
+    def scores(self, *, n_boot: int, seed: int) -> dict:
+        scale = mase_scale(self.scale_abs, self.scale_rows)
+        kwargs = dict(reference=REFERENCE, n_boot=n_boot, seed=seed)
+        out = {"mase_scale": scale}
+        for part, sums in self.parts.items():
+            per_product = pl.concat(sums) if sums else None
+            out[f"{'cell_weeks' if part == 'all' else 'promoted_cell_weeks'}"] = (
+                int(per_product["rows"].sum()) if per_product is not None else 0
+            )
+            if per_product is not None:
+                out[part] = scores_from_sums(per_product, self.methods, scale, **kwargs)
+        return out
 
 
 def score(frame: pl.DataFrame, *, first_forecast_week: int, n_boot: int, seed: int) -> dict:
-    """Scores over the forecast weeks' rows, all and promoted, with the MASE scale from the
-    weeks before them; every forecast column of ``frame`` is a method."""
-    methods = [c for c in frame.columns if c not in (*KEY, "promotion", "observed_units")]
-    frame = frame.rename({"observed_units": "units"})
-    history = frame.filter(pl.col("week") < first_forecast_week)
-    test = frame.filter(pl.col("week") >= first_forecast_week)
-    scale = naive_scale(history)
-    promoted = test.filter(pl.col("promotion") != "none")
-    kwargs = dict(reference=REFERENCE, n_boot=n_boot, seed=seed)
-    out = {
-        "mase_scale": scale,
-        "cell_weeks": test.height,
-        "promoted_cell_weeks": promoted.height,
-        "all": forecast_scores(test, methods, scale, **kwargs),
-    }
-    if promoted.height:
-        out["promoted"] = forecast_scores(promoted, methods, scale, **kwargs)
-    return out
+    """Scores of one frame (every forecast column a method): over the forecast weeks' rows,
+    all and promoted, with the MASE scale from the weeks before them."""
+    methods = [c for c in frame.columns if c not in FRAME_COLUMNS]
+    sums = ScoreSums(methods)
+    before = pl.col("week") < first_forecast_week
+    sums.add(frame.filter(before), frame.filter(~before))
+    return sums.scores(n_boot=n_boot, seed=seed)

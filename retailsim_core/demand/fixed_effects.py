@@ -19,28 +19,38 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from retailsim_core.demand.fixest import pyfixest
+
 REGRESSORS = ("display", "mailer", "display_mailer", "holidays", "price_index")
 
 
 @dataclass(frozen=True)
 class FixedEffectsConfig:
     train_weeks: int = 26  # weeks before the forecast weeks the model is fitted on
+    max_fit_cells: int = 200_000  # cells whose rows estimate the coefficients (drawn with the
+    # check's seed where there are more); every cell's own effect comes from its own rows
 
 
-def poisson_fe_forecasts(
-    frame: pl.DataFrame, *, first_forecast_week: int, cfg: FixedEffectsConfig
-) -> tuple[pl.DataFrame, dict]:
-    """(cell, week, poisson_fe for every forecast week of ``frame``; the coefficients).
-    ``frame``: cell, week, units, sold_before and the EXOGENOUS columns (``known_inputs``), every
-    cell on every week (``padded_panel``)."""
-    import pyfixest as pf  # heavy import: only this check needs it
-
-    x = frame.with_columns(
+def _design(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(
         display_mailer=pl.col("display") & pl.col("mailer"),
         holidays=pl.col("holidays").cast(pl.Float64),
     ).with_columns(pl.col(r).cast(pl.Float64) for r in REGRESSORS)
+
+
+def _fit_rows(x: pl.DataFrame, first_forecast_week: int, cfg: FixedEffectsConfig) -> pl.DataFrame:
     weeks = (first_forecast_week - cfg.train_weeks, first_forecast_week - 1)
-    fit_rows = x.filter(pl.col("sold_before") & pl.col("week").is_between(*weeks))
+    return x.filter(pl.col("sold_before") & pl.col("week").is_between(*weeks))
+
+
+def fit_fe(frame: pl.DataFrame, *, first_forecast_week: int, cfg: FixedEffectsConfig) -> dict:
+    """{"coefficients": {regressor: beta or None where the fit dropped it}, "rows_fitted"}:
+    ``fepois`` on ``frame``'s weeks after each cell's first sale in the fitted weeks.
+    ``frame``: cell, week, units, sold_before and the EXOGENOUS columns (``known_inputs``),
+    every cell on every week (``padded_panel``)."""
+    pf = pyfixest()
+
+    fit_rows = _fit_rows(_design(frame), first_forecast_week, cfg)
     model = pf.fepois(
         f"units ~ {' + '.join(REGRESSORS)} | cell",
         data=fit_rows.select("cell", "units", *REGRESSORS).to_pandas(),
@@ -49,18 +59,35 @@ def poisson_fe_forecasts(
         store_data=False,
     )
     coef = {str(k): float(v) for k, v in model.coef().items()}
-    index = sum(pl.col(r) * coef.get(r, 0.0) for r in REGRESSORS)  # regressors dropped: 0
+    # a regressor without variation in the fitted weeks is dropped by the fit: no coefficient
+    return {"coefficients": {r: coef.get(r) for r in REGRESSORS}, "rows_fitted": fit_rows.height}
+
+
+def fe_forecasts(
+    frame: pl.DataFrame, fit: dict, *, first_forecast_week: int, cfg: FixedEffectsConfig
+) -> pl.DataFrame:
+    """cell, week, poisson_fe for every forecast week of ``frame`` (as ``fit_fe``'s), each
+    cell's effect from its own fitted weeks given ``fit``'s coefficients."""
+    x = _design(frame)
+    coef = fit["coefficients"]
+    index = sum(pl.col(r) * (coef[r] or 0.0) for r in REGRESSORS)  # dropped: no effect
     effects = (
-        fit_rows.group_by("cell")
+        _fit_rows(x, first_forecast_week, cfg)
+        .group_by("cell")
         .agg(sold=pl.col("units").sum(), exposure=index.exp().sum())
         .filter(pl.col("sold") > 0)
         .select("cell", alpha=(pl.col("sold") / pl.col("exposure")).log())
     )
-    out = (
+    return (
         x.filter(pl.col("week") >= first_forecast_week)
         .join(effects, on="cell", how="left")
         .select("cell", "week", poisson_fe=(pl.col("alpha") + index).exp().fill_null(0.0))
     )
-    # a regressor without variation in the fitted weeks is dropped by the fit: no coefficient
-    return out, {"coefficients": {r: coef.get(r) for r in REGRESSORS},
-                 "cells_with_effect": effects.height, "rows_fitted": fit_rows.height}  # fmt: skip
+
+
+def poisson_fe_forecasts(
+    frame: pl.DataFrame, *, first_forecast_week: int, cfg: FixedEffectsConfig
+) -> tuple[pl.DataFrame, dict]:
+    """(``fe_forecasts`` of ``frame`` with the coefficients fitted on all of it, the fit)."""
+    fit = fit_fe(frame, first_forecast_week=first_forecast_week, cfg=cfg)
+    return fe_forecasts(frame, fit, first_forecast_week=first_forecast_week, cfg=cfg), fit

@@ -59,28 +59,30 @@ def first_week_read(first_forecast_week: int, season: int, cfg: GbmConfig) -> in
     return first_forecast_week - train - history_weeks(season)
 
 
-def gbm_forecasts(
-    frame: pl.DataFrame, *, first_forecast_week: int, season: int, cfg: GbmConfig
-) -> pl.DataFrame:
-    """cell, week, lightgbm_l1, lightgbm_tweedie for every forecast week (>= the first) of
-    ``frame`` (cell, week, units, sold_before, EXOGENOUS; every cell on every week from the
-    frame's first): each week's forecast from the cell's units before it and the week's known
-    inputs.
+def draw_cells(cells: pl.Series, cfg: GbmConfig) -> pl.Series:
+    """The cells whose rows the trees fit on: up to ``max_train_cells``, drawn with the seed."""
+    return cells.unique().sort().sample(min(cfg.max_train_cells, cells.n_unique()), seed=cfg.seed)
 
-    The trees fit on the ``train_weeks`` rows of up to ``max_train_cells`` cells drawn with the
-    seed, the weeks after each one's first sale (``padded_panel``: as every forecast week is);
-    every cell is forecast."""
-    import lightgbm as lgb  # heavy imports: only this check needs them
-    from mlforecast import MLForecast
-    from mlforecast.lag_transforms import RollingMean
 
-    start, span = first_week_read(first_forecast_week, season, cfg), history_weeks(season)
-    series = frame.filter(pl.col("week") >= start).select(
+def _series(frame: pl.DataFrame, start: int) -> pl.DataFrame:
+    return frame.filter(pl.col("week") >= start).select(
         unique_id=pl.col("cell"),
         ds=pl.col("week").cast(pl.Int64),
         y=pl.col("units").cast(pl.Float32),
         **{c: pl.col(c).cast(pl.Float32) for c in EXOGENOUS},
     )
+
+
+def fit_gbm(frame: pl.DataFrame, *, first_forecast_week: int, season: int, cfg: GbmConfig):
+    """The mlforecast forecaster with both objectives' trees fitted on ``frame`` (cell, week,
+    units, sold_before, EXOGENOUS; every cell on every week from the frame's first) before
+    the forecast weeks, on the weeks after each cell's first sale (``padded_panel``: as every
+    forecast week is)."""
+    import lightgbm as lgb  # heavy imports: only this check needs them
+    from mlforecast import MLForecast
+    from mlforecast.lag_transforms import RollingMean
+
+    start, span = first_week_read(first_forecast_week, season, cfg), history_weeks(season)
     forecaster = MLForecast(
         models={
             m: lgb.LGBMRegressor(objective=o, **lightgbm_params(cfg)) for m, o in OBJECTIVES.items()
@@ -90,16 +92,22 @@ def gbm_forecasts(
         lag_transforms={1: [RollingMean(window_size=w) for w in TARGET_WINDOWS]},
         num_threads=cfg.threads,
     )
-    cells = frame["cell"].unique().sort()
-    drawn = cells.sample(min(cfg.max_train_cells, cells.len()), seed=cfg.seed).sort()
-    history = series.filter(
-        (pl.col("ds") < first_forecast_week) & pl.col("unique_id").is_in(drawn.implode())
-    )
+    history = _series(frame, start).filter(pl.col("ds") < first_forecast_week)
     rows = forecaster.preprocess(history, static_features=[], keep_last_n=span)
     after = frame.filter("sold_before").select(unique_id="cell", ds=pl.col("week").cast(pl.Int64))
     rows = rows.join(after, on=["unique_id", "ds"])  # rows like the forecasts': after a sale
     forecaster.fit_models(rows.drop("unique_id", "ds", "y"), rows["y"].to_numpy())
-    del rows
+    return forecaster
+
+
+def predict_gbm(
+    forecaster, frame: pl.DataFrame, *, first_forecast_week: int, season: int, cfg: GbmConfig
+) -> pl.DataFrame:
+    """cell, week and a column per objective for every forecast week of ``frame`` (as
+    ``fit_gbm``'s): each week one step ahead from the cell's units before it and the week's
+    known inputs (``predict`` with the week's history and plan)."""
+    span = history_weeks(season)
+    series = _series(frame, first_week_read(first_forecast_week, season, cfg))
     out = []
     for week in range(first_forecast_week, int(series["ds"].max()) + 1):
         known = series.filter(pl.col("ds").is_between(week - span, week - 1))
@@ -110,6 +118,16 @@ def gbm_forecasts(
         week=pl.col("ds").cast(pl.Int16),
         **{m: pl.col(m).clip(lower_bound=0.0).cast(pl.Float64) for m in OBJECTIVES},
     )
+
+
+def gbm_forecasts(
+    frame: pl.DataFrame, *, first_forecast_week: int, season: int, cfg: GbmConfig
+) -> pl.DataFrame:
+    """``predict_gbm`` over ``frame`` with trees fitted on the rows of its ``draw_cells``."""
+    drawn = draw_cells(frame["cell"], cfg)
+    sample = frame.filter(pl.col("cell").is_in(drawn.implode()))
+    kwargs = dict(first_forecast_week=first_forecast_week, season=season, cfg=cfg)
+    return predict_gbm(fit_gbm(sample, **kwargs), frame, **kwargs)
 
 
 def lightgbm_params(cfg) -> dict:

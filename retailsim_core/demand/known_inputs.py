@@ -23,6 +23,13 @@ import polars as pl
 
 from retailsim_core.calendar import SourceCalendar
 
+
+def cents() -> pl.Expr:
+    """``spend`` in whole cents: sums of integers do not depend on the order a parallel
+    group-by adds them in, so the same data gives the same prices to the last bit."""
+    return (pl.col("spend") * 100).round().cast(pl.Int64)
+
+
 EXOGENOUS = ("display", "mailer", "week_sin", "week_cos", "holidays", "price_index")
 
 
@@ -52,7 +59,7 @@ def last_price_index(raw: pl.LazyFrame, *, first_forecast_week: int) -> pl.LazyF
     weekly = (
         raw.filter(pl.col("quantity") > 0)
         .group_by("product_id", "week")
-        .agg(unit_price=pl.col("spend").sum() / pl.col("quantity").sum())
+        .agg(unit_price=cents().sum() / 100 / pl.col("quantity").sum())
     )
     reference = (
         weekly.filter(pl.col("week") < first_forecast_week)

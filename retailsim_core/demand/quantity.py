@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from retailsim_core.demand.fixest import pyfixest
+from retailsim_core.demand.known_inputs import cents
 from retailsim_core.response.response_metrics import product_resamples
 
 QUANTITY_REGRESSORS = ("log_price_index", "display", "mailer")
@@ -42,7 +44,7 @@ def line_frame(raw: pl.LazyFrame, plan: pl.LazyFrame, *, first_forecast_week: in
     product_id, store_id, display, mailer)."""
     lines = raw.filter(pl.col("quantity") > 0).with_columns(pl.col("week").cast(pl.Int16))
     store_week = lines.group_by("product_id", "store_id", "week").agg(
-        s_spend=pl.col("spend").sum(), s_qty=pl.col("quantity").sum()
+        s_spend=cents().sum(), s_qty=pl.col("quantity").sum()
     )
     chain = store_week.group_by("product_id", "week").agg(
         c_spend=pl.col("s_spend").sum(), c_qty=pl.col("s_qty").sum()
@@ -50,9 +52,9 @@ def line_frame(raw: pl.LazyFrame, plan: pl.LazyFrame, *, first_forecast_week: in
     typical = (
         chain.filter(pl.col("week") < first_forecast_week)
         .group_by("product_id")
-        .agg(typical=(pl.col("c_spend") / pl.col("c_qty")).median())
+        .agg(typical=(pl.col("c_spend") / 100 / pl.col("c_qty")).median())
     )
-    others = (pl.col("c_spend") - pl.col("s_spend")) / (pl.col("c_qty") - pl.col("s_qty"))
+    others = (pl.col("c_spend") - pl.col("s_spend")) / 100 / (pl.col("c_qty") - pl.col("s_qty"))
     shelf = (
         store_week.join(chain, on=["product_id", "week"])
         .join(typical, on="product_id", how="left")
@@ -77,6 +79,7 @@ def line_frame(raw: pl.LazyFrame, plan: pl.LazyFrame, *, first_forecast_week: in
             pl.col("display").fill_null(False).cast(pl.Float64),
             pl.col("mailer").fill_null(False).cast(pl.Float64),
         )
+        .sort(pl.all())  # joins keep no order; a fit's last bits follow its rows' order
     )
 
 
@@ -85,7 +88,7 @@ def quantity_forecasts(
 ) -> tuple[pl.DataFrame, dict]:
     """(the forecast weeks' lines with ``product_mean`` and ``quantity_model``, the fit's
     coefficients and sizes). ``lines``: ``line_frame``'s rows."""
-    import pyfixest as pf  # heavy import: only this check needs it
+    pf = pyfixest()
 
     before = lines.filter(pl.col("week") < first_forecast_week)
     fit_rows = before.filter(pl.col("week") >= first_forecast_week - cfg.train_weeks)

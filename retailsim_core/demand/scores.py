@@ -23,17 +23,58 @@ import polars as pl
 from retailsim_core.response.response_metrics import product_resamples
 
 
-def naive_scale(history: pl.DataFrame, naive: str = "seasonal_naive") -> float:
-    """Mean absolute error of the seasonal-naive forecast on the rows before the forecast
-    weeks: the MASE denominator (0 rows or a constant history: NaN, no scale)."""
-    if history.is_empty():
-        return float("nan")
-    scale = float((history["units"] - history[naive]).abs().mean())
-    return scale if scale > 0 else float("nan")
+def scale_sums(history: pl.DataFrame, naive: str = "seasonal_naive") -> tuple[float, int]:
+    """(sum |observed - seasonal naive|, rows) over the rows before the forecast weeks: the
+    MASE denominator's parts, added over chunks of cells (``mase_scale``)."""
+    return float((history["units"] - history[naive]).abs().sum()), history.height
 
 
-def forecast_scores(
-    scored: pl.DataFrame,
+def mase_scale(abs_sum: float, rows: int) -> float:
+    """Mean absolute error of the seasonal-naive forecast before the forecast weeks (0 rows or a
+    constant history: NaN, no scale)."""
+    return abs_sum / rows if rows and abs_sum > 0 else float("nan")
+
+
+def ordered_sums(frame: pl.DataFrame, keys: list[str], exprs: dict[str, pl.Expr]) -> pl.DataFrame:
+    """One row per ``keys`` group: each expression's sum over the group's rows, added in the
+    order of the rows sorted by the keys, then every other column (a parallel group-by adds
+    floats in an order that changes between runs, and the last bits with it: same data, same
+    bytes)."""
+    rest = [c for c in frame.columns if c not in keys]
+    rows = frame.sort(*keys, *rest).select(*keys, **exprs)  # a group's rows together
+    starts = np.flatnonzero(rows.select(pl.struct(keys).is_first_distinct()).to_series().to_numpy())
+    out = rows.select(keys)[starts]
+    return out.with_columns(
+        pl.Series(name, np.add.reduceat(rows[name].to_numpy(), starts)) for name in exprs
+    )
+
+
+def product_sums(scored: pl.DataFrame, methods: list[str]) -> pl.DataFrame:
+    """One row per product of ``scored`` (product_id, week, units and a column per method): the
+    sums every score is made of. Products are whole within a chunk of cells, so the sums of
+    chunks are stacked, never added."""
+    error = {m: pl.col(m) - pl.col("units") for m in methods}
+    chain = ordered_sums(
+        ordered_sums(scored, ["product_id", "week"], {c: pl.col(c) for c in ("units", *methods)}),
+        ["product_id"],
+        {f"chain_{m}": e.abs() for m, e in error.items()},
+    )
+    sums = ordered_sums(
+        scored,
+        ["product_id"],
+        {
+            "observed": pl.col("units"),
+            "rows": pl.lit(1.0),
+            **{f"abs_{m}": e.abs() for m, e in error.items()},
+            **{f"err_{m}": e for m, e in error.items()},
+            **{f"sq_{m}": e.pow(2) for m, e in error.items()},
+        },
+    )
+    return sums.join(chain, on="product_id")
+
+
+def scores_from_sums(
+    per_product: pl.DataFrame,
     methods: list[str],
     scale: float,
     *,
@@ -42,26 +83,8 @@ def forecast_scores(
     seed: int = 0,
 ) -> dict:
     """{method: {wape, bias, mase, rmse, chain_wape, *_interval,
-    wape_minus_<reference>_interval}} over the rows of ``scored`` (product_id, week, units and
-    a column per method)."""
-    chain = (
-        scored.group_by("product_id", "week")
-        .agg(pl.col("units", *methods).sum())
-        .group_by("product_id")
-        .agg(**{f"chain_{m}": (pl.col(m) - pl.col("units")).abs().sum() for m in methods})
-    )
-    per_product = (
-        scored.group_by("product_id")
-        .agg(
-            observed=pl.col("units").sum(),
-            rows=pl.len(),
-            **{f"abs_{m}": (pl.col(m) - pl.col("units")).abs().sum() for m in methods},
-            **{f"err_{m}": (pl.col(m) - pl.col("units")).sum() for m in methods},
-            **{f"sq_{m}": (pl.col(m) - pl.col("units")).pow(2).sum() for m in methods},
-        )
-        .join(chain, on="product_id")
-        .sort("product_id")
-    )
+    wape_minus_<reference>_interval}} from ``product_sums`` rows."""
+    per_product = per_product.sort("product_id")
     weights = product_resamples(per_product.height, n_boot, seed)  # (N, P)
     observed = per_product["observed"].to_numpy()
     rows = per_product["rows"].to_numpy().astype(np.float64)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from retailsim_core.demand.scores import ordered_sums
 from retailsim_core.demand.visits import RATE_WINDOWS, TripsConfig, log_loss, store_choice
 from retailsim_core.response.response_metrics import product_resamples
 
@@ -43,7 +44,8 @@ def visit_scores(visits: pl.DataFrame, *, n_boot: int, seed: int) -> dict:
         rows=pl.lit(1.0),
         **{m: pl.Series(log_loss(y, visits[m].to_numpy())) for m in VISIT_METHODS},
     )
-    per_customer = losses.group_by("customer_id").agg(pl.all().sum()).sort("customer_id")
+    columns = ["rows", *VISIT_METHODS]
+    per_customer = ordered_sums(losses, ["customer_id"], {c: pl.col(c) for c in columns})
     got = _resampled(per_customer, VISIT_METHODS, "rows", n_boot, seed)
     out = {m: {"log_loss": p, "log_loss_interval": _interval(d)} for m, (p, d) in got.items()}
     for m in VISIT_METHODS[1:]:
@@ -61,7 +63,8 @@ def store_scores(choices: pl.DataFrame, *, n_boot: int, seed: int) -> dict:
         trips=pl.lit(1.0),
         **{m: (pl.col(m) == pl.col("store_id")).cast(pl.Float64) for m in STORE_METHODS},
     )
-    per_customer = hits.group_by("customer_id").agg(pl.all().sum()).sort("customer_id")
+    columns = ["trips", *STORE_METHODS]
+    per_customer = ordered_sums(hits, ["customer_id"], {c: pl.col(c) for c in columns})
     got = _resampled(per_customer, STORE_METHODS, "trips", n_boot, seed)
     out = {m: {"accuracy": p, "accuracy_interval": _interval(d)} for m, (p, d) in got.items()}
     out["predicted"]["minus_last_store_interval"] = _interval(

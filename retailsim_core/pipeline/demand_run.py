@@ -15,13 +15,18 @@ from pathlib import Path
 import polars as pl
 
 from retailsim_core.demand.check import (
+    FRAME_COLUMNS,
     DemandConfig,
+    ScoreSums,
+    cell_chunks,
+    fit_libraries,
     forecast_frame,
     library_frame,
-    score,
+    sample_cells,
     with_library_forecasts,
 )
 from retailsim_core.demand.quantity import line_frame, quantity_forecasts, quantity_scores
+from retailsim_core.demand.unit_panel import KEY, weekly_units
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet
@@ -38,8 +43,8 @@ def run_demand_check(
     seed: int = 0,
     cfg: DemandConfig | None = None,
 ) -> dict:
-    """Forecast every test week of every cell that sold before them; write and return the
-    scores (``seconds`` included)."""
+    """Forecast every test week of every cell that sold before them, a chunk of products at a
+    time; write and return the scores (``seconds`` included)."""
     start = time.perf_counter()
     cfg = cfg or DemandConfig()
     first, last = split.valid_end + 1, max(warehouse.weeks(RAW_TABLE))
@@ -47,22 +52,41 @@ def run_demand_check(
         "product_id", "store_id", "week", "quantity", "spend", "regular_spend"
     )
     plan = warehouse.scan(PROMOTION_CELLS_TABLE, schema=SOURCE_PROMOTIONS_SCHEMA)
-    frame = forecast_frame(raw, plan, first_forecast_week=first, last_week=last).collect()
-    fits = {}
+    kwargs = dict(first_forecast_week=first, last_week=last)
+    units = weekly_units(raw)
+    fitted = None
     if cfg.libraries:
-        library = library_frame(
-            raw, plan, warehouse.calendar, first_forecast_week=first, last_week=last, cfg=cfg
-        ).collect()
-        frame, fits = with_library_forecasts(frame, library, first_forecast_week=first, cfg=cfg)
-        del library
-    scores = score(frame, first_forecast_week=first, n_boot=n_boot, seed=seed) | fits
+        cells = sample_cells(units, first_forecast_week=first, n=cfg.fixed_effects.max_fit_cells,
+                             seed=seed)  # fmt: skip
+        sample = library_frame(raw, plan, warehouse.calendar, cfg=cfg, cells=cells.lazy(),
+                               **kwargs).collect()  # fmt: skip
+        fitted = fit_libraries(sample, first_forecast_week=first, cfg=cfg)
+        del sample
+    chunks = cell_chunks(units, first_forecast_week=first, max_cells=cfg.max_chunk_cells).collect()
+    tests, sums = [], None
+    for chunk in chunks.partition_by("chunk", maintain_order=True):
+        part = raw.join(chunk.lazy().select("product_id"), on="product_id", how="semi")
+        frame = forecast_frame(part, plan, **kwargs).collect()
+        test = frame.filter(pl.col("week") >= first)
+        if fitted is not None:
+            library = library_frame(part, plan, warehouse.calendar, cfg=cfg, **kwargs).collect()
+            test = with_library_forecasts(test, library, fitted, first_forecast_week=first,
+                                          cfg=cfg)  # fmt: skip
+            del library
+        sums = sums or ScoreSums([c for c in test.columns if c not in FRAME_COLUMNS])
+        sums.add(frame.filter(pl.col("week") < first), test)
+        tests.append(test)
+        del frame
+    scores = sums.scores(n_boot=n_boot, seed=seed) | {"chunks": chunks["chunk"].n_unique()}
+    if fitted is not None:
+        scores |= {"poisson_fe": fitted.fixed_effects, "seconds_by": fitted.seconds}
     lines = line_frame(raw, plan, first_forecast_week=first).collect()
     quantities, quantity_fit = quantity_forecasts(
         lines, first_forecast_week=first, cfg=cfg.quantity
     )
     scores["quantity"] = quantity_scores(quantities, n_boot=n_boot, seed=seed) | quantity_fit
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_parquet(frame.filter(pl.col("week") >= first), folder / "demand_forecast.parquet")
+    atomic_write_parquet(pl.concat(tests).sort(KEY), folder / "demand_forecast.parquet")
     atomic_write_parquet(quantities, folder / "quantity_forecast.parquet")
     scores |= {"test_weeks": [first, last], "seconds": round(time.perf_counter() - start, 1)}
     write_json(folder / "scores.json", scores)

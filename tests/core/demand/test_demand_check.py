@@ -81,3 +81,14 @@ def test_the_scores_are_wape_bias_and_mase_with_paired_intervals():
     assert lo <= naive["wape"] <= hi
     assert out["promoted_cell_weeks"] == 1
     assert out["promoted"]["moving_average_4"]["wape"] == pytest.approx(3 / 6)
+
+
+def test_ordered_sums_add_each_group_whatever_the_row_order():
+    from retailsim_core.demand.scores import ordered_sums
+
+    frame = pl.DataFrame({"p": ["A", "B", "A", "A"], "s": ["1", "1", "2", "1"],
+                          "w": [1, 1, 1, 2], "x": [0.1, 0.2, 0.3, 0.4]})  # fmt: skip
+    got = ordered_sums(frame, ["p", "w"], {"x": pl.col("x")})
+    assert got.rows() == [("A", 1, pytest.approx(0.4)), ("A", 2, 0.4), ("B", 1, 0.2)]
+    shuffled = ordered_sums(frame.reverse(), ["p", "w"], {"x": pl.col("x")})
+    assert shuffled.equals(got)  # the same bits from any order of the same rows
