@@ -6,6 +6,10 @@ Methods: the seasonal-naive forecast (MASE's scale), no sale at all (what WAPE r
 intermittent cells: its WAPE is exactly 1), moving averages, LightGBM through mlforecast
 (``gbm``) and a Poisson fixed-effects model through pyfixest (``fixed_effects``). The world
 model's forecast (trips × basket × quantity) joins the same frame when it is built.
+
+The run (``pipeline/demand_run``) goes a chunk of products at a time (``cell_chunks``), with
+the libraries fitted beforehand on a seeded sample of cells (``fit_libraries``) and the scores
+gathered as per-product sums (``ScoreSums``), so its memory follows a chunk, not the source.
 """
 
 from __future__ import annotations
