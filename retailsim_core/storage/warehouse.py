@@ -50,6 +50,7 @@ READ_ATTEMPTS = 3  # a read follows a republished manifest this often before it 
 LAYOUT = 2  # manifests without a matching ``layout`` predate checksummed versions
 
 log = logging.getLogger(__name__)
+_STRAYS_NAMED: set[tuple[str, tuple[str, ...]]] = set()  # (table folder, strays) warned of
 
 
 class StaleSchemaError(RuntimeError):
@@ -229,7 +230,8 @@ class Warehouse:
 
         A partition is a folder named exactly ``week=<a Monday of the calendar>`` holding a
         manifest of that week (D113): a backup copy (``week=2006-04-10.bak``) or a stray folder
-        is no partition and is never read (a warning names it); a partition folder whose
+        is no partition and is never read (a warning names it, once per process and set of
+        strays); a partition folder whose
         manifest is unreadable or names another week is an error naming the file."""
         folder = self.table_dir(table)
         out, stray = [], []
@@ -254,7 +256,8 @@ class Warehouse:
                     "re-materialize that partition"
                 )
             out.append(week)
-        if stray:
+        if stray and (str(folder), tuple(stray)) not in _STRAYS_NAMED:
+            _STRAYS_NAMED.add((str(folder), tuple(stray)))  # once a process: weeks() runs often
             log.warning(
                 "%s: %s not read: not a partition folder (week=<a Monday of %s's calendar>)",
                 folder,

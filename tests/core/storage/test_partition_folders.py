@@ -35,6 +35,7 @@ def test_a_backup_copy_beside_a_partition_is_not_read(wh, caplog):
         assert wh.weeks("t") == [1, 2]
         assert wh.scan("t").collect().height == 6  # not 9: week 1 counted once
     assert "week=2006-04-10.bak not read: not a partition folder" in caplog.text
+    assert caplog.text.count("not a partition folder") == 1  # named once, not at every read
 
 
 def test_a_stray_folder_with_an_empty_manifest_is_not_a_partition(wh):
