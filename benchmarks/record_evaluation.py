@@ -7,7 +7,9 @@ model's difference interval, and R@20 by slice), ``<dataset>_price_events`` (the
 events against the observed and, on synthetic data, the planted response) and
 ``<dataset>_pricing`` (each category's margin lift by policy on the held-out simulator), and
 ``<dataset>_demand`` (the demand forecast check's scores) where ``demand_forecast`` ran, and
-``<dataset>_trips`` (visits and store choice) where ``trip_forecast`` ran.
+``<dataset>_trips`` (visits and store choice) where ``trip_forecast`` ran, and
+``<dataset>_world_demand`` (the world model's unit forecast beside the baselines) where
+``world_model_demand`` ran.
 
     python -m benchmarks.record_evaluation --warehouse data/warehouse --dataset synthetic
 """
@@ -201,7 +203,35 @@ def trips_table(scores: dict) -> dict:
     }
 
 
-AREAS = ("next_basket", "price_events", "demand", "trips", "pricing")
+def world_demand_table(scores: dict) -> dict:
+    """Every method's WAPE, bias, RMSE and chain WAPE on the world model's rows, and its paired
+    WAPE difference to the world model's mean and median forecasts (negative: the method has
+    the lower WAPE), all and promoted cell-weeks; the calibration."""
+
+    def ci(r: dict, k: str) -> str:
+        lo, hi = r[f"{k}_interval"]
+        return f"{r[k]:.3f} [{lo:.3f}, {hi:.3f}]"
+
+    rows = [
+        [part, m, *(ci(r, k) for k in ("wape", "bias", "rmse", "chain_wape")),
+         *(_span(r[f"wape_minus_{w}_interval"]) if m != w else None
+           for w in ("world_model", "world_model_median"))]
+        for part in ("all", "promoted") if part in scores
+        for m, r in scores[part].items()
+    ]  # fmt: skip
+    cols = ["cell-weeks", "method", "WAPE", "bias", "RMSE", "chain WAPE",
+            "WAPE − world model (95%)", "WAPE − world model median (95%)"]  # fmt: skip
+    cal = scores["calibration"]
+    scope = [[scores["cell_weeks"], scores["promoted_cell_weeks"], scores["contexts"],
+              cal["week"], cal["factor"], scores["seconds"]]]  # fmt: skip
+    heads = ["test cell-weeks", "promoted", "contexts", "calibration week", "factor", "seconds"]
+    return {
+        "scores": table(cols, rows),
+        "scope": table(heads, scope, {"factor": ".3f"}),
+    }
+
+
+AREAS = ("next_basket", "price_events", "demand", "trips", "world_demand", "pricing")
 
 
 def area_tables(warehouse: Path, slice_name: str) -> dict[str, tuple[str, dict]]:
@@ -223,6 +253,9 @@ def area_tables(warehouse: Path, slice_name: str) -> dict[str, tuple[str, dict]]
         out["demand"] = ("Demand forecast", demand_table(read(demand)))
     if (trips / "scores.json").exists():
         out["trips"] = ("Trips", trips_table(read(trips / "scores.json")))
+    world = warehouse / "world_model_demand" / "scores.json"
+    if world.exists():
+        out["world_demand"] = ("World model demand", world_demand_table(read(world)))
     pricing = warehouse / "pricing_policy" / "results.json"
     if pricing.exists():
         out["pricing"] = ("Pricing policies", {"lifts": pricing_table(read(pricing))})

@@ -56,6 +56,7 @@ PRICING_TABLE = "pricing_policy"
 REFRESH_TABLE = "model_refresh"
 DEMAND_TABLE = "demand_forecast"
 TRIP_FORECAST_TABLE = "trip_forecast"
+WORLD_DEMAND_TABLE = "world_model_demand"
 
 
 @dataclass(frozen=True)
@@ -114,4 +115,5 @@ TABLES = _tables(
     Table(REFRESH_TABLE, REFRESH_TABLE, True, None, "a week's refreshed checkpoint"),
     Table(DEMAND_TABLE, DEMAND_TABLE, False, None, "each method's units of a cell-week; scores"),
     Table(TRIP_FORECAST_TABLE, TRIP_FORECAST_TABLE, False, None, "a customer-week's visit; scores"),
+    Table(WORLD_DEMAND_TABLE, WORLD_DEMAND_TABLE, False, None, "the world model's cell-week units"),
 )

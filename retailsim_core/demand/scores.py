@@ -78,12 +78,13 @@ def scores_from_sums(
     methods: list[str],
     scale: float,
     *,
-    reference: str,
+    reference: str | tuple[str, ...],
     n_boot: int = 500,
     seed: int = 0,
 ) -> dict:
     """{method: {wape, bias, mase, rmse, chain_wape, *_interval,
-    wape_minus_<reference>_interval}} from ``product_sums`` rows."""
+    wape_minus_<reference>_interval}} from ``product_sums`` rows (one paired difference per
+    reference when several)."""
     per_product = per_product.sort("product_id")
     weights = product_resamples(per_product.height, n_boot, seed)  # (N, P)
     observed = per_product["observed"].to_numpy()
@@ -109,9 +110,9 @@ def scores_from_sums(
             "rmse": np.sqrt(sq.sum() / rows.sum()),
             "chain_wape": chain_err.sum() / observed.sum(),
         } | {f"{k}_interval": _interval(v) for k, v in draws.items()}
-    for m in methods:
-        diff = wape_draws[m] - wape_draws[reference]
-        out[m][f"wape_minus_{reference}_interval"] = _interval(diff)
+    for ref in (reference,) if isinstance(reference, str) else reference:
+        for m in methods:
+            out[m][f"wape_minus_{ref}_interval"] = _interval(wape_draws[m] - wape_draws[ref])
     return {m: {k: _jsonable(v) for k, v in figures.items()} for m, figures in out.items()}
 
 

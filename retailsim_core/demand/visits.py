@@ -41,6 +41,8 @@ class TripsConfig:
     bagging_fraction: float = 1.0  # every row each round: the customer-weeks are few
     smoothing: float = 0.5  # pseudo-visits of the rate baselines: (visits + s) / (weeks + 2s)
     half_lives: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 52.0)  # store choice, tuned
+    max_stores: int = 2  # stores a customer-week's expected trips are split between
+    min_share: float = 0.2  # a second store's least share of the decayed counts
     threads: int = 2
     seed: int = 0
 
@@ -129,16 +131,25 @@ def visit_forecasts(
     model.fit(fit.select(VISIT_FEATURES).to_numpy(), fit["visited"].to_numpy())
     test = frame.filter(pl.col("week") >= first_forecast_week)
     p = model.predict_proba(test.select(VISIT_FEATURES).to_numpy())[:, 1]
+    # A customer's trips per visited week before W (one where they never visited before):
+    # with the visit probability, the trips they are expected to make (the world model's sum).
+    per_visit = pl.col("trips_per_visit").fill_nan(None).fill_null(1.0)
     return test.select(
-        "customer_id", "week", "visited", "trips", *(f"recent_rate_{n}" for n in RATE_WINDOWS)
-    ).with_columns(p_visit=pl.Series(p, dtype=pl.Float64))
+        "customer_id", "week", "visited", "trips", *(f"recent_rate_{n}" for n in RATE_WINDOWS),
+        trips_per_visit=per_visit,
+    ).with_columns(p_visit=pl.Series(p, dtype=pl.Float64)).with_columns(
+        expected_trips=pl.col("p_visit") * pl.col("trips_per_visit")
+    )  # fmt: skip
 
 
-def store_scores(trips: pl.LazyFrame, *, half_life: float) -> pl.LazyFrame:
-    """customer_id, week, store_id, score: for each week W a customer has a trip in, every store
-    they visited before W with the decayed count of those trips (weeks < W only)."""
+def store_scores(
+    trips: pl.LazyFrame, *, half_life: float, at: pl.LazyFrame | None = None
+) -> pl.LazyFrame:
+    """customer_id, week, store_id, score: for each week W a customer has a trip in (or each row
+    of ``at``: customer_id, week), every store they visited before W with the decayed count of
+    those trips (weeks < W only)."""
     weekly = trips.group_by("customer_id", "store_id", "week").agg(n=pl.len())
-    weeks = trips.select("customer_id", "week").unique()
+    weeks = trips.select("customer_id", "week").unique() if at is None else at
     return (
         weeks.join(weekly, on="customer_id", suffix="_seen")
         .filter(pl.col("week_seen") < pl.col("week"))
@@ -147,6 +158,26 @@ def store_scores(trips: pl.LazyFrame, *, half_life: float) -> pl.LazyFrame:
             score=(pl.col("n") * 2.0 ** ((pl.col("week_seen") - pl.col("week")) / half_life)).sum()
         )
     )
+
+
+def store_shares(
+    trips: pl.LazyFrame, at: pl.LazyFrame, *, half_life: float, max_stores: int, min_share: float
+) -> pl.LazyFrame:
+    """customer_id, week, store_id, share: where each row of ``at`` (customer_id, week) shops,
+    from the decayed store counts of weeks < W: the ``max_stores`` stores with the largest
+    counts and at least ``min_share`` of them (the first always), shares renormalised to 1 (a
+    trip is split between the stores it is likely at; the tail of rare stores is dropped)."""
+    scores = store_scores(trips, half_life=half_life, at=at).with_columns(
+        share=pl.col("score") / pl.col("score").sum().over("customer_id", "week")
+    )
+    rank = pl.col("share").rank("ordinal", descending=True).over("customer_id", "week")
+    kept = scores.sort("customer_id", "week", "store_id").filter(
+        (rank <= max_stores) & ((rank == 1) | (pl.col("share") >= min_share))
+    )
+    return kept.select(
+        "customer_id", "week", "store_id",
+        share=pl.col("share") / pl.col("share").sum().over("customer_id", "week"),
+    ).sort("customer_id", "week", "store_id")  # fmt: skip
 
 
 def store_choice(

@@ -1,8 +1,10 @@
 """``trip_forecast``: the trips check over the warehouse's test weeks (issue #61).
 
 Reads ``customer_trips`` and the promotion plan; writes ``trip_forecast.parquet`` (each test
-customer-week: visited, trips, the model's visit probability and the baselines' rates) and
-``scores.json`` (visit log-loss, store-choice accuracy, intervals, the tuned half-life).
+customer-week: visited, trips, the model's visit probability, expected trips and the baselines'
+rates), ``store_shares.parquet`` (each test customer-week's stores and their shares, from the
+tuned half-life: where the world model's demand puts the expected trips) and ``scores.json``
+(visit log-loss, store-choice accuracy, intervals, the tuned half-life).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from retailsim_core.demand.trip_check import store_scores, tuned_store_choice, v
 from retailsim_core.demand.visits import (
     TripsConfig,
     mailer_products,
+    store_shares,
     visit_features,
     visit_forecasts,
     visit_panel,
@@ -70,6 +73,10 @@ def run_trip_check(
     }
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_parquet(visits, folder / "trip_forecast.parquet")
+    at = visits.lazy().select("customer_id", "week")
+    shares = store_shares(trips, at, half_life=half_life, max_stores=cfg.max_stores,
+                          min_share=cfg.min_share)  # fmt: skip
+    atomic_write_parquet(shares.collect(), folder / "store_shares.parquet")
     scores["seconds"] = round(time.perf_counter() - start, 1)
     write_json(folder / "scores.json", scores)
     return scores

@@ -1,19 +1,25 @@
 """``demand_forecast``: the units every cell sells in each test week, forecast before the week
 by each method, and the scores a retailer plans with; ``trip_forecast``: who comes to the store
-in each test week and to which store (issue #61)."""
+in each test week and to which store; ``world_model_demand``: the world model's units of the same
+cell-weeks, summed over the shoppers the trips forecast (issue #61)."""
 
 import dagster as dg
 
 from retailsim_core.demand.trip_check import STORE_METHODS, VISIT_METHODS
 from retailsim_core.pipeline.demand_run import run_demand_check
 from retailsim_core.pipeline.trips_run import run_trip_check
+from retailsim_core.pipeline.world_demand_run import WORLD, run_world_demand
 from retailsim_core.tables import (
+    CHECKPOINT_TABLE,
     DEMAND_TABLE,
     PROMOTIONS_TABLE,
     RAW_TABLE,
+    REFRESH_TABLE,
     TRIP_FORECAST_TABLE,
     TRIPS_TABLE,
+    WORLD_DEMAND_TABLE,
 )
+from retailsim_dagster.assets.model import EAGER, JUDGES_CHECKPOINT, REFRESHES
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
 
@@ -79,5 +85,48 @@ def trip_forecast(
             **{f"{m}_store_accuracy": stores[m]["accuracy"] for m in STORE_METHODS},
             "store_half_life": stores["half_life"],
             "seconds": scores["seconds"],
+        }
+    )
+
+
+@dg.asset(
+    name=WORLD_DEMAND_TABLE,
+    # Read where every test week has its refresh (D111), else the trained checkpoint: a
+    # missing refresh must not hold back the forecast of a new checkpoint.
+    **(JUDGES_CHECKPOINT | {"automation_condition": EAGER.ignore(REFRESHES)}),
+    kinds={"pytorch", "parquet"},
+    deps=[DEMAND_TABLE, TRIP_FORECAST_TABLE, CHECKPOINT_TABLE, REFRESH_TABLE],
+    description="The world model's units of every demand_forecast cell-week: the trips each "
+    "known customer is expected to make, split between their stores, times the model's chance "
+    "that the basket holds the product (a context made before the week, the week's shelf) "
+    "times the units per line, calibrated on the week before the test weeks; mean and median "
+    "forecasts scored beside the baselines with paired intervals (issue #61).",
+)
+def world_model_demand(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    pipeline_config: PipelineConfigResource,
+) -> dg.MaterializeResult:
+    wh = warehouse.warehouse
+    folder = wh.table_dir(WORLD_DEMAND_TABLE)
+    with warehouse.model_step(context):
+        scores = run_world_demand(
+            wh, pipeline_config.split, folder, demand=wh.table_dir(DEMAND_TABLE),
+            trips=wh.table_dir(TRIP_FORECAST_TABLE), seed=pipeline_config.model_seed,
+        )  # fmt: skip
+    figures = {p: scores[p] for p in ("all", "promoted") if p in scores}
+    return dg.MaterializeResult(
+        metadata={
+            "cell_weeks": scores["cell_weeks"],
+            "contexts": scores["contexts"],
+            "calibration_factor": scores["calibration"]["factor"],
+            **{
+                f"{p}_{m}_{k}": v[m][k]
+                for p, v in figures.items()
+                for m in WORLD
+                for k in ("wape", "rmse", "chain_wape")
+            },  # fmt: skip
+            "seconds": scores["seconds"],
+            "forecasts": dg.MetadataValue.path(str(folder / "world_model_demand.parquet")),
         }
     )

@@ -1,19 +1,23 @@
-"""``demand_forecast`` and ``trip_forecast`` materialized through Dagster on a copy of the tiny
-warehouse."""
+"""``demand_forecast``, ``trip_forecast`` and ``world_model_demand`` materialized through Dagster
+on a copy of the tiny warehouse (its trained checkpoint included)."""
 
 import shutil
 
 import dagster as dg
 
-from retailsim_dagster.assets.demand_forecast import demand_forecast, trip_forecast
+from retailsim_dagster.assets.demand_forecast import (
+    demand_forecast,
+    trip_forecast,
+    world_model_demand,
+)
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
 
-def test_demand_forecast_materializes_with_its_scores(tiny_warehouse, tmp_path):
+def test_demand_forecast_materializes_with_its_scores(tiny_warehouse, tiny_checkpoint, tmp_path):
     root = tmp_path / "wh"
     shutil.copytree(tiny_warehouse["warehouse"].root, root)
     result = dg.materialize(
-        [demand_forecast, trip_forecast],
+        [demand_forecast, trip_forecast, world_model_demand],
         resources={
             "warehouse": WarehouseResource(root=str(root)),
             "pipeline_config": PipelineConfigResource(train_end=8, valid_end=11),
@@ -27,3 +31,7 @@ def test_demand_forecast_materializes_with_its_scores(tiny_warehouse, tmp_path):
     assert trips["customer_weeks"].value > 0 and trips["trips"].value > 0
     assert 0 < trips["p_visit_log_loss"].value and 0 <= trips["predicted_store_accuracy"].value <= 1
     assert (root / "trip_forecast" / "trip_forecast.parquet").is_file()
+    world = result.asset_materializations_for_node("world_model_demand")[0].metadata
+    assert world["cell_weeks"].value == meta["cell_weeks"].value  # the same rows
+    assert world["contexts"].value > 0 and world["all_world_model_wape"].value > 0
+    assert (root / "world_model_demand" / "world_model_demand.parquet").is_file()

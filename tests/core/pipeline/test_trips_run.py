@@ -20,6 +20,12 @@ def test_the_check_forecasts_every_known_customer_week(tiny_warehouse, tmp_path)
     test = trips.filter((pl.col("week") >= first) & pl.col("customer_id").is_in(known.implode()))
     assert visits["trips"].sum() == test.height  # every test trip of a known customer counted
     assert visits["p_visit"].is_between(0, 1).all()
+    assert (visits["expected_trips"] == visits["p_visit"] * visits["trips_per_visit"]).all()
+    # every forecast customer-week's stores, shares adding up to one
+    shares = pl.read_parquet(tmp_path / "store_shares.parquet")
+    per_week = shares.group_by("customer_id", "week").agg(pl.col("share").sum(), n=pl.len())
+    assert per_week.height == visits.height
+    assert per_week["share"].is_between(1 - 1e-9, 1 + 1e-9).all() and per_week["n"].max() <= 2
     # a store is forecast for every test trip of a customer with a trip in an earlier week
     first_week = trips.group_by("customer_id").agg(first=pl.col("week").min())
     with_past = trips.join(first_week, on="customer_id").filter(

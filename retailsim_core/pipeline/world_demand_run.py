@@ -1,0 +1,156 @@
+"""``world_model_demand``: the world model's unit forecast of every ``demand_forecast`` cell-week
+(``demand/world_demand.py``), scored beside the forecasters' baselines on the same rows.
+
+Reads ``demand_forecast`` (its test cell-weeks, their baselines' forecasts and scores),
+``trip_forecast`` (expected trips and store shares), the trips, raw lines, and the models: each
+week's ``model_refresh`` of the week before (D111) where every one is published, else the
+trained checkpoint. Writes ``world_model_demand.parquet`` (each cell-week's observed units,
+the model's expected buyers, mean and median forecasts) and ``scores.json`` (every method's
+WAPE, bias, MASE, RMSE, chain WAPE, all and promoted, with each method's paired WAPE
+difference to the world model's; the calibration; the models used).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import polars as pl
+import torch
+
+from retailsim_core.datasets.tensors import TensorConfig
+from retailsim_core.datasets.tokens import ProductVocab
+from retailsim_core.demand.check import FRAME_COLUMNS
+from retailsim_core.demand.scores import product_sums, scores_from_sums
+from retailsim_core.demand.shopper_units import shopper_units
+from retailsim_core.demand.world_demand import (
+    cell_quantity,
+    forecast_contexts,
+    line_quantities,
+    poisson_median,
+    realized_contexts,
+)
+from retailsim_core.pipeline.model_refresh import week_models
+from retailsim_core.pipeline.readers.serving_inputs import load_serving_data
+from retailsim_core.split import TemporalSplit
+from retailsim_core.storage.io import atomic_write_parquet
+from retailsim_core.storage.warehouse import Warehouse
+from retailsim_core.tables import CHECKPOINT_TABLE, RAW_TABLE, TRIPS_TABLE
+from retailsim_core.training.checkpoint import load_model, read_json, write_json
+
+WORLD = ("world_model", "world_model_median")
+
+
+def run_world_demand(
+    warehouse: Warehouse,
+    split: TemporalSplit,
+    folder: Path,
+    *,
+    demand: Path,
+    trips: Path,
+    n_boot: int = 500,
+    seed: int = 0,
+) -> dict:
+    """Forecast ``demand``'s test cell-weeks with the world model (``trips``: the trip
+    forecast's folder); write and return the scores (``seconds`` included)."""
+    start = time.perf_counter()
+    first = split.valid_end + 1
+    test = pl.read_parquet(demand / "demand_forecast.parquet")
+    demand_scores = read_json(demand / "scores.json")
+    weeks = sorted(test["week"].unique().to_list())
+    trip_rows = warehouse.scan(TRIPS_TABLE).select(
+        "customer_id", "week", "store_id", "shop_date", "shop_hour"
+    )
+    contexts = forecast_contexts(
+        pl.scan_parquet(trips / "trip_forecast.parquet"),
+        pl.scan_parquet(trips / "store_shares.parquet"),
+        trip_rows,
+        first_forecast_week=first,
+        first_monday=warehouse.calendar.first_monday,
+    )
+    calibration = realized_contexts(trip_rows, first - 1)
+    contexts = pl.concat([calibration, contexts]).collect()
+    config = read_json(warehouse.table_dir(CHECKPOINT_TABLE) / "config.json")
+    data, _ = load_serving_data(warehouse, [first - 1, *weeks], TensorConfig(**config["tensors"]))
+    models, model_ids = _models(warehouse, [first - 1, *weeks], data.vocab)
+    raw = warehouse.scan(RAW_TABLE).select("product_id", "week", "quantity")
+    means = line_quantities(raw, first_forecast_week=first).collect()
+    quantity_fit = demand_scores["quantity"]
+    overall = float(quantity_fit["mean_quantity"])
+    per_token = (
+        data.vocab.frame()
+        .join(means, on="product_id", how="left")
+        .sort("token")["mean_quantity"]
+        .fill_null(overall)
+        .to_numpy()
+    )
+    buyers, totals = shopper_units(models, data, contexts, test, per_token)
+    observed = (
+        raw.filter(pl.col("week") == first - 1)
+        .join(data.vocab.frame().lazy().select("product_id"), on="product_id", how="semi")
+        .select(pl.col("quantity").sum())
+        .collect()
+        .item()
+    )
+    factor = float(observed) / totals[first - 1] if totals[first - 1] > 0 else 1.0
+    scaled = factor * buyers
+    frame = (
+        cell_quantity(test.lazy(), means.lazy(), quantity_fit["coefficients"], overall)
+        .collect()
+        .with_columns(
+            world_model_buyers=pl.Series(scaled),
+            world_model=pl.Series(scaled) * pl.col("quantity"),
+            world_model_median=pl.Series(poisson_median(scaled)) * pl.col("quantity"),
+        )
+    )
+    scores = _scores(frame, demand_scores["mase_scale"], n_boot=n_boot, seed=seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    keep = [*FRAME_COLUMNS, "quantity", "world_model_buyers", *WORLD]
+    atomic_write_parquet(frame.select(keep), folder / "world_model_demand.parquet")
+    scores |= {
+        "calibration": {"week": first - 1, "observed_units": observed,
+                        "model_units": totals[first - 1], "factor": factor},
+        "contexts": contexts.height - calibration.collect().height,
+        "models": model_ids,
+        "test_weeks": [weeks[0], weeks[-1]],
+        "seconds": round(time.perf_counter() - start, 1),
+    }  # fmt: skip
+    write_json(folder / "scores.json", scores)
+    return scores
+
+
+def _models(warehouse: Warehouse, weeks: list[int], vocab: ProductVocab) -> tuple[dict, dict]:
+    """(week -> model, week -> checkpoint id): each week's refresh of the week before where all
+    are published (D111), else the trained checkpoint for every week; a model of another
+    vocabulary than the warehouse's is refused."""
+    folders = week_models(warehouse, weeks) or dict.fromkeys(
+        weeks, warehouse.table_dir(CHECKPOINT_TABLE)
+    )
+    loaded = {}
+    with torch.random.fork_rng():  # building a model draws; the caller's draws stay
+        for f in sorted(set(folders.values())):
+            loaded[f] = load_model(f)
+            if loaded[f][1] != vocab:
+                raise ValueError(f"{f}: another vocabulary than the warehouse's: retrain")
+    models = {w: loaded[f][0] for w, f in folders.items()}
+    ids = {str(w): loaded[f][2]["checkpoint_id"] for w, f in folders.items()}
+    return models, ids
+
+
+def _scores(frame: pl.DataFrame, scale: float, *, n_boot: int, seed: int) -> dict:
+    """Every method's scores (the baselines' and the world model's) on the same rows, all and
+    promoted; each method's paired WAPE differences to the world model's two forecasts."""
+    methods = [c for c in frame.columns if c not in (*FRAME_COLUMNS, "quantity",
+                                                     "world_model_buyers")]  # fmt: skip
+    rows = frame.rename({"observed_units": "units"})
+    out = {"cell_weeks": frame.height, "mase_scale": scale}
+    for part, part_rows in (
+        ("all", rows),
+        ("promoted", rows.filter(pl.col("promotion") != "none")),
+    ):
+        if part_rows.height == 0:
+            continue
+        out[part] = scores_from_sums(product_sums(part_rows, methods), methods, scale,
+                                     reference=WORLD, n_boot=n_boot, seed=seed)  # fmt: skip
+    out["promoted_cell_weeks"] = int((frame["promotion"] != "none").sum())
+    return out

@@ -1,0 +1,59 @@
+"""``world_model_demand`` on the tiny warehouse: the world model's forecast of every
+``demand_forecast`` cell-week, its calibration week before the test weeks, and every method
+scored on the same rows with paired differences to the world model's."""
+
+import json
+
+import polars as pl
+import pytest
+
+from retailsim_core.pipeline.demand_run import run_demand_check
+from retailsim_core.pipeline.trips_run import run_trip_check
+from retailsim_core.pipeline.world_demand_run import WORLD, run_world_demand
+
+
+@pytest.fixture(scope="module")
+def world_demand(tiny_warehouse, tiny_checkpoint, tmp_path_factory):
+    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
+    root = tmp_path_factory.mktemp("world_demand")
+    run_demand_check(wh, split, root / "demand", n_boot=20)
+    run_trip_check(wh, split, root / "trips", n_boot=20)
+    scores = run_world_demand(wh, split, root / "out", demand=root / "demand",
+                              trips=root / "trips", n_boot=20)  # fmt: skip
+    return root, scores, split
+
+
+def test_every_cell_week_gets_the_world_models_forecast(world_demand):
+    root, scores, split = world_demand
+    baseline = pl.read_parquet(root / "demand" / "demand_forecast.parquet")
+    frame = pl.read_parquet(root / "out" / "world_model_demand.parquet")
+    key = ["product_id", "store_id", "week"]
+    assert frame.select(key).equals(baseline.select(key))  # the same rows, in the same order
+    assert frame["observed_units"].equals(baseline["observed_units"])
+    for m in WORLD:
+        assert frame[m].is_not_null().all() and (frame[m] >= 0).all()
+    assert frame["world_model"].sum() > 0  # the model puts units on the panel's cells
+    assert (frame["quantity"] >= 1).all()
+    assert set(scores["all"]) >= {*WORLD, "lightgbm_l1", "poisson_fe", "seasonal_naive"}
+    for figures in scores["all"].values():
+        assert "wape_minus_world_model_interval" in figures
+        assert "wape_minus_world_model_median_interval" in figures
+    calibration = scores["calibration"]
+    assert calibration["week"] == split.valid_end  # the week before the test weeks
+    assert calibration["factor"] == pytest.approx(
+        calibration["observed_units"] / calibration["model_units"]
+    )
+    assert scores["contexts"] > 0
+    assert json.loads((root / "out" / "scores.json").read_text())["cell_weeks"] == frame.height
+
+
+def test_the_median_forecast_is_the_poisson_median_of_the_buyers(world_demand):
+    from scipy.stats import poisson
+
+    root, _, _ = world_demand
+    frame = pl.read_parquet(root / "out" / "world_model_demand.parquet").filter(
+        pl.col("world_model_buyers") > 0
+    )
+    buyers = frame["world_model_buyers"].to_numpy()
+    expected = poisson.median(buyers) * frame["quantity"].to_numpy()
+    assert frame["world_model_median"].to_numpy() == pytest.approx(expected)
