@@ -225,10 +225,28 @@ def world_demand_table(scores: dict) -> dict:
     scope = [[scores["cell_weeks"], scores["promoted_cell_weeks"], scores["contexts"],
               cal["week"], cal["factor"], scores["seconds"]]]  # fmt: skip
     heads = ["test cell-weeks", "promoted", "contexts", "calibration week", "factor", "seconds"]
-    return {
+    out = {
         "scores": table(cols, rows),
         "scope": table(heads, scope, {"factor": ".3f"}),
     }
+    if "promotion_lift" in scores:
+        out["lift"] = lift_table(scores["promotion_lift"])
+    return out
+
+
+def lift_table(lift: dict) -> dict:
+    """Each method's lift Spearman over the products with enough promoted cell-weeks, its
+    interval, the split-half ceiling on those products and the method's share of it."""
+    ceiling = lift["ceiling"]
+    rows = [
+        [m, lift["products"], lift["events"], r["spearman"], _span(r["spearman_interval"]),
+         ceiling["ceiling"], r["share_of_ceiling"]]
+        for m, r in lift["methods"].items()
+    ]  # fmt: skip
+    cols = ["method", "products", "promoted cell-weeks", "Spearman", "95%", "ceiling",
+            "share of ceiling"]  # fmt: skip
+    formats = {"Spearman": ".3f", "ceiling": ".3f", "share of ceiling": ".2f"}
+    return table(cols, rows, formats)
 
 
 AREAS = ("next_basket", "price_events", "demand", "trips", "world_demand", "pricing")

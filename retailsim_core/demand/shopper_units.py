@@ -1,26 +1,44 @@
 """Sum the world model's baskets over shoppers into cells (``world_demand``): every context
 (customer × store × week, with its expected trips as ``weight``) is scored once, its (V,) chance
-that the basket holds each product (``counterfactual.simulate.basket_units``) weighted and added
+that the basket holds each product (``counterfactual.simulate.units_of``) weighted and added
 into its store's row of the week; the forecast cells then read their (store, product) entries.
+
+The promotion counterfactual comes from the same pass: the shelf enters only the slot's price
+terms (D39), so removing the promoted cells' promotions (regular price, off display, out of the
+mailer) moves the price terms of those products and of their substitutes only
+(``response.price_events.price_change``), and the basket is mixed again.
 
 Cost grows with the contexts (one model pass each, V-wide), never with stores × products: a
 week's store rows are the stores its contexts are at.
 
-Glossary: B contexts of a batch, S stores of a week, V vocabulary, N cells.
+Glossary: B contexts of a batch, S stores of a week, V' the model's columns, N cells, K promoted
+(context, product) pairs of a batch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.counterfactual.simulate import basket_units
+from retailsim_core.counterfactual.simulate import units_of
 from retailsim_core.demand.world_demand import CONTEXT_COLUMNS
+from retailsim_core.models.heads import mixture_log_probs
 from retailsim_core.models.world_model import WorldModel
+from retailsim_core.response.price_events import price_change, without_promotion
 from retailsim_core.serving.context import ServingData
+
+KEY = ["product_id", "store_id", "week"]
+
+
+@dataclass(frozen=True)
+class ShopperUnits:
+    buyers: np.ndarray  # (N,) expected baskets holding each cell's product
+    buyers_unpromoted: np.ndarray  # (N,) the same with the promoted cells' promotions removed
+    totals: dict[int, float]  # week -> sum of weight · held · quantity over every product
 
 
 @torch.no_grad()
@@ -30,17 +48,19 @@ def shopper_units(
     contexts: pl.DataFrame,
     cells: pl.DataFrame,
     quantity: np.ndarray,
+    promoted: pl.DataFrame | None = None,
     batch_size: int = 256,
-) -> tuple[np.ndarray, dict[int, float]]:
-    """((N,) expected baskets holding the product of every cell (product_id, store_id, week),
-    {week: the contexts' expected units over every product, sum of weight · held · ``quantity``
-    (V,)}). ``models``: the model of each week; ``contexts``: ``forecast_contexts`` rows (their
-    stores known to ``data``). A cell no context reaches (its store or product unknown) is 0."""
+) -> ShopperUnits:
+    """``models``: the model of each week; ``contexts``: ``forecast_contexts`` rows (their
+    stores known to ``data``); ``cells``: product_id, store_id, week; ``quantity``: (V,) units
+    per line of each token (``totals``); ``promoted``: the cells (product_id, store_id, week)
+    whose promotion the unpromoted forecast removes. A cell no context reaches (its store or
+    product unknown) is 0."""
     tokens = data.vocab.frame().select("product_id", "token")
-    keyed = cells.select("product_id", "store_id", pl.col("week").cast(pl.Int64)).with_row_index(
-        "cell"
-    ).join(tokens, on="product_id", how="left")  # fmt: skip
-    out, totals = np.zeros(cells.height), {}
+    keyed = _tokens(cells, tokens).with_row_index("cell")
+    plan = _tokens(promoted if promoted is not None else cells.clear(), tokens).drop_nulls("token")
+    on, off = np.zeros(cells.height), np.zeros(cells.height)
+    totals = {}
     q = torch.tensor(np.asarray(quantity, dtype=np.float64))  # (V,) the vocabulary's tokens
     for (week,), part in contexts.sort("week").group_by("week", maintain_order=True):
         model = models[int(week)]
@@ -53,19 +73,59 @@ def shopper_units(
             .sort("history", "customer_id", "store_id", "date", "hour")
             .join(row_of, on="store_id", how="left", maintain_order="left")
         )
+        week_plan = plan.filter(pl.col("week") == week)
         # (S, V') V' = the model's columns: the vocabulary and its special tokens after it
         acc = torch.zeros(stores.len(), model.vocab_size, dtype=torch.float64)
+        acc_off = acc.clone()
         for lo in range(0, part.height, batch_size):
             chunk = part.slice(lo, batch_size)
-            held = basket_units(model, data.batch(chunk.select(CONTEXT_COLUMNS))).double()
-            held *= torch.tensor(chunk["weight"].to_numpy())[:, None]  # (B, V)
-            acc.index_add_(0, torch.tensor(chunk["row"].to_numpy()), held)
+            held, held_off = _basket_units(model, data, chunk, week_plan)
+            weight = torch.tensor(chunk["weight"].to_numpy())[:, None]  # (B, 1)
+            rows = torch.tensor(chunk["row"].to_numpy())
+            acc.index_add_(0, rows, held.double() * weight)
+            acc_off.index_add_(0, rows, held_off.double() * weight)
         totals[int(week)] = float((acc[:, : len(q)].sum(0) * q).sum())
         found = (
             keyed.filter(pl.col("week") == week)
             .join(row_of, on="store_id", how="inner")
             .drop_nulls("token")
         )
-        values = acc[found["row"].to_numpy(), found["token"].to_numpy()].numpy()
-        out[found["cell"].to_numpy()] = values
-    return out, totals
+        at = (found["row"].to_numpy(), found["token"].to_numpy())
+        on[found["cell"].to_numpy()] = acc[at].numpy()
+        off[found["cell"].to_numpy()] = acc_off[at].numpy()
+    return ShopperUnits(on, off, totals)
+
+
+def _tokens(cells: pl.DataFrame, tokens: pl.DataFrame) -> pl.DataFrame:
+    return cells.select(*KEY).with_columns(pl.col("week").cast(pl.Int64)).join(
+        tokens, on="product_id", how="left", maintain_order="left"
+    )  # fmt: skip
+
+
+def _basket_units(
+    model: WorldModel, data: ServingData, chunk: pl.DataFrame, plan: pl.DataFrame
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, V') held units of each context's basket, as the shelf has it and with the
+    promotions of ``plan``'s cells at the context's store removed (the same where none)."""
+    batch = data.batch(chunk.select(CONTEXT_COLUMNS))
+    out = model.query_pass(batch)
+    b = len(chunk)
+    explore, repeat, products, share, excluded = model.slot_terms(
+        out, torch.arange(b), torch.zeros(b, dtype=torch.long)
+    )
+    held = units_of(out.size_logits, mixture_log_probs(explore, repeat, products, share, excluded))
+    pairs = (
+        chunk.select("store_id").with_row_index("b").join(plan, on="store_id")
+    )  # (K,) a context's promoted products at its store this week
+    if pairs.height == 0 or out.shelf is None:  # nothing promoted, or a model without prices
+        return held, held
+    bk = torch.tensor(pairs["b"].to_numpy()).long()
+    tk = torch.tensor(pairs["token"].to_numpy()).long()
+    shelf = batch["shelf"]  # (B, V, S)
+    delta = price_change(model.price_response, out, shelf, bk, tk, without_promotion(shelf[bk, tk]))
+    explore = explore + delta
+    repeat = repeat + delta.gather(1, products) if repeat is not None else None
+    held_off = units_of(
+        out.size_logits, mixture_log_probs(explore, repeat, products, share, excluded)
+    )
+    return held, held_off

@@ -21,6 +21,7 @@ import torch
 from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.datasets.tokens import ProductVocab
 from retailsim_core.demand.check import FRAME_COLUMNS
+from retailsim_core.demand.forecast_lift import lift_check
 from retailsim_core.demand.scores import product_sums, scores_from_sums
 from retailsim_core.demand.shopper_units import shopper_units
 from retailsim_core.demand.world_demand import (
@@ -39,6 +40,7 @@ from retailsim_core.tables import CHECKPOINT_TABLE, RAW_TABLE, TRIPS_TABLE
 from retailsim_core.training.checkpoint import load_model, read_json, write_json
 
 WORLD = ("world_model", "world_model_median")
+NOT_FORECASTS = ("quantity", "world_model_buyers", "world_model_no_promotion", "poisson_fe_off")
 
 
 def run_world_demand(
@@ -84,7 +86,9 @@ def run_world_demand(
         .fill_null(overall)
         .to_numpy()
     )
-    buyers, totals = shopper_units(models, data, contexts, test, per_token)
+    promoted = test.filter(pl.col("promotion") != "none")
+    units = shopper_units(models, data, contexts, test, per_token, promoted=promoted)
+    totals = units.totals
     observed = (
         raw.filter(pl.col("week") == first - 1)
         .join(data.vocab.frame().lazy().select("product_id"), on="product_id", how="semi")
@@ -93,19 +97,30 @@ def run_world_demand(
         .item()
     )
     factor = float(observed) / totals[first - 1] if totals[first - 1] > 0 else 1.0
-    scaled = factor * buyers
+    scaled, scaled_off = factor * units.buyers, factor * units.buyers_unpromoted
+    coefficients = quantity_fit["coefficients"]
+    unpromoted = cell_quantity(
+        test.lazy().select("product_id", promotion=pl.lit("none")), means.lazy(), coefficients,
+        overall,
+    ).collect()["quantity"]  # fmt: skip
     frame = (
-        cell_quantity(test.lazy(), means.lazy(), quantity_fit["coefficients"], overall)
+        cell_quantity(test.lazy(), means.lazy(), coefficients, overall)
         .collect()
         .with_columns(
             world_model_buyers=pl.Series(scaled),
             world_model=pl.Series(scaled) * pl.col("quantity"),
             world_model_median=pl.Series(poisson_median(scaled)) * pl.col("quantity"),
+            world_model_no_promotion=pl.Series(scaled_off) * unpromoted,
         )
     )
     scores = _scores(frame, demand_scores["mase_scale"], n_boot=n_boot, seed=seed)
+    pairs = {"world_model": ("world_model", "world_model_no_promotion")}
+    if "poisson_fe" in demand_scores:
+        frame = frame.with_columns(poisson_fe_off=_fe_unpromoted(demand_scores["poisson_fe"]))
+        pairs["poisson_fe"] = ("poisson_fe", "poisson_fe_off")
+    scores["promotion_lift"] = lift_check(frame, pairs, n_boot=n_boot, seed=seed)
     folder.mkdir(parents=True, exist_ok=True)
-    keep = [*FRAME_COLUMNS, "quantity", "world_model_buyers", *WORLD]
+    keep = [*FRAME_COLUMNS, "quantity", "world_model_buyers", *WORLD, "world_model_no_promotion"]
     atomic_write_parquet(frame.select(keep), folder / "world_model_demand.parquet")
     scores |= {
         "calibration": {"week": first - 1, "observed_units": observed,
@@ -140,8 +155,7 @@ def _models(warehouse: Warehouse, weeks: list[int], vocab: ProductVocab) -> tupl
 def _scores(frame: pl.DataFrame, scale: float, *, n_boot: int, seed: int) -> dict:
     """Every method's scores (the baselines' and the world model's) on the same rows, all and
     promoted; each method's paired WAPE differences to the world model's two forecasts."""
-    methods = [c for c in frame.columns if c not in (*FRAME_COLUMNS, "quantity",
-                                                     "world_model_buyers")]  # fmt: skip
+    methods = [c for c in frame.columns if c not in (*FRAME_COLUMNS, *NOT_FORECASTS)]
     rows = frame.rename({"observed_units": "units"})
     out = {"cell_weeks": frame.height, "mase_scale": scale}
     for part, part_rows in (
@@ -154,3 +168,14 @@ def _scores(frame: pl.DataFrame, scale: float, *, n_boot: int, seed: int) -> dic
                                      reference=WORLD, n_boot=n_boot, seed=seed)  # fmt: skip
     out["promoted_cell_weeks"] = int((frame["promotion"] != "none").sum())
     return out
+
+
+def _fe_unpromoted(fit: dict) -> pl.Expr:
+    """The fixed-effects forecast with its plan terms (display, mailer, both) taken out: its
+    own promotion counterfactual."""
+    coef = {k: v or 0.0 for k, v in fit["coefficients"].items()}
+    display, mailer = (pl.col("promotion").str.contains(k).cast(pl.Float64)
+                       for k in ("display", "mailer"))  # fmt: skip
+    plan = (display * coef.get("display", 0.0) + mailer * coef.get("mailer", 0.0)
+            + display * mailer * coef.get("display_mailer", 0.0))  # fmt: skip
+    return pl.col("poisson_fe") * (-plan).exp()

@@ -194,7 +194,7 @@ def model_event_units(
         event = cells["event"].to_numpy()
         for cells_now, into in ((told, on), (regular, off)):
             delta = (  # (B, V); a model without shelf prices does not respond
-                _price_change(model.price_response, out, shelf, b, t, cells_now)
+                price_change(model.price_response, out, shelf, b, t, cells_now)
                 if out.shelf is not None
                 else torch.zeros_like(explore)
             )
@@ -213,9 +213,8 @@ def event_shelves(cells: torch.Tensor, events: pl.DataFrame) -> tuple[torch.Tens
     (the shelf's where the depth is unknown), on display or in the mailer where its kind says
     so. Every baseline reads the event's depth and kind; so does the model, rather than only
     what its leave-one-store-out shelf happened to see. An unavailable cell stays so."""
+    regular = without_promotion(cells)
     depth = cells[:, SHELF_DEPTH].clamp(max=0.95)
-    regular = with_price_multipliers(cells, -torch.log1p(-depth))  # depth 0, no promo
-    regular[:, SHELF_PLAN] = 0.0
     known = torch.from_numpy(events["depth"].fill_null(np.nan).to_numpy(writable=True)).float()
     told_depth = torch.where(known.isnan(), depth, known.clamp(0.0, MAX_DEPTH))
     told = with_price_multipliers(regular, torch.log1p(-told_depth))
@@ -226,7 +225,16 @@ def event_shelves(cells: torch.Tensor, events: pl.DataFrame) -> tuple[torch.Tens
     return regular, told
 
 
-def _price_change(
+def without_promotion(cells: torch.Tensor) -> torch.Tensor:
+    """(N, S) shelf cells back to their regular price: depth 0, off display, out of the
+    mailer (an unavailable cell stays so)."""
+    depth = cells[:, SHELF_DEPTH].clamp(max=0.95)
+    regular = with_price_multipliers(cells, -torch.log1p(-depth))  # depth 0, no promo
+    regular[:, SHELF_PLAN] = 0.0
+    return regular
+
+
+def price_change(
     response: PriceResponse,
     out: ModelOutput,
     shelf: torch.Tensor,

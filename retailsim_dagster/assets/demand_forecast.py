@@ -126,6 +126,11 @@ def world_model_demand(
                 for m in WORLD
                 for k in ("wape", "rmse", "chain_wape")
             },  # fmt: skip
+            **{
+                f"lift_spearman_{m}": v["spearman"]
+                for m, v in scores["promotion_lift"]["methods"].items()
+            },  # fmt: skip
+            "lift_ceiling": scores["promotion_lift"]["ceiling"]["ceiling"],
             "seconds": scores["seconds"],
             "forecasts": dg.MetadataValue.path(str(folder / "world_model_demand.parquet")),
         }

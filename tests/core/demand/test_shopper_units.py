@@ -1,5 +1,6 @@
 """``shopper_units`` against its oracle: each context scored alone by the model, weighted and
-added up per cell; batch sizes do not change the sums."""
+added up per cell; batch sizes do not change the sums; the unpromoted forecast equals the model
+scored on a shelf whose promoted cells were put back to their regular prices."""
 
 import numpy as np
 import polars as pl
@@ -7,10 +8,12 @@ import pytest
 import torch
 
 from retailsim_core.counterfactual.simulate import basket_units
+from retailsim_core.datasets.shelf import SHELF_FEATURES
 from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.demand.shopper_units import shopper_units
 from retailsim_core.demand.world_demand import CONTEXT_COLUMNS
 from retailsim_core.pipeline.readers.serving_inputs import load_serving_data
+from retailsim_core.response.price_events import without_promotion
 from retailsim_core.tables import CHECKPOINT_TABLE, TRIPS_TABLE
 from retailsim_core.training.checkpoint import load_model
 
@@ -41,7 +44,9 @@ def test_the_cells_are_the_weighted_sum_of_every_contexts_basket(served):
                               "store_id": pl.String, "week": pl.Int64}))
     )  # fmt: skip
     q = np.linspace(1.0, 2.0, data.vocab.size)
-    got, totals = shopper_units({12: model, 13: model}, data, contexts, cells, q, batch_size=4)
+    units = shopper_units({12: model, 13: model}, data, contexts, cells, q, batch_size=4)
+    got, totals = units.buyers, units.totals
+    assert (units.buyers_unpromoted == got).all()  # nothing promoted is taken away
     expected = np.zeros(cells.height)
     expected_totals = {12: 0.0, 13: 0.0}
     tokens = dict(data.vocab.frame().iter_rows())
@@ -56,5 +61,38 @@ def test_the_cells_are_the_weighted_sum_of_every_contexts_basket(served):
     assert got[-1] == 0.0  # an unknown product at an unknown store: no context reaches it
     assert got == pytest.approx(expected, rel=1e-5)
     assert totals == pytest.approx(expected_totals, rel=1e-5)
-    again, _ = shopper_units({12: model, 13: model}, data, contexts, cells, q, batch_size=256)
-    assert again == pytest.approx(got, rel=1e-6)
+    again = shopper_units({12: model, 13: model}, data, contexts, cells, q, batch_size=256)
+    assert again.buyers == pytest.approx(got, rel=1e-6)
+
+
+def test_the_unpromoted_forecast_is_the_model_on_the_regular_shelf(served):
+    model, data, contexts = served
+    shelves = data.batch(contexts.select(CONTEXT_COLUMNS))["shelf"]  # (C, V, S)
+    depths = shelves[..., SHELF_FEATURES.index("discount_depth")]  # (C, V)
+    first = int(depths.max(1).values.argmax())  # a context whose store-week has discounts
+    store, week = contexts["store_id"][first], contexts["week"][first]
+    here = contexts.filter((pl.col("store_id") == store) & (pl.col("week") == week))
+    depth = depths[first]
+    tokens = torch.argsort(-depth)[:3]  # the store-week's three deepest discounts
+    assert (depth[tokens] > 0).all()
+    products = data.vocab.frame().filter(pl.col("token").is_in(tokens.tolist()))["product_id"]
+    promoted = pl.DataFrame({"product_id": products, "store_id": store, "week": week})
+    other = contexts.filter(pl.col("store_id") != store)["store_id"][0]
+    cells = pl.concat([promoted, promoted.with_columns(store_id=pl.lit(other))])
+    q = np.ones(data.vocab.size)
+    units = shopper_units({12: model, 13: model}, data, here, cells, q, promoted=promoted)
+    expected = np.zeros(cells.height)
+    with torch.no_grad():
+        for row in here.iter_rows(named=True):
+            batch = data.batch(pl.DataFrame([row]).select(CONTEXT_COLUMNS))
+            regular = batch["shelf"][0, tokens]
+            batch["shelf"][0, tokens] = without_promotion(regular)
+            held = basket_units(model, batch)[0].double().numpy() * row["weight"]
+            for i, p in enumerate(cells["product_id"].head(promoted.height)):
+                expected[i] += held[
+                    data.vocab.frame().filter(pl.col("product_id") == p)["token"][0]
+                ]
+    n = promoted.height
+    assert units.buyers_unpromoted[:n] == pytest.approx(expected[:n], rel=1e-5)
+    assert (units.buyers_unpromoted[:n] < units.buyers[:n]).all()  # a discount sells more
+    assert (units.buyers_unpromoted[n:] == units.buyers[n:]).all()  # another store: unchanged

@@ -44,6 +44,12 @@ def test_every_cell_week_gets_the_world_models_forecast(world_demand):
         calibration["observed_units"] / calibration["model_units"]
     )
     assert scores["contexts"] > 0
+    # the promotion counterfactual: unchanged at store-weeks where the plan promotes nothing
+    promoted = frame.filter(pl.col("promotion") != "none").select("store_id", "week").unique()
+    plain = frame.join(promoted, on=["store_id", "week"], how="anti")
+    assert plain["world_model_no_promotion"].equals(plain["world_model"])
+    lift = scores["promotion_lift"]
+    assert lift["min_events"] == 10 and "ceiling" in lift
     assert json.loads((root / "out" / "scores.json").read_text())["cell_weeks"] == frame.height
 
 
