@@ -18,7 +18,7 @@ predicted baskets"). For a cell (product p, store s) in week W, made before W:
 The median forecast: WAPE is an absolute error, minimised by the median of the forecast
 distribution, not its mean (D116). The buyers of a cell are a sum of many rare independent
 draws, so Poisson with the forecast mean; the median forecast is that Poisson's median times
-E[q].
+the median units of a line (``median_units``).
 
 Glossary: C contexts (customer × store × week), V vocabulary.
 """
@@ -91,12 +91,13 @@ def realized_contexts(trips: pl.LazyFrame, week: int) -> pl.LazyFrame:
 
 
 def line_quantities(raw: pl.LazyFrame, *, first_forecast_week: int) -> pl.LazyFrame:
-    """product_id, mean_quantity: units per line with a positive quantity before the forecast
-    weeks (``raw``: product_id, week, quantity)."""
+    """product_id, mean_quantity, median_quantity: units per line with a positive quantity
+    before the forecast weeks (``raw``: product_id, week, quantity)."""
+    q = pl.col("quantity").cast(pl.Float64)
     return (
         raw.filter((pl.col("quantity") > 0) & (pl.col("week") < first_forecast_week))
         .group_by("product_id")
-        .agg(mean_quantity=pl.col("quantity").cast(pl.Float64).mean())
+        .agg(mean_quantity=q.mean(), median_quantity=q.median())
         .sort("product_id")
     )
 
@@ -114,10 +115,18 @@ def cell_quantity(
     )
     mean = pl.col("mean_quantity").fill_null(overall)
     return (
-        cells.join(means, on="product_id", how="left", maintain_order="left")
+        cells.join(means.select("product_id", "mean_quantity"), on="product_id", how="left",
+                   maintain_order="left")
         .with_columns(quantity=1.0 + (mean - 1.0).clip(lower_bound=0.0) * effect.exp())
         .drop("mean_quantity")
-    )
+    )  # fmt: skip
+
+
+def median_units(buyers: np.ndarray, line_median: np.ndarray) -> np.ndarray:
+    """(N,) the median forecast: the Poisson median of the buyers × the median units of one
+    line (for one buyer, the median of the cell's units exactly; for more, close while most
+    lines hold the same units). WAPE is minimised by the median, not by the mean."""
+    return poisson_median(buyers) * np.asarray(line_median, dtype=np.float64)
 
 
 def poisson_median(mean: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ from retailsim_core.demand.world_demand import (
     cell_quantity,
     forecast_contexts,
     line_quantities,
-    poisson_median,
+    median_units,
     realized_contexts,
 )
 from retailsim_core.pipeline.model_refresh import week_models
@@ -103,13 +103,19 @@ def run_world_demand(
         test.lazy().select("product_id", promotion=pl.lit("none")), means.lazy(), coefficients,
         overall,
     ).collect()["quantity"]  # fmt: skip
+    line_median = (
+        test.select("product_id")
+        .join(means, on="product_id", how="left", maintain_order="left")["median_quantity"]
+        .fill_null(1.0)
+        .to_numpy()
+    )
     frame = (
         cell_quantity(test.lazy(), means.lazy(), coefficients, overall)
         .collect()
         .with_columns(
             world_model_buyers=pl.Series(scaled),
             world_model=pl.Series(scaled) * pl.col("quantity"),
-            world_model_median=pl.Series(poisson_median(scaled)) * pl.col("quantity"),
+            world_model_median=median_units(scaled, line_median),
             world_model_no_promotion=pl.Series(scaled_off) * unpromoted,
         )
     )

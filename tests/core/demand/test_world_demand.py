@@ -14,6 +14,7 @@ from retailsim_core.demand.world_demand import (
     cell_quantity,
     forecast_contexts,
     line_quantities,
+    median_units,
     poisson_median,
     realized_contexts,
 )
@@ -83,13 +84,16 @@ def test_units_per_line_scale_the_units_beyond_the_first_by_the_plan():
     raw = pl.LazyFrame({"product_id": ["P", "P", "P", "Q"], "week": [1, 2, 9, 1],
                         "quantity": [1, 3, 50, 0]})  # fmt: skip
     means = line_quantities(raw, first_forecast_week=5)
-    assert means.collect().rows() == [("P", 2.0)]  # week 9 is a forecast week; Q no line
+    # week 9 is a forecast week; Q no line
+    assert means.collect().rows() == [("P", 2.0, 2.0)]
     cells = pl.LazyFrame({"product_id": ["P", "P", "Q"],
                           "promotion": ["none", "display+mailer", "mailer"]})  # fmt: skip
     out = cell_quantity(cells, means, {"display": 0.5, "mailer": None}, overall=1.4).collect()
     assert out["quantity"].to_list() == pytest.approx([2.0, 1 + np.exp(0.5), 1.4])
 
 
-def test_the_poisson_median():
+def test_the_median_forecast_is_the_buyers_poisson_median_times_a_lines_median():
     got = poisson_median(np.array([0.0, 0.3, 0.7, 1.0, 5.0]))
     assert got.tolist() == [0.0, 0.0, 1.0, 1.0, 5.0]
+    units = median_units(np.array([0.3, 0.7, 5.0]), np.array([2.0, 2.0, 1.0]))
+    assert units.tolist() == [0.0, 2.0, 5.0]

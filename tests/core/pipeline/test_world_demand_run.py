@@ -53,13 +53,25 @@ def test_every_cell_week_gets_the_world_models_forecast(world_demand):
     assert json.loads((root / "out" / "scores.json").read_text())["cell_weeks"] == frame.height
 
 
-def test_the_median_forecast_is_the_poisson_median_of_the_buyers(world_demand):
+def test_the_median_forecast_is_the_poisson_median_of_the_buyers(world_demand, tiny_warehouse):
+    """The buyers' Poisson median × the median units of one of the product's lines before the
+    test weeks (1 for a product without one)."""
     from scipy.stats import poisson
 
-    root, _, _ = world_demand
-    frame = pl.read_parquet(root / "out" / "world_model_demand.parquet").filter(
-        pl.col("world_model_buyers") > 0
+    from retailsim_core.tables import RAW_TABLE
+
+    root, _, split = world_demand
+    medians = (
+        tiny_warehouse["warehouse"].scan(RAW_TABLE)
+        .filter((pl.col("quantity") > 0) & (pl.col("week") <= split.valid_end))
+        .group_by("product_id").agg(line=pl.col("quantity").cast(pl.Float64).median())
+        .collect()
+    )  # fmt: skip
+    frame = (
+        pl.read_parquet(root / "out" / "world_model_demand.parquet")
+        .join(medians, on="product_id", how="left", maintain_order="left")
+        .with_columns(pl.col("line").fill_null(1.0))
     )
     buyers = frame["world_model_buyers"].to_numpy()
-    expected = poisson.median(buyers) * frame["quantity"].to_numpy()
-    assert frame["world_model_median"].to_numpy() == pytest.approx(expected)
+    expected = poisson.median(buyers) * frame["line"].to_numpy()
+    assert frame["world_model_median"].to_numpy() == pytest.approx(expected, nan_ok=False)
