@@ -136,3 +136,39 @@ def poisson_median(mean: np.ndarray) -> np.ndarray:
     positive = mean > 0
     out[positive] = poisson.median(mean[positive])
     return out
+
+
+def world_forecasts(
+    cells: pl.DataFrame,
+    lines: pl.DataFrame,
+    quantity_fit: dict,
+    buyers: np.ndarray,
+    buyers_unpromoted: np.ndarray,
+    *,
+    factor: float,
+) -> pl.DataFrame:
+    """``cells`` (the demand forecast's rows) with ``quantity`` (units per line under the plan),
+    ``world_model_buyers`` (factor × buyers), the mean forecast ``world_model``, the median
+    ``world_model_median`` and ``world_model_no_promotion`` (the promotions removed: their
+    buyers and units per line without the plan's effects). ``lines``: ``line_quantities``'s
+    rows; ``quantity_fit``: the quantity model's coefficients and mean_quantity."""
+    coef, overall = quantity_fit["coefficients"], float(quantity_fit["mean_quantity"])
+    scaled, scaled_off = factor * np.asarray(buyers), factor * np.asarray(buyers_unpromoted)
+    plain = cells.lazy().select("product_id", promotion=pl.lit("none"))
+    unpromoted = cell_quantity(plain, lines.lazy(), coef, overall).collect()["quantity"]
+    line_median = (
+        cells.select("product_id")
+        .join(lines, on="product_id", how="left", maintain_order="left")["median_quantity"]
+        .fill_null(1.0)
+        .to_numpy()
+    )
+    return (
+        cell_quantity(cells.lazy(), lines.lazy(), coef, overall)
+        .collect()
+        .with_columns(
+            world_model_buyers=pl.Series(scaled),
+            world_model=pl.Series(scaled) * pl.col("quantity"),
+            world_model_median=median_units(scaled, line_median),
+            world_model_no_promotion=pl.Series(scaled_off) * unpromoted,
+        )
+    )

@@ -25,11 +25,10 @@ from retailsim_core.demand.forecast_lift import lift_check
 from retailsim_core.demand.scores import product_sums, scores_from_sums
 from retailsim_core.demand.shopper_units import shopper_units
 from retailsim_core.demand.world_demand import (
-    cell_quantity,
     forecast_contexts,
     line_quantities,
-    median_units,
     realized_contexts,
+    world_forecasts,
 )
 from retailsim_core.pipeline.model_refresh import week_models
 from retailsim_core.pipeline.readers.serving_inputs import load_serving_data
@@ -59,36 +58,23 @@ def run_world_demand(
     first = split.valid_end + 1
     test = pl.read_parquet(demand / "demand_forecast.parquet")
     demand_scores = read_json(demand / "scores.json")
-    weeks = sorted(test["week"].unique().to_list())
-    trip_rows = warehouse.scan(TRIPS_TABLE).select(
-        "customer_id", "week", "store_id", "shop_date", "shop_hour"
-    )
-    contexts = forecast_contexts(
-        pl.scan_parquet(trips / "trip_forecast.parquet"),
-        pl.scan_parquet(trips / "store_shares.parquet"),
-        trip_rows,
-        first_forecast_week=first,
-        first_monday=warehouse.calendar.first_monday,
-    )
-    calibration = realized_contexts(trip_rows, first - 1)
-    contexts = pl.concat([calibration, contexts]).collect()
+    weeks = [first - 1, *sorted(test["week"].unique().to_list())]  # calibration, test weeks
+    contexts = _contexts(warehouse, trips, first)
     config = read_json(warehouse.table_dir(CHECKPOINT_TABLE) / "config.json")
-    data, _ = load_serving_data(warehouse, [first - 1, *weeks], TensorConfig(**config["tensors"]))
-    models, model_ids = _models(warehouse, [first - 1, *weeks], data.vocab)
+    data, _ = load_serving_data(warehouse, weeks, TensorConfig(**config["tensors"]))
+    models, model_ids = _models(warehouse, weeks, data.vocab)
     raw = warehouse.scan(RAW_TABLE).select("product_id", "week", "quantity")
-    means = line_quantities(raw, first_forecast_week=first).collect()
+    lines = line_quantities(raw, first_forecast_week=first).collect()
     quantity_fit = demand_scores["quantity"]
-    overall = float(quantity_fit["mean_quantity"])
     per_token = (
         data.vocab.frame()
-        .join(means, on="product_id", how="left")
+        .join(lines, on="product_id", how="left")
         .sort("token")["mean_quantity"]
-        .fill_null(overall)
+        .fill_null(quantity_fit["mean_quantity"])
         .to_numpy()
     )
     promoted = test.filter(pl.col("promotion") != "none")
     units = shopper_units(models, data, contexts, test, per_token, promoted=promoted)
-    totals = units.totals
     observed = (
         raw.filter(pl.col("week") == first - 1)
         .join(data.vocab.frame().lazy().select("product_id"), on="product_id", how="semi")
@@ -96,29 +82,10 @@ def run_world_demand(
         .collect()
         .item()
     )
-    factor = float(observed) / totals[first - 1] if totals[first - 1] > 0 else 1.0
-    scaled, scaled_off = factor * units.buyers, factor * units.buyers_unpromoted
-    coefficients = quantity_fit["coefficients"]
-    unpromoted = cell_quantity(
-        test.lazy().select("product_id", promotion=pl.lit("none")), means.lazy(), coefficients,
-        overall,
-    ).collect()["quantity"]  # fmt: skip
-    line_median = (
-        test.select("product_id")
-        .join(means, on="product_id", how="left", maintain_order="left")["median_quantity"]
-        .fill_null(1.0)
-        .to_numpy()
-    )
-    frame = (
-        cell_quantity(test.lazy(), means.lazy(), coefficients, overall)
-        .collect()
-        .with_columns(
-            world_model_buyers=pl.Series(scaled),
-            world_model=pl.Series(scaled) * pl.col("quantity"),
-            world_model_median=median_units(scaled, line_median),
-            world_model_no_promotion=pl.Series(scaled_off) * unpromoted,
-        )
-    )
+    model_units = units.totals[first - 1]
+    factor = float(observed) / model_units if model_units > 0 else 1.0
+    frame = world_forecasts(test, lines, quantity_fit, units.buyers, units.buyers_unpromoted,
+                            factor=factor)  # fmt: skip
     scores = _scores(frame, demand_scores["mase_scale"], n_boot=n_boot, seed=seed)
     pairs = {"world_model": ("world_model", "world_model_no_promotion")}
     if "poisson_fe" in demand_scores:
@@ -130,14 +97,30 @@ def run_world_demand(
     atomic_write_parquet(frame.select(keep), folder / "world_model_demand.parquet")
     scores |= {
         "calibration": {"week": first - 1, "observed_units": observed,
-                        "model_units": totals[first - 1], "factor": factor},
-        "contexts": contexts.height - calibration.collect().height,
+                        "model_units": model_units, "factor": factor},
+        "contexts": contexts.filter(pl.col("week") >= first).height,
         "models": model_ids,
-        "test_weeks": [weeks[0], weeks[-1]],
+        "test_weeks": [weeks[1], weeks[-1]],
         "seconds": round(time.perf_counter() - start, 1),
     }  # fmt: skip
     write_json(folder / "scores.json", scores)
     return scores
+
+
+def _contexts(warehouse: Warehouse, trips: Path, first: int) -> pl.DataFrame:
+    """The calibration week's realized trips of known customers, then the test weeks' forecast
+    contexts (``trips``: the trip forecast's folder)."""
+    trip_rows = warehouse.scan(TRIPS_TABLE).select(
+        "customer_id", "week", "store_id", "shop_date", "shop_hour"
+    )
+    forecast = forecast_contexts(
+        pl.scan_parquet(trips / "trip_forecast.parquet"),
+        pl.scan_parquet(trips / "store_shares.parquet"),
+        trip_rows,
+        first_forecast_week=first,
+        first_monday=warehouse.calendar.first_monday,
+    )
+    return pl.concat([realized_contexts(trip_rows, first - 1), forecast]).collect()
 
 
 def _models(warehouse: Warehouse, weeks: list[int], vocab: ProductVocab) -> tuple[dict, dict]:

@@ -17,6 +17,7 @@ from retailsim_core.demand.world_demand import (
     median_units,
     poisson_median,
     realized_contexts,
+    world_forecasts,
 )
 
 MONDAY = dt.date(2020, 1, 6)  # week 1's Monday
@@ -97,3 +98,19 @@ def test_the_median_forecast_is_the_buyers_poisson_median_times_a_lines_median()
     assert got.tolist() == [0.0, 0.0, 1.0, 1.0, 5.0]
     units = median_units(np.array([0.3, 0.7, 5.0]), np.array([2.0, 2.0, 1.0]))
     assert units.tolist() == [0.0, 2.0, 5.0]
+
+
+def test_the_forecasts_combine_buyers_units_per_line_and_the_factor():
+    cells = pl.DataFrame({"product_id": ["P", "P", "Q"], "store_id": ["S", "S", "S"],
+                          "week": [5, 6, 5], "promotion": ["none", "mailer", "none"]})  # fmt: skip
+    lines = pl.DataFrame({"product_id": ["P"], "mean_quantity": [1.5], "median_quantity": [1.0]})
+    fit = {"coefficients": {"display": None, "mailer": 0.4}, "mean_quantity": 1.2}
+    out = world_forecasts(cells, lines, fit, np.array([0.5, 1.0, 0.2]), np.array([0.5, 0.6, 0.2]),
+                          factor=2.0)  # fmt: skip
+    mailer_q = 1 + 0.5 * np.exp(0.4)
+    assert out["world_model_buyers"].to_list() == pytest.approx([1.0, 2.0, 0.4])
+    assert out["world_model"].to_list() == pytest.approx([1.5, 2 * mailer_q, 0.4 * 1.2])
+    # Poisson medians of 1, 2 and 0.4 buyers × a line's median (1; Q has no line: 1)
+    assert out["world_model_median"].to_list() == [1.0, 2.0, 0.0]
+    # without the promotion: fewer buyers and the units per line without the mailer's effect
+    assert out["world_model_no_promotion"].to_list() == pytest.approx([1.5, 1.2 * 1.5, 0.48])
