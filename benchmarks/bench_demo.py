@@ -28,6 +28,9 @@ MODEL_STEPS = (
     "evaluation_report",
     "onnx_scoring_graph",
     "pricing_policy",
+    "demand_forecast",
+    "trip_forecast",
+    "world_model_demand",
 )
 
 
