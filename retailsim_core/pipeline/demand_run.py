@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from retailsim_core.demand.check import (
+from retailsim_core.demand.cells.check import (
     FRAME_COLUMNS,
     DemandConfig,
     ScoreSums,
@@ -25,8 +25,8 @@ from retailsim_core.demand.check import (
     sample_cells,
     with_library_forecasts,
 )
-from retailsim_core.demand.quantity import line_frame, quantity_forecasts, quantity_scores
-from retailsim_core.demand.unit_panel import KEY, weekly_units
+from retailsim_core.demand.cells.unit_panel import KEY, weekly_units
+from retailsim_core.demand.world.quantity import line_frame, quantity_forecasts, quantity_scores
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet

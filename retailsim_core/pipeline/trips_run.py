@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from retailsim_core.demand.known_inputs import calendar_frame
-from retailsim_core.demand.trip_check import store_scores, tuned_store_choice, visit_scores
-from retailsim_core.demand.visits import (
+from retailsim_core.demand.cells.known_inputs import calendar_frame
+from retailsim_core.demand.trips.trip_check import store_scores, tuned_store_choice, visit_scores
+from retailsim_core.demand.trips.visits import (
     TripsConfig,
     mailer_products,
     store_shares,

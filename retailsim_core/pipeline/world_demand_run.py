@@ -1,5 +1,5 @@
 """``world_model_demand``: the world model's unit forecast of every ``demand_forecast`` cell-week
-(``demand/world_demand.py``), scored beside the forecasters' baselines on the same rows.
+(``demand/world/world_demand.py``), scored beside the forecasters' baselines on the same rows.
 
 Reads ``demand_forecast`` (its test cell-weeks, their baselines' forecasts and scores),
 ``trip_forecast`` (expected trips and store shares), the trips, raw lines, and the models: each
@@ -20,11 +20,11 @@ import torch
 
 from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.datasets.tokens import ProductVocab
-from retailsim_core.demand.check import FRAME_COLUMNS
-from retailsim_core.demand.forecast_lift import lift_check
-from retailsim_core.demand.scores import product_sums, scores_from_sums
-from retailsim_core.demand.shopper_units import shopper_units
-from retailsim_core.demand.world_demand import (
+from retailsim_core.demand.cells.check import FRAME_COLUMNS
+from retailsim_core.demand.cells.scores import product_sums, scores_from_sums
+from retailsim_core.demand.world.forecast_lift import lift_check
+from retailsim_core.demand.world.shopper_units import shopper_units
+from retailsim_core.demand.world.world_demand import (
     forecast_contexts,
     line_quantities,
     realized_contexts,

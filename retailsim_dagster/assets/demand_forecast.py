@@ -5,7 +5,7 @@ cell-weeks, summed over the shoppers the trips forecast (issue #61)."""
 
 import dagster as dg
 
-from retailsim_core.demand.trip_check import STORE_METHODS, VISIT_METHODS
+from retailsim_core.demand.trips.trip_check import STORE_METHODS, VISIT_METHODS
 from retailsim_core.pipeline.demand_run import run_demand_check
 from retailsim_core.pipeline.trips_run import run_trip_check
 from retailsim_core.pipeline.world_demand_run import WORLD, run_world_demand

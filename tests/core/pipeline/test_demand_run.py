@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from retailsim_core.demand.check import LIBRARY_METHODS, counting_methods
+from retailsim_core.demand.cells.check import LIBRARY_METHODS, counting_methods
 from retailsim_core.pipeline.demand_run import run_demand_check
 from retailsim_core.tables import RAW_TABLE
 
@@ -44,7 +44,7 @@ def test_the_check_forecasts_every_test_cell_week(tiny_warehouse, tmp_path):
 
 
 def test_chunks_of_products_give_the_scores_and_forecasts_of_one_pass(tiny_warehouse, tmp_path):
-    from retailsim_core.demand.check import DemandConfig
+    from retailsim_core.demand.cells.check import DemandConfig
 
     wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
     one = run_demand_check(wh, split, tmp_path / "one", n_boot=50)

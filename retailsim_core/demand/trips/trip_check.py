@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from retailsim_core.demand.scores import ordered_sums
-from retailsim_core.demand.visits import RATE_WINDOWS, TripsConfig, log_loss, store_choice
+from retailsim_core.demand.cells.scores import ordered_sums
+from retailsim_core.demand.trips.visits import RATE_WINDOWS, TripsConfig, log_loss, store_choice
 from retailsim_core.response.response_metrics import product_resamples
 
 VISIT_METHODS = ("p_visit", *(f"recent_rate_{n}" for n in RATE_WINDOWS))

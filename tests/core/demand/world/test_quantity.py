@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from retailsim_core.demand.quantity import (
+from retailsim_core.demand.world.quantity import (
     QuantityConfig,
     line_frame,
     quantity_forecasts,

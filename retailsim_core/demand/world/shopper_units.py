@@ -25,7 +25,7 @@ import polars as pl
 import torch
 
 from retailsim_core.counterfactual.simulate import units_of
-from retailsim_core.demand.world_demand import CONTEXT_COLUMNS
+from retailsim_core.demand.world.world_demand import CONTEXT_COLUMNS
 from retailsim_core.models.heads import mixture_log_probs
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.response.price_events import price_change, without_promotion

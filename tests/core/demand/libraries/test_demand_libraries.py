@@ -8,10 +8,10 @@ import polars as pl
 import pytest
 
 from retailsim_core.calendar import SourceCalendar
-from retailsim_core.demand.fixed_effects import FixedEffectsConfig, poisson_fe_forecasts
-from retailsim_core.demand.gbm import GbmConfig, gbm_forecasts
-from retailsim_core.demand.known_inputs import EXOGENOUS, calendar_frame, with_exogenous
-from retailsim_core.demand.unit_panel import padded_panel
+from retailsim_core.demand.cells.known_inputs import EXOGENOUS, calendar_frame, with_exogenous
+from retailsim_core.demand.cells.unit_panel import padded_panel
+from retailsim_core.demand.libraries.fixed_effects import FixedEffectsConfig, poisson_fe_forecasts
+from retailsim_core.demand.libraries.gbm import GbmConfig, gbm_forecasts
 
 CAL = SourceCalendar("test", dt.date(2016, 12, 26), 60, 40, 45, holidays="us")
 

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from retailsim_core.demand.trip_check import store_scores, visit_scores
-from retailsim_core.demand.visits import (
+from retailsim_core.demand.trips.trip_check import store_scores, visit_scores
+from retailsim_core.demand.trips.visits import (
     TripsConfig,
     log_loss,
     store_choice,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from retailsim_core.demand.known_inputs import EXOGENOUS
+from retailsim_core.demand.cells.known_inputs import EXOGENOUS
 
 TARGET_WINDOWS = (4, 13)  # rolling means of the units before W: a month, a quarter
 OBJECTIVES = {"lightgbm_l1": "l1", "lightgbm_tweedie": "tweedie"}

@@ -4,8 +4,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from retailsim_core.demand.check import forecast_frame, score
-from retailsim_core.demand.unit_panel import unit_panel, weekly_units
+from retailsim_core.demand.cells.check import forecast_frame, score
+from retailsim_core.demand.cells.unit_panel import unit_panel, weekly_units
 
 
 def _raw(*lines) -> pl.LazyFrame:
@@ -84,7 +84,7 @@ def test_the_scores_are_wape_bias_and_mase_with_paired_intervals():
 
 
 def test_ordered_sums_add_each_group_whatever_the_row_order():
-    from retailsim_core.demand.scores import ordered_sums
+    from retailsim_core.demand.cells.scores import ordered_sums
 
     frame = pl.DataFrame({"p": ["A", "B", "A", "A"], "s": ["1", "1", "2", "1"],
                           "w": [1, 1, 1, 2], "x": [0.1, 0.2, 0.3, 0.4]})  # fmt: skip

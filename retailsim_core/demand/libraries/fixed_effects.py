@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from retailsim_core.demand.fixest import pyfixest
+from retailsim_core.demand.libraries.fixest import pyfixest
 
 REGRESSORS = ("display", "mailer", "display_mailer", "holidays", "price_index")
 

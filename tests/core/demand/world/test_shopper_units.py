@@ -10,8 +10,8 @@ import torch
 from retailsim_core.counterfactual.simulate import basket_units
 from retailsim_core.datasets.shelf import SHELF_FEATURES
 from retailsim_core.datasets.tensors import TensorConfig
-from retailsim_core.demand.shopper_units import shopper_units
-from retailsim_core.demand.world_demand import CONTEXT_COLUMNS
+from retailsim_core.demand.world.shopper_units import shopper_units
+from retailsim_core.demand.world.world_demand import CONTEXT_COLUMNS
 from retailsim_core.pipeline.readers.serving_inputs import load_serving_data
 from retailsim_core.response.price_events import without_promotion
 from retailsim_core.tables import CHECKPOINT_TABLE, TRIPS_TABLE

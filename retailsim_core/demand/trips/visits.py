@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from retailsim_core.demand.gbm import lightgbm_params
+from retailsim_core.demand.libraries.gbm import lightgbm_params
 
 RATE_WINDOWS = (4, 13)  # a month and a quarter of weeks
 VISIT_FEATURES = (

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from retailsim_core.demand.fixest import pyfixest
-from retailsim_core.demand.known_inputs import cents
+from retailsim_core.demand.cells.known_inputs import cents
+from retailsim_core.demand.libraries.fixest import pyfixest
 from retailsim_core.response.response_metrics import product_resamples
 
 QUANTITY_REGRESSORS = ("log_price_index", "display", "mailer")

@@ -5,7 +5,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from retailsim_core.demand.forecast_lift import events, lift_check, product_lifts
+from retailsim_core.demand.world.forecast_lift import events, lift_check, product_lifts
 
 
 def _frame(lifts: dict[str, float], stores: int = 4, weeks: int = 6, scale=None) -> pl.DataFrame:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from retailsim_core.demand.unit_panel import CELL
+from retailsim_core.demand.cells.unit_panel import CELL
 
 
 def lagged(units: str, lag: int) -> pl.Expr:

@@ -20,19 +20,15 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from retailsim_core.calendar import SourceCalendar
-from retailsim_core.demand.baselines import moving_average, season_of, seasonal_naive
-from retailsim_core.demand.fixed_effects import FixedEffectsConfig, fe_forecasts, fit_fe
-from retailsim_core.demand.gbm import (
-    GbmConfig,
-    draw_cells,
-    first_week_read,
-    fit_gbm,
-    predict_gbm,
+from retailsim_core.demand.cells.baselines import moving_average, season_of, seasonal_naive
+from retailsim_core.demand.cells.known_inputs import with_exogenous
+from retailsim_core.demand.cells.scores import (
+    mase_scale,
+    product_sums,
+    scale_sums,
+    scores_from_sums,
 )
-from retailsim_core.demand.known_inputs import with_exogenous
-from retailsim_core.demand.quantity import QuantityConfig
-from retailsim_core.demand.scores import mase_scale, product_sums, scale_sums, scores_from_sums
-from retailsim_core.demand.unit_panel import (
+from retailsim_core.demand.cells.unit_panel import (
     CELL,
     KEY,
     padded_panel,
@@ -40,6 +36,15 @@ from retailsim_core.demand.unit_panel import (
     unit_panel,
     weekly_units,
 )
+from retailsim_core.demand.libraries.fixed_effects import FixedEffectsConfig, fe_forecasts, fit_fe
+from retailsim_core.demand.libraries.gbm import (
+    GbmConfig,
+    draw_cells,
+    first_week_read,
+    fit_gbm,
+    predict_gbm,
+)
+from retailsim_core.demand.world.quantity import QuantityConfig
 
 WINDOWS = (4, 13)  # a month and a quarter of weeks
 REFERENCE = "seasonal_naive"

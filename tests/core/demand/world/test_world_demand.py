@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retailsim_core.demand.visits import store_shares
-from retailsim_core.demand.world_demand import (
+from retailsim_core.demand.trips.visits import store_shares
+from retailsim_core.demand.world.world_demand import (
     cell_quantity,
     forecast_contexts,
     line_quantities,

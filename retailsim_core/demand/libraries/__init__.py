@@ -1,0 +1,2 @@
+"""The forecasters' own libraries as baselines: LightGBM through mlforecast, pyfixest's
+Poisson fixed effects (D116)."""
