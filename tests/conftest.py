@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One worker per core (pyproject's ``-n``): a thread each, not every core each, or the
+    # workers' kernels fight over the cores. Read when torch is first imported.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from retailsim_core.pipeline.data.graph_tables import build_product_graph, write_graph
 from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
@@ -83,3 +87,11 @@ def tiny_checkpoint(tiny_warehouse):
             wh, tiny_warehouse["split"], WorldModelConfig.preset("tiny"), TrainConfig.preset("tiny")
         )
     return wh.table_dir(CHECKPOINT_TABLE)
+
+
+def pytest_collection_modifyitems(items):
+    """A test on the default preset's pipeline (``default_pipeline``: 117 weeks generated and
+    ingested) is an end-to-end run: it belongs to the slow tests."""
+    for item in items:
+        if "default_pipeline" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

@@ -6,6 +6,7 @@ import shutil
 import time
 
 import dagster as dg
+import pytest
 
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_dagster.automation import new_week_file_sensor, weekly_refresh_schedule
@@ -106,6 +107,7 @@ def test_schedule_requests_the_newest_week(tiny_dataset, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_weekly_job_refreshes_one_week_through_the_graph(tiny_dataset, tmp_path):
     resources = {
         "raw_source": RawSourceResource(raw_dir=str(tiny_dataset["raw"])),

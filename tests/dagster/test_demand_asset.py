@@ -4,6 +4,7 @@ on a copy of the tiny warehouse (its trained checkpoint included)."""
 import shutil
 
 import dagster as dg
+import pytest
 
 from retailsim_dagster.assets.demand_forecast import (
     demand_forecast,
@@ -13,6 +14,7 @@ from retailsim_dagster.assets.demand_forecast import (
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
 
 
+@pytest.mark.slow
 def test_demand_forecast_materializes_with_its_scores(tiny_warehouse, tiny_checkpoint, tmp_path):
     root = tmp_path / "wh"
     shutil.copytree(tiny_warehouse["warehouse"].root, root)

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from retailsim_dagster.definitions import STEP_PROCESSES, defs
 from retailsim_dagster.partitions import CPU_HEAVY
@@ -79,6 +80,7 @@ def _spans(instance, run_id: str) -> dict[str, tuple[float, float]]:
     return {step: (start[step], end[step]) for step in start}
 
 
+@pytest.mark.slow
 def test_heavy_steps_run_one_at_a_time_on_an_instance_without_the_projects_pools(tmp_path):
     """A fresh instance (no dagster.yaml: no pool limit) still runs the heavy steps apart, while
     the executor's second slot runs the light step beside one of them."""

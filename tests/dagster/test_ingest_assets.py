@@ -2,6 +2,7 @@
 
 import dagster as dg
 import polars as pl
+import pytest
 
 from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
 from retailsim_core.storage.warehouse import Warehouse
@@ -82,6 +83,7 @@ def test_a_raw_folder_that_does_not_exist_fails_at_start_and_keeps_the_data(tiny
     assert Warehouse(tmp_path / "wh").manifest("raw_transactions", 1) == before
 
 
+@pytest.mark.slow
 def test_a_vanished_week_file_never_empties_its_partition_unless_asked(tiny_dataset, tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -102,6 +104,7 @@ def test_a_vanished_week_file_never_empties_its_partition_unless_asked(tiny_data
     assert Warehouse(tmp_path / "wh").manifest("raw_transactions", 1)["status"] == "missing"
 
 
+@pytest.mark.slow
 def test_a_week_whose_rows_are_all_quarantined_fails_the_share_check(tiny_dataset, tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from retailsim_core.storage.locks import exclusive
 from retailsim_dagster.definitions import defs
@@ -53,6 +54,7 @@ def _hold(path, seconds, ready):
         time.sleep(seconds)
 
 
+@pytest.mark.slow
 def test_a_model_step_waits_for_another_and_says_so(tiny_warehouse, tiny_checkpoint, tmp_path):
     from retailsim_dagster.assets.refreshed_model import model_refresh
 

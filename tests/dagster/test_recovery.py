@@ -84,6 +84,7 @@ def test_a_killed_run_is_marked_failed_and_its_pool_slot_freed(tmp_path, monkeyp
         assert sweep_dead_runs(instance).failed_runs == ()  # nothing alive is touched
 
 
+@pytest.mark.slow
 def test_a_live_run_is_never_swept(tmp_path, monkeypatch):
     home = _home(tmp_path, monkeypatch)
     proc = _run(home, 60)

@@ -102,6 +102,7 @@ def test_the_fit_is_the_same_bytes_in_any_row_order_and_predictions_follow_their
     assert forward["units_promoted"].to_list() == backward["units_promoted"].reverse().to_list()
 
 
+@pytest.mark.slow
 def test_the_same_panel_gives_the_same_fit_to_the_bit(large_random_panel):
     """Week effects, levels and responses are summed in a fixed order: the same bytes."""
     cats = pl.DataFrame({"product_id": [str(i) for i in range(3000)]}).with_columns(

@@ -55,6 +55,7 @@ def report(tiny_warehouse):
     return evaluate(wh, tiny_warehouse["split"], tiny_warehouse["truth"], cfg), wh
 
 
+@pytest.mark.slow
 def test_metrics_json_has_every_method_task_and_slice(report):
     result, wh = report
     folder = wh.table_dir(REPORT_TABLE)
@@ -129,6 +130,7 @@ def test_planted_agreement_on_a_literal_table():
     )
 
 
+@pytest.mark.slow
 def test_oracle_is_the_ceiling_and_popularity_the_floor(report):
     nb = report[0].metrics["next_basket"]["all"]
     assert (
@@ -182,6 +184,7 @@ def test_own_uplift_on_literal_cells():
     assert got["depth"][0] == pytest.approx(0.3)
 
 
+@pytest.mark.slow
 def test_cold_start_slice_holds_every_cold_start_test_basket(report):
     """The sample keeps its size for every other slice; the cold-start slice is every cold-start
     test basket, the sample's and the rest (D72)."""
@@ -201,6 +204,7 @@ def test_cold_start_slice_holds_every_cold_start_test_basket(report):
     assert "every cold-start test basket" in page
 
 
+@pytest.mark.slow
 def test_promotion_events_are_test_weeks_known_before_the_sales(report, tiny_warehouse):
     """The D76 check: events of test weeks only, promotions from the planted calendar (the
     truth is bound here), baselines fitted on training and validation weeks (never a test
@@ -234,6 +238,7 @@ def test_promotion_events_are_test_weeks_known_before_the_sales(report, tiny_war
     assert "Promotion events known before the sales" in page and "Elasticity realism" in page
 
 
+@pytest.mark.slow
 def test_with_the_truth_bound_the_events_are_scored_against_the_planted_demand(report):
     """The protocol hands the bound truth to the events: planted units per event and every
     method's figures against them."""

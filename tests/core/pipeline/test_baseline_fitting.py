@@ -38,6 +38,7 @@ def fitted(tiny_warehouse, tmp_path_factory):
     return folder, record, tasks
 
 
+@pytest.mark.slow
 def test_the_baselines_see_the_same_baskets_with_or_without_a_checkpoint(tiny_warehouse, fitted):
     """The tuning reads no checkpoint: its tensors default, and no baseline reads what differs."""
     wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]

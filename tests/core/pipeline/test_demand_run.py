@@ -43,6 +43,7 @@ def test_the_check_forecasts_every_test_cell_week(tiny_warehouse, tmp_path):
     assert json.loads((tmp_path / "scores.json").read_text())["cell_weeks"] == frame.height
 
 
+@pytest.mark.slow
 def test_chunks_of_products_give_the_scores_and_forecasts_of_one_pass(tiny_warehouse, tmp_path):
     from retailsim_core.demand.cells.check import DemandConfig
 

@@ -32,6 +32,7 @@ def warehouse(tiny_warehouse, tiny_checkpoint, tmp_path):
     return Warehouse(root)
 
 
+@pytest.mark.slow
 def test_the_chain_starts_at_the_last_validation_week_and_adds_a_week_each(
     warehouse, tiny_warehouse
 ):
@@ -65,6 +66,7 @@ def test_a_partition_warm_starts_only_from_the_one_before(warehouse, tiny_wareho
         refresh_weeks(warehouse, tiny_warehouse["split"], [13], TrainConfig.preset("tiny"), CFG)
 
 
+@pytest.mark.slow
 def test_re_materializing_gives_the_same_bytes_and_no_later_week_is_read(
     warehouse, tiny_warehouse, tmp_path
 ):
@@ -111,6 +113,7 @@ def test_each_week_is_scored_by_its_own_model():
     assert out[:, 0].tolist() == [70.0, 50.0, 70.0, 60.0]
 
 
+@pytest.mark.slow
 def test_the_newest_own_model_is_what_the_service_serves(warehouse, tiny_warehouse):
     from retailsim_core.pipeline.model_refresh import newest_model
 
@@ -124,6 +127,7 @@ def test_the_newest_own_model_is_what_the_service_serves(warehouse, tiny_warehou
     assert newest_model(warehouse) == warehouse.partition_dir(REFRESH_TABLE, 11)
 
 
+@pytest.mark.slow
 def test_the_evaluation_scores_each_test_week_with_the_refresh_before_it(warehouse, tiny_warehouse):
     """With the refreshes of weeks 11-13 the report holds the refreshed model beside the frozen
     one, a slice per test week (the staleness curve) and the refreshed model's paired

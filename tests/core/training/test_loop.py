@@ -113,6 +113,7 @@ def test_interrupted_training_resumes_to_the_same_result(sets, tmp_path):
         assert torch.equal(v, resumed.best_weights[k]), k
 
 
+@pytest.mark.slow
 def test_a_changed_configuration_does_not_resume_a_stale_state(sets, tmp_path):
     cfg = TrainConfig.preset("tiny", seed=3)
     inputs, train_data, buckets, valid = sets
@@ -144,6 +145,7 @@ def test_a_changed_configuration_does_not_resume_a_stale_state(sets, tmp_path):
     assert res.state.epoch == 1  # started afresh
 
 
+@pytest.mark.slow
 def test_masked_item_figures_are_the_kept_weights_own(sets, tmp_path):
     """Selection reads next-basket NDCG@10 each epoch; the masked-item figures are taken once, for
     the weights kept, and equal what those weights score on the same rows and masks."""
@@ -167,6 +169,7 @@ def test_masked_item_figures_are_the_kept_weights_own(sets, tmp_path):
     assert {k: masked[0][k] for k in expected} == expected
 
 
+@pytest.mark.slow
 def test_early_stopping_ends_the_main_phase(sets, tmp_path):
     phases = TrainConfig.preset("tiny").phases
     frozen = tuple(
@@ -178,6 +181,7 @@ def test_early_stopping_ends_the_main_phase(sets, tmp_path):
     assert len(main) == 2  # no improvement: patience 2
 
 
+@pytest.mark.slow
 def test_trained_checkpoint_beats_popularity_and_reloads_without_pickle(tiny_warehouse):
     wh = tiny_warehouse["warehouse"]
     cfg = dataclasses.replace(TrainConfig.preset("tiny"), samples_per_epoch=None)
@@ -327,6 +331,7 @@ def test_popularity_counted_in_chunks_equals_one_pass(sets, monkeypatch):
     assert (want[0][PAD + 4 :] > 0).any()
 
 
+@pytest.mark.slow
 def test_training_reads_no_memory_it_did_not_write(sets, tmp_path, monkeypatch):
     """Training runs without deterministic mode's NaN fill of new tensors (D100); the same
     history and weights with the fill on prove no kernel of a step (the compiled scan's

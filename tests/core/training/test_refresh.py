@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 import polars as pl
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -69,6 +70,7 @@ def test_a_refresh_never_reads_a_later_week_than_its_newest(weeks, new, replay_w
     assert (rows.filter(pl.col("replay"))["week"] >= new - replay_weeks).all()
 
 
+@pytest.mark.slow
 def test_fine_tuning_moves_the_weights_the_same_way_for_the_same_seed(
     tiny_warehouse, tiny_checkpoint
 ):

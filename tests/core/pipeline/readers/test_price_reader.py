@@ -1,6 +1,6 @@
-"""The one shelf reader (D96) on the default data: every week it materialises from the stored
-observed rows is the dense engine's table cell for cell, and its price features are the joined
-reference's, exactly."""
+"""The one shelf reader (D96): every week it materialises from the stored observed rows is the
+dense engine's table cell for cell, and its price features are the joined reference's, exactly.
+Each check runs on the tiny warehouse (the quick path) and on the default data (slow)."""
 
 import shutil
 
@@ -29,8 +29,17 @@ from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
 
 
-def test_materialised_weeks_equal_the_dense_engine_and_reference(default_pipeline):
-    wh = default_pipeline["warehouse"]
+@pytest.fixture(params=["tiny", pytest.param("default", marks=pytest.mark.slow)])
+def priced(request) -> Warehouse:
+    """A warehouse with derived prices: the tiny one (weeks 1-14, week 4 missing) or the
+    default data's 117 weeks."""
+    if request.param == "tiny":
+        return request.getfixturevalue("tiny_warehouse")["warehouse"]
+    return request.getfixturevalue("default_pipeline")["warehouse"]
+
+
+def test_materialised_weeks_equal_the_dense_engine_and_reference(priced):
+    wh = priced
     weeks = wh.weeks(PRICES_TABLE)
     categories = product_categories(wh, weeks[-1])
     state, prev, stored, dense = CellState(PriceConfig()), PRICE_STATE_SCHEMA.to_frame(), 0, 0
@@ -46,10 +55,10 @@ def test_materialised_weeks_equal_the_dense_engine_and_reference(default_pipelin
     assert stored < dense / 3  # what the warehouse keeps: the observed cells
 
 
-def test_a_store_subset_and_one_frame_read_the_same_cells(default_pipeline):
-    wh = default_pipeline["warehouse"]
-    weeks = [80, 81, 95]
-    stores = read_prices(wh, [80])["store_id"].unique().sort().head(3).to_list()
+def test_a_store_subset_and_one_frame_read_the_same_cells(priced):
+    wh = priced
+    weeks = wh.weeks(PRICES_TABLE)[-3:]
+    stores = read_prices(wh, weeks[:1])["store_id"].unique().sort().head(3).to_list()
     every = read_price_features(wh, weeks)
     some = read_price_features(wh, weeks, stores=stores)
     assert set(some["store_id"]) == set(stores)
@@ -60,15 +69,16 @@ def test_a_store_subset_and_one_frame_read_the_same_cells(default_pipeline):
     )
 
 
-def test_a_reader_fails_clearly_on_a_missing_week(tmp_path, default_pipeline):
-    wh = default_pipeline["warehouse"]
+def test_a_reader_fails_clearly_on_a_missing_week(tmp_path, tiny_warehouse):
+    wh = tiny_warehouse["warehouse"]
     copy = Warehouse(tmp_path / "wh")
-    for week in (1, 2, 4):  # week 3 never materialized
+    *kept, gone, last = wh.weeks(PRICES_TABLE)[:4]
+    for week in (*kept, last):  # ``gone`` never materialized
         shutil.copytree(
             wh.partition_dir(PRICES_TABLE, week), copy.partition_dir(PRICES_TABLE, week)
         )
-    with pytest.raises(FileNotFoundError, match="derived_prices week 3"):
-        read_prices(copy, [4])
+    with pytest.raises(FileNotFoundError, match=f"derived_prices week {gone}"):
+        read_prices(copy, [last])
 
 
 def _one_pass_categories(wh: Warehouse, through: int) -> pl.DataFrame:
@@ -82,9 +92,9 @@ def _one_pass_categories(wh: Warehouse, through: int) -> pl.DataFrame:
     )
 
 
-def test_product_categories_week_by_week_equal_one_pass(default_pipeline):
-    wh = default_pipeline["warehouse"]
-    for through in (1, 30, wh.weeks(RAW_TABLE)[-1]):
+def test_product_categories_week_by_week_equal_one_pass(priced):
+    wh = priced
+    for through in (1, wh.weeks(RAW_TABLE)[len(wh.weeks(RAW_TABLE)) // 3], wh.weeks(RAW_TABLE)[-1]):
         assert_frame_equal(product_categories(wh, through), _one_pass_categories(wh, through))
 
 
@@ -109,8 +119,8 @@ def test_product_categories_keep_a_products_first_row_across_weeks(tmp_path):
     assert product_categories(wh, 1).rows() == [("P2", "A"), ("P1", "B")]
 
 
-def test_store_regions_week_by_week_equal_one_pass(default_pipeline):
-    wh = default_pipeline["warehouse"]
+def test_store_regions_week_by_week_equal_one_pass(priced):
+    wh = priced
     weeks = wh.weeks(PRICES_TABLE)[:40]
     want = (
         stored_prices(wh, weeks)
