@@ -5,8 +5,10 @@ the customer has (the encoder sees trips, so buckets count trips; the spec's ``w
 as ``history_length``), cold start (< 5 prior trips), and novel products (a product first sold
 after the training weeks). Samples are the carded baskets; uncarded ones have no customer, no
 history and no customer features, so they train nothing a sample needs (they still shape prices
-and the product graph). Training skips baskets of more than 50 products (design §4.7.5 case 5);
-validation and test keep them, flagged ``truncated``.
+and the product graph). A basket of more than 50 products is kept in every split, flagged
+``truncated``: its 50 highest-priced products are its tokens, and the size head learns it as
+"50 or more" (D120; design §4.7.5 case 5 skipped them in training as 0.1% of the data, they are
+2% of The Complete Journey's baskets).
 """
 
 from __future__ import annotations
@@ -149,11 +151,10 @@ def advance_history(state: HistoryState, raw: pl.DataFrame, week: int) -> Histor
 
 
 def samples_from_metadata(metadata: pl.DataFrame) -> pl.DataFrame:
-    """Carded baskets; training drops baskets over MAX_ITEMS products, evaluation flags them."""
-    too_big = pl.col("num_products") > MAX_ITEMS
+    """Carded baskets; those over MAX_ITEMS products flagged ``truncated`` (D120)."""
     return (
-        metadata.filter(pl.col("is_carded") & ~((pl.col("split") == "train") & too_big))
-        .with_columns(truncated=too_big)
+        metadata.filter(pl.col("is_carded"))
+        .with_columns(truncated=pl.col("num_products") > MAX_ITEMS)
         .select(SAMPLES_SCHEMA.names())
         .cast(dict(SAMPLES_SCHEMA))
         .sort("basket_id")

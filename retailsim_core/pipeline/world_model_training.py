@@ -121,12 +121,12 @@ def train_world_model(
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     # The shelf and both sets on disk, read a batch at a time (D97).
     inputs = load_model_inputs(warehouse, range(1, split.valid_end + 1), MappedArrays(), log)
-    usable = inputs.samples.filter(~pl.col("truncated"))  # design §4.7.5 case 5
+    samples = inputs.samples  # truncated baskets too: their top 50 by price (D120)
     train_samples = sample_customers(
-        usable.filter(pl.col("split") == "train"), customer_share, train_cfg.seed
+        samples.filter(pl.col("split") == "train"), customer_share, train_cfg.seed
     )
     train_data = inputs.training_set(train_samples, tensor_cfg)
-    valid_data = inputs.training_set(usable.filter(pl.col("split") == "validation"), tensor_cfg)
+    valid_data = inputs.training_set(samples.filter(pl.col("split") == "validation"), tensor_cfg)
     log(
         f"tensors: {len(train_data):,} training / {len(valid_data):,} validation samples "
         f"in {time.perf_counter() - start:.1f}s; vocabulary {inputs.vocab.n_products:,} products"
@@ -143,7 +143,7 @@ def train_world_model(
     start_responses(model.price_response, warehouse, split, inputs, log)
     vocab, buckets = inputs.vocab, train_samples["bucket"].to_numpy()
     basket_hash = train_samples["basket_id"].hash().sum()
-    del inputs, usable, train_samples  # the sets hold what training reads: the frames can go
+    del inputs, samples, train_samples  # the sets hold what training reads: the frames can go
     fit_feature_scaling(model, train_data, train_cfg.seed)
     popularity = popularity_scores(train_data, np.arange(len(train_data)))
     train_data.release()  # the pages the whole-set passes above read

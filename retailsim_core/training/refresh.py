@@ -57,10 +57,9 @@ def refresh_samples(
     ``max_new_samples`` for each week paid, ``RefreshConfig.weeks_paid``) and ``replay_ratio``
     times as many from the ``replay_weeks`` weeks before the first new week. Never a sample of
     a later week than the newest new one."""
-    usable = samples.filter(~pl.col("truncated"))
     first, last = min(new_weeks), max(new_weeks)
-    new = usable.filter(pl.col("week").is_in(new_weeks))
-    old = usable.filter(pl.col("week").is_between(first - cfg.replay_weeks, first - 1))
+    new = samples.filter(pl.col("week").is_in(new_weeks))  # truncated ones too (D120)
+    old = samples.filter(pl.col("week").is_between(first - cfg.replay_weeks, first - 1))
     rng = np.random.default_rng([cfg.seed, last])
     new = _draw(new, cfg.max_new_samples * cfg.weeks_paid(len(new_weeks)), rng)
     old = _draw(old, int(round(cfg.replay_ratio * new.height)), rng)
