@@ -96,7 +96,7 @@ def response_metrics(
         "mean_lift_ratio": _ratio(weights, n * hat, n * obs),
         "wape": wape_boot,
     }
-    out |= {f"{name}_ci": _interval(values) for name, values in boot.items()}
+    out |= {f"{name}_ci": percentile_interval(values) for name, values in boot.items()}
     return ResponseMetrics(out, wape_boot)
 
 
@@ -104,7 +104,7 @@ def paired_difference(a: ResponseMetrics, b: ResponseMetrics) -> dict:
     """WAPE of method ``a`` minus method ``b`` on the same resamples, with its 95% interval."""
     diff = a.wape_resamples - b.wape_resamples
     point = a.summary["wape"] - b.summary["wape"]
-    return {"wape_difference": point, "wape_difference_ci": _interval(diff)}
+    return {"wape_difference": point, "wape_difference_ci": percentile_interval(diff)}
 
 
 def _event_sums(
@@ -151,8 +151,10 @@ def _float(value) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
-def _interval(values: np.ndarray) -> list[float | None]:
-    ok = values[~np.isnan(values)]
+def percentile_interval(draws: np.ndarray) -> list[float | None]:
+    """The 95% percentile interval of resampled figures, over the finite draws (a resample
+    can leave a ratio undefined); [None, None] when none is finite (JSON's null)."""
+    ok = draws[np.isfinite(draws)]
     if not len(ok):
         return [None, None]
     return [float(v) for v in np.percentile(ok, [2.5, 97.5])]

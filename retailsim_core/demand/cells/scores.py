@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from retailsim_core.response.response_metrics import product_resamples
+from retailsim_core.response.response_metrics import percentile_interval, product_resamples
 
 
 def scale_sums(history: pl.DataFrame, naive: str = "seasonal_naive") -> tuple[float, int]:
@@ -109,19 +109,16 @@ def scores_from_sums(
             "mase": abs_err.sum() / rows.sum() / scale,
             "rmse": np.sqrt(sq.sum() / rows.sum()),
             "chain_wape": chain_err.sum() / observed.sum(),
-        } | {f"{k}_interval": _interval(v) for k, v in draws.items()}
+        } | {f"{k}_interval": percentile_interval(v) for k, v in draws.items()}
     for ref in (reference,) if isinstance(reference, str) else reference:
         for m in methods:
-            out[m][f"wape_minus_{ref}_interval"] = _interval(wape_draws[m] - wape_draws[ref])
+            out[m][f"wape_minus_{ref}_interval"] = percentile_interval(
+                wape_draws[m] - wape_draws[ref]
+            )
     return {m: {k: _jsonable(v) for k, v in figures.items()} for m, figures in out.items()}
 
 
-def _interval(draws: np.ndarray) -> list[float]:
-    finite = draws[np.isfinite(draws)]
-    if finite.size == 0:
-        return [float("nan"), float("nan")]
-    return [float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))]
-
-
 def _jsonable(value):
-    return [float(v) for v in value] if isinstance(value, list) else float(value)
+    if isinstance(value, list):  # an interval: null where no resample defined it
+        return [None if v is None else float(v) for v in value]
+    return float(value)

@@ -15,14 +15,10 @@ import polars as pl
 
 from retailsim_core.demand.cells.scores import ordered_sums
 from retailsim_core.demand.trips.visits import RATE_WINDOWS, TripsConfig, log_loss, store_choice
-from retailsim_core.response.response_metrics import product_resamples
+from retailsim_core.response.response_metrics import percentile_interval, product_resamples
 
 VISIT_METHODS = ("p_visit", *(f"recent_rate_{n}" for n in RATE_WINDOWS))
 STORE_METHODS = ("predicted", "last_store")
-
-
-def _interval(draws: np.ndarray) -> list[float]:
-    return [float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))]
 
 
 def _resampled(per_customer: pl.DataFrame, columns, denominator: str, n_boot: int, seed: int):
@@ -47,9 +43,11 @@ def visit_scores(visits: pl.DataFrame, *, n_boot: int, seed: int) -> dict:
     columns = ["rows", *VISIT_METHODS]
     per_customer = ordered_sums(losses, ["customer_id"], {c: pl.col(c) for c in columns})
     got = _resampled(per_customer, VISIT_METHODS, "rows", n_boot, seed)
-    out = {m: {"log_loss": p, "log_loss_interval": _interval(d)} for m, (p, d) in got.items()}
+    out = {
+        m: {"log_loss": p, "log_loss_interval": percentile_interval(d)} for m, (p, d) in got.items()
+    }
     for m in VISIT_METHODS[1:]:
-        out["p_visit"][f"minus_{m}_interval"] = _interval(got["p_visit"][1] - got[m][1])
+        out["p_visit"][f"minus_{m}_interval"] = percentile_interval(got["p_visit"][1] - got[m][1])
     out["customer_weeks"] = visits.height
     out["visit_rate"] = float(y.mean())
     return out
@@ -66,8 +64,10 @@ def store_scores(choices: pl.DataFrame, *, n_boot: int, seed: int) -> dict:
     columns = ["trips", *STORE_METHODS]
     per_customer = ordered_sums(hits, ["customer_id"], {c: pl.col(c) for c in columns})
     got = _resampled(per_customer, STORE_METHODS, "trips", n_boot, seed)
-    out = {m: {"accuracy": p, "accuracy_interval": _interval(d)} for m, (p, d) in got.items()}
-    out["predicted"]["minus_last_store_interval"] = _interval(
+    out = {
+        m: {"accuracy": p, "accuracy_interval": percentile_interval(d)} for m, (p, d) in got.items()
+    }
+    out["predicted"]["minus_last_store_interval"] = percentile_interval(
         got["predicted"][1] - got["last_store"][1]
     )
     out["trips"] = choices.height

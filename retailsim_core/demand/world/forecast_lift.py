@@ -25,6 +25,8 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
+from retailsim_core.response.response_metrics import percentile_interval
+
 CELL = ["product_id", "store_id"]
 
 
@@ -110,7 +112,7 @@ def lift_check(
         share = rho / ceiling["ceiling"] if ceiling["ceiling"] else None
         out["methods"][name] = {
             "spearman": rho,
-            "spearman_interval": _interval(boot),
+            "spearman_interval": percentile_interval(boot),
             "share_of_ceiling": share,
         }
     return out
@@ -129,10 +131,3 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
     return float(spearmanr(x, y)[0])
-
-
-def _interval(draws: np.ndarray) -> list[float | None]:
-    finite = draws[np.isfinite(draws)]
-    if finite.size == 0:
-        return [None, None]
-    return [float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))]

@@ -28,7 +28,7 @@ import polars as pl
 
 from retailsim_core.demand.cells.known_inputs import cents
 from retailsim_core.demand.libraries.fixest import pyfixest
-from retailsim_core.response.response_metrics import product_resamples
+from retailsim_core.response.response_metrics import percentile_interval, product_resamples
 
 QUANTITY_REGRESSORS = ("log_price_index", "display", "mailer")
 
@@ -172,12 +172,8 @@ def _part_scores(rows: pl.DataFrame, *, n_boot: int, seed: int) -> dict:
         mae_draws[m] = draws["mae"]
         out[m] = {"mae": float(a.sum() / n.sum()), "rmse": float(np.sqrt(s.sum() / n.sum())),
                   "bias": float(e.sum() / q.sum())} | {
-            f"{k}_interval": _interval(v) for k, v in draws.items()
+            f"{k}_interval": percentile_interval(v) for k, v in draws.items()
         }  # fmt: skip
     diff = mae_draws["quantity_model"] - mae_draws["product_mean"]
-    out["quantity_model"]["mae_minus_product_mean_interval"] = _interval(diff)
+    out["quantity_model"]["mae_minus_product_mean_interval"] = percentile_interval(diff)
     return out
-
-
-def _interval(draws: np.ndarray) -> list[float]:
-    return [float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))]

@@ -9,6 +9,7 @@ import pytest
 
 from retailsim_core.response.response_metrics import (
     paired_difference,
+    percentile_interval,
     predicted_lifts,
     product_resamples,
     response_metrics,
@@ -129,3 +130,9 @@ def test_predicted_lifts_are_the_same_bytes_every_call():
     want = predicted_lifts(events, "on", "off")
     for _ in range(8):
         assert predicted_lifts(events, "on", "off").equals(want)
+
+
+def test_an_interval_reads_the_finite_draws_and_is_null_without_one():
+    draws = np.array([np.nan, np.inf, *np.arange(101.0), -np.inf])
+    assert percentile_interval(draws) == [2.5, 97.5]
+    assert percentile_interval(np.array([np.nan, np.inf])) == [None, None]
