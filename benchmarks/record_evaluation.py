@@ -1,15 +1,15 @@
 """Record a materialized evaluation's figures in ``benchmarks/results/`` for the docs' tables.
 
 Reads what ``evaluation_report`` and ``pricing_policy`` wrote (``metrics.json``,
-``intervals.json``, ``tuning.json``, ``results.json``) and writes three areas named after
+``intervals.json``, ``tuning.json``, ``results.json``) and writes areas named after
 ``--dataset``: ``<dataset>_next_basket`` (every method on the headline slice with the world
-model's difference interval, and R@20 by slice), ``<dataset>_price_events`` (the promotion
-events against the observed and, on synthetic data, the planted response) and
-``<dataset>_pricing`` (each category's margin lift by policy on the held-out simulator), and
-``<dataset>_demand`` (the demand forecast check's scores) where ``demand_forecast`` ran, and
-``<dataset>_trips`` (visits and store choice) where ``trip_forecast`` ran, and
-``<dataset>_world_demand`` (the world model's unit forecast beside the baselines) where
-``world_model_demand`` ran.
+model's difference interval, R@20 by slice, simulated against real basket sizes),
+``<dataset>_price_events`` (the promotion events against the observed and, on synthetic data,
+the planted response), ``<dataset>_pricing`` (each category's margin lift by policy on the
+held-out simulator), ``<dataset>_demand`` (the demand forecast check's scores) where
+``demand_forecast`` ran, ``<dataset>_trips`` (visits and store choice) where ``trip_forecast``
+ran, and ``<dataset>_world_demand`` (the world model's unit forecast beside the baselines)
+where ``world_model_demand`` ran.
 
     python -m benchmarks.record_evaluation --warehouse data/warehouse --dataset synthetic
 """
@@ -58,6 +58,19 @@ def next_basket_tables(metrics: dict, intervals: dict, slice_name: str) -> dict:
     ]
     fmt = {m: ".4f" for m in rivals}
     return {"headline": head, "slices": table(["slice (R@20)"] + rivals, slices, fmt)}
+
+
+def simulation_table(sim: dict) -> dict:
+    """Simulated baskets against the real ones of the same test contexts: mean sizes, their
+    ratio against its target (within 10%), and the size distributions' distances."""
+    ratio = sim["mean_size_ratio"]
+    verdict = "within 10%: " + ("met" if abs(ratio - 1) <= 0.1 else "not met")
+    row = [sim["baskets"], sim["simulated_mean_size"], sim["real_mean_size"], ratio, verdict]
+    row += [sim["size_ks_statistic"], sim["size_total_variation"]]
+    cols = ["baskets", "simulated mean size", "real mean size", "ratio", "target"]
+    cols += ["KS", "total variation"]
+    fmt = {c: ".2f" for c in cols[1:3]} | {"ratio": ".3f", "KS": ".3f", "total variation": ".3f"}
+    return table(cols, [row], fmt)
 
 
 def price_event_tables(events: dict) -> dict:
@@ -259,11 +272,12 @@ def area_tables(warehouse: Path, slice_name: str) -> dict[str, tuple[str, dict]]
     out = {}
     if (ev / "metrics.json").exists():
         intervals = read(ev / "intervals.json")
-        out["next_basket"] = (
-            "Next basket",
-            next_basket_tables(read(ev / "metrics.json"), intervals, slice_name),
-        )
-        events = read(ev / "tuning.json").get("price_events")
+        tuning = read(ev / "tuning.json")
+        tables = next_basket_tables(read(ev / "metrics.json"), intervals, slice_name)
+        if tuning.get("simulation"):
+            tables["simulation"] = simulation_table(tuning["simulation"])
+        out["next_basket"] = ("Next basket", tables)
+        events = tuning.get("price_events")
         if events:
             out["price_events"] = ("Promotion events", price_event_tables(events))
     demand, trips = warehouse / "demand_forecast" / "scores.json", warehouse / "trip_forecast"

@@ -75,3 +75,15 @@ def test_the_demand_and_trips_areas_are_read_from_their_own_scores(tmp_path):
     assert areas["demand"][1]["quantity_fit"]["rows"] == [["-1.200", "dropped", 40, 1.3]]
     visits = areas["trips"][1]["visits"]["rows"]
     assert visits[1] == ["recent_rate_4", "0.6000", "+0.1000 … +0.2000", "-0.2000 … -0.1000"]
+
+
+def test_simulated_basket_sizes_are_judged_against_the_ten_percent_target():
+    from benchmarks.record_evaluation import simulation_table
+
+    sim = {"baskets": 512, "simulated_mean_size": 9.2, "real_mean_size": 10.7,
+           "mean_size_ratio": 9.2 / 10.7, "size_ks_statistic": 0.05,
+           "size_total_variation": 0.1}  # fmt: skip
+    (row,) = simulation_table(sim)["rows"]
+    assert row[0] == 512 and row[4] == "within 10%: not met"
+    (row,) = simulation_table(sim | {"mean_size_ratio": 0.95})["rows"]
+    assert row[4] == "within 10%: met"
