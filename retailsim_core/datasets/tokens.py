@@ -3,8 +3,8 @@
 Vocabulary: ``0 = [PAD]``, products ``1..N`` (sorted product ids), ``N+1 = [MASK]``,
 ``N+2 = [EOS]``.
 A basket is its product tokens followed by one [EOS]; baskets longer than ``max_items`` are
-skipped in training and truncated (keeping the most expensive items) at inference (design §4.7.5
-case 5).
+truncated to their most expensive items, in training and at inference (D120; design §4.7.5
+case 5 skipped them in training).
 """
 
 from __future__ import annotations
