@@ -174,7 +174,11 @@ def main() -> None:
     )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--modes", default="pytorch,onnx")
-    parser.add_argument("--record", action="store_true", help="write results/serving.json")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="write results/serving.json (serving_one_client.json with --clients 1)",
+    )
     args = parser.parse_args()
     rows, load_rows = [], []
     warehouse = Warehouse(args.warehouse)
@@ -239,10 +243,14 @@ def main() -> None:
     if args.record and not args.heavy:  # a run beside heavy clients records that table only
         cols = ["scoring", "clients", "p50 ms", "p95 ms", "p99 ms", "requests/s", "batch ctx/s"]
         fmts = {c: ".1f" for c in cols[2:6]} | {"batch ctx/s": ",.0f"}
+        # One client (the per-request cost, the p50 target) and many (the service under
+        # concurrency) are separate measurements, each file with its own commit and date.
+        one = args.clients == 1
         record(
-            "serving",
-            title="Serving",
-            command=f"python -m benchmarks.bench_serving --clients {args.clients} --record",
+            "serving_one_client" if one else "serving",
+            title="Serving, one client" if one else "Serving",
+            command=f"python -m benchmarks.bench_serving --clients {args.clients} "
+            f"--requests {args.requests} --batch {args.batch} --modes {args.modes} --record",
             tables={"latency": table(cols, rows, fmts)},
         )
     if args.record and load_rows:

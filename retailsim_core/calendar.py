@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
 
 FIRST_MONDAY = dt.date(2006, 4, 10)
 N_WEEKS = 117
@@ -82,6 +85,12 @@ class SourceCalendar:
         rule = {"uk": uk_bank_holidays, "us": us_federal_holidays}[self.holidays]
         first, last = self.first_monday.year, self.end.year
         return sorted({d for y in range(first - 1, last + 2) for d in rule(y)})
+
+    @cached_property
+    def holiday_days(self) -> np.ndarray:
+        """``holiday_dates`` as days since 1970-01-01 (int64): computed once per calendar, read
+        by every batch's calendar inputs."""
+        return np.asarray(self.holiday_dates, dtype="datetime64[D]").astype(np.int64)
 
     def monday_of(self, week: int) -> dt.date:
         if not 1 <= week <= self.n_weeks:

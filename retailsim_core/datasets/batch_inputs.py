@@ -138,7 +138,11 @@ def history_inputs(
     a = index.arrays
     h_len = ctx.end - encoder_start
     H = width if width is not None else max(int(h_len.max()), 1)
-    trip_rows = ragged(np.arange(len(a.day), dtype=np.int64), encoder_start, h_len, H, fill=-1)
+    # ragged(arange(T), ...) without building arange(T): a served request reads a few trips
+    col = np.arange(H, dtype=np.int64)
+    trip_rows = np.where(
+        col < np.minimum(h_len, H)[:, None], np.asarray(encoder_start, np.int64)[:, None] + col, -1
+    )  # (B, H)
     valid = trip_rows >= 0  # (B, H)
     # Every product of the encoder's trips, flat: (B * H) bags, empty for padded trips.
     lengths = np.where(valid, a.offsets[trip_rows + 1] - a.offsets[np.maximum(trip_rows, 0)], 0)
@@ -170,21 +174,28 @@ def days_since_last_trip(index: TripIndex, ctx: BasketContext, encoder_start) ->
 
 
 def calendar_inputs(
-    date: pl.Series,
+    day: np.ndarray,
     hour: np.ndarray,
     week: np.ndarray,
     days_since_last: np.ndarray,
     calendar: SourceCalendar = LGSR,
 ) -> np.ndarray:
-    """(B, 7) T3: ISO week, weekday, hour, public holiday (the source's country's), season,
-    week / the source's weeks, days since the customer's last trip (-1 without one)."""
+    """(B, 7) T3 of baskets on ``day`` (days since 1970-01-01): ISO week, weekday (LGSR's: 1 =
+    Sunday), hour, public holiday (the source's country's), season, week / the source's weeks,
+    days since the customer's last trip (-1 without one). Date arithmetic in numpy: a served
+    request is one row, where a dataframe's per-call cost would be most of the work."""
+    day = np.asarray(day, dtype=np.int64)
+    monday0 = (day + 3) % 7  # 0 = Monday .. 6 = Sunday: 1970-01-01 was a Thursday
+    thursday = (day - monday0 + 3).astype("datetime64[D]")  # its ISO week's Thursday
+    iso_week = (thursday - thursday.astype("datetime64[Y]")).astype(np.int64) // 7 + 1
+    month = day.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64) % 12 + 1
     return np.stack(
         [
-            date.dt.week().to_numpy(),
-            (date.dt.weekday() % 7 + 1).to_numpy(),
+            iso_week,
+            (monday0 + 1) % 7 + 1,
             hour,
-            date.is_in(calendar.holiday_dates).to_numpy(),
-            ((date.dt.month() % 12) // 3).to_numpy(),  # calendar.season_of, vectorised
+            np.isin(day, calendar.holiday_days),
+            (month % 12) // 3,  # calendar.season_of, vectorised
             np.asarray(week) / calendar.n_weeks,
             days_since_last,
         ],

@@ -160,7 +160,7 @@ class TrainingSet:
             _rows_of(f, keys, ["customer_id", "week"]) for f in (affinity, missions)
         )
         numeric, self.customer_names, has_snapshot = customer_inputs(s, affinity, missions)
-        date = basket["shop_date"]
+        day = basket["shop_date"].cast(pl.Int32).to_numpy()
         since = days_since_last_trip(self.index, ctx, hist_start)
         store_numeric, store_codes, store_is_new = store_inputs(basket, stores)
         return {
@@ -171,9 +171,9 @@ class TrainingSet:
                 codes("cust_lifestage", LIFESTAGE_CODES),
             ).to_numpy(),
             "history_alpha": history_alpha(s["history_trips"].to_numpy()),
-            "basket_day": date.cast(pl.Int32).to_numpy(),
+            "basket_day": day,
             "time_context": calendar_inputs(
-                date, basket["shop_hour"].to_numpy(), s["week"].to_numpy(), since, self.calendar
+                day, basket["shop_hour"].to_numpy(), s["week"].to_numpy(), since, self.calendar
             ),
             "store_numeric": store_numeric,
             "store_codes": store_codes,

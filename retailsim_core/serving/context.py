@@ -56,6 +56,21 @@ CONTEXT_SCHEMA = pl.Schema(
 WEEK_KEY = 1024  # customer rank * WEEK_KEY + week orders trips by (customer, week)
 
 
+@dataclass(frozen=True)
+class ResolvedContexts:
+    """``ServingData.resolve``: (B,) int64 arrays; -1 where a lookup found nothing."""
+
+    day: np.ndarray  # days since 1970-01-01
+    week: np.ndarray  # the source's week of the day
+    hour: np.ndarray
+    rank: np.ndarray  # the customer's rank in the trip store (-1: new or unknown)
+    start: np.ndarray  # the customer's first trip row (-1: new or unknown)
+    snapshot_row: np.ndarray  # the customer's T1 snapshot of the week (-1: none)
+    code: np.ndarray  # the store's code
+    store_row: np.ndarray  # the store's T5 row of the week
+    shelf_row: np.ndarray  # the store's shelf row of the week
+
+
 def served_weeks(sample_weeks: list[int], checkpoint_config: dict) -> list[int]:
     """The weeks a checkpoint serves: the warehouse's sample weeks (``sample_weeks``) after its
     validation weeks (weeks it neither trained nor stopped on)."""
@@ -193,36 +208,51 @@ class ServingData:
             ),
         }
 
-    def resolve(self, contexts: pl.DataFrame) -> pl.DataFrame:
-        """``contexts`` (CONTEXT_SCHEMA) with their week, the customer's rank and first trip row
-        (null for a new or unknown customer), its snapshot row, the store's code (null when
-        unknown) and its T5 and shelf rows of the week."""
-        c = contexts.cast(dict(CONTEXT_SCHEMA)).with_columns(
-            week=week_of_date(pl.col("date"), self.calendar)
-        )
-        look = self.lookups
-        none = (None, None)
-        customers = [look["customer"].get(k, none) for k in c["customer_id"]]
-        keys = list(zip(c["customer_id"], c["week"], strict=True))
-        stores = list(zip(c["store_id"], c["week"], strict=True))
-        store_weeks = [look["store_week"].get(k, none) for k in stores]
-        return c.with_columns(
-            pl.Series("rank", [r for r, _ in customers], pl.Int64),
-            pl.Series("start", [s for _, s in customers], pl.Int64),
-            pl.Series("snapshot_row", [look["snapshot"].get(k) for k in keys], pl.Int64),
-            pl.Series("code", [look["store"].get(k) for k, _ in stores], pl.Int64),
-            pl.Series("store_row", [r for r, _ in store_weeks], pl.Int64),
-            pl.Series("shelf_row", [r for _, r in store_weeks], pl.Int64),
+    def resolve(self, contexts: pl.DataFrame) -> ResolvedContexts:
+        """``contexts`` (CONTEXT_SCHEMA) as arrays: their day and week, the customer's rank and
+        first trip row (-1 for a new or unknown customer), its snapshot row, the store's code
+        and its T5 and shelf rows of the week (-1 where unknown). Dictionary lookups on plain
+        lists: a served request is one row, where a dataframe's per-call cost would dominate."""
+        look, none = self.lookups, (-1, -1)
+        day = contexts["date"].cast(pl.Int32).to_numpy().astype(np.int64)
+        week = (day - self._first_day) // 7 + 1
+        customers = [look["customer"].get(k, none) for k in contexts["customer_id"].to_list()]
+        stores = contexts["store_id"].to_list()
+        weeks = week.tolist()
+        keys = list(zip(stores, weeks, strict=True))
+        store_weeks = [look["store_week"].get(k, none) for k in keys]
+        snapshot = look["snapshot"]
+        ids = contexts["customer_id"].to_list()
+
+        def column(values) -> np.ndarray:
+            return np.asarray(values, dtype=np.int64).reshape(len(day))
+
+        unknown = [k for k, row in zip(keys, store_weeks, strict=True) if row == none]
+        if unknown:
+            raise ValueError(f"no store row for (store, week) {unknown[0]}: check the contexts")
+        return ResolvedContexts(
+            day=day,
+            week=week,
+            hour=contexts["hour"].to_numpy().astype(np.int64),
+            rank=column([r if r is not None else -1 for r, _ in customers]),
+            start=column([s if s is not None else -1 for _, s in customers]),
+            snapshot_row=column([snapshot.get(k, -1) for k in zip(ids, weeks, strict=True)]),
+            code=column([look["store"].get(k, -1) for k in stores]),
+            store_row=column([r for r, _ in store_weeks]),
+            shelf_row=column([r for _, r in store_weeks]),
         )
 
-    def history_bounds(self, c: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    @cached_property
+    def _first_day(self) -> int:
+        return int(np.datetime64(self.calendar.first_monday.isoformat(), "D").astype(np.int64))
+
+    def history_bounds(self, c: ResolvedContexts) -> tuple[np.ndarray, np.ndarray]:
         """(start, end) trip rows of each resolved context's history: weeks before its week."""
-        week, rank = c["week"].to_numpy(), c["rank"].fill_null(-1).to_numpy()
-        known = rank >= 0
+        known = c.rank >= 0
         end = np.where(
-            known, np.searchsorted(self.trip_keys, rank * WEEK_KEY + week, side="left"), 0
+            known, np.searchsorted(self.trip_keys, c.rank * WEEK_KEY + c.week, side="left"), 0
         )
-        return np.where(known, c["start"].fill_null(0).to_numpy(), 0), end
+        return np.where(known, c.start, 0), end
 
     def history_trips(self, contexts: pl.DataFrame) -> np.ndarray:
         """(B,) trips before each context's week (orders big batches by their padding)."""
@@ -234,26 +264,24 @@ class ServingData:
         ``cold_start`` (B,) True where the customer has no trip before the week. Encoder trips
         are padded to ``history_width`` when given (a fixed width for the ONNX graph)."""
         c = self.resolve(contexts)
-        week = c["week"].to_numpy()
         start, end = self.history_bounds(c)
         encoder_start = np.maximum(start, end - self.tensor_cfg.max_history_trips)
-        date = c["date"]
         ctx = BasketContext(
             start=start,
             end=end,
-            day=date.cast(pl.Int32).to_numpy(),
-            store=c["code"].to_numpy().astype(np.int64),
-            hour=c["hour"].to_numpy().astype(np.int64),
-            weekend=(date.dt.weekday() >= 6).to_numpy(),
+            day=c.day.astype(np.int32),
+            store=c.code,
+            hour=c.hour,
+            weekend=(c.day + 3) % 7 >= 5,  # Saturday or Sunday (1970-01-01 was a Thursday)
         )
         history = history_inputs(self.index, encoder_start, ctx, width=history_width)
         missing = len(self.snapshots) - 1
-        customer_numeric = self.snapshots[c["snapshot_row"].fill_null(missing).to_numpy()]
+        customer_numeric = self.snapshots[np.where(c.snapshot_row >= 0, c.snapshot_row, missing)]
         since = days_since_last_trip(self.index, ctx, encoder_start)
-        store_row = c["store_row"].to_numpy()
-        store_numeric, store_codes, store_is_new = (part[store_row] for part in self.store_context)
-        b = c.height
-        shelf_rows = c["shelf_row"].to_numpy()
+        store_numeric, store_codes, store_is_new = (
+            part[c.store_row] for part in self.store_context
+        )
+        b = len(c.day)
         tensors = {
             **history,
             # The customer's segment codes as of the latest trip before the week; none if new.
@@ -262,13 +290,13 @@ class ServingData:
             ),
             "customer_numeric": customer_numeric,
             "history_alpha": history_alpha(end - start),
-            "calendar": calendar_inputs(date, ctx.hour, week, since, self.calendar),
+            "calendar": calendar_inputs(c.day, c.hour, c.week, since, self.calendar),
             "store_codes": store_codes,
             "store_numeric": store_numeric,
             "store_is_new": store_is_new,
             "basket_labels": np.zeros((b, 4), dtype=np.int64),  # nothing of the basket is known
             "item_prices": np.zeros((b, 1, len(PRICE_COLUMNS)), dtype=np.float32),
-            "shelf": self.shelf.dense(shelf_rows),
+            "shelf": self.shelf.dense(c.shelf_row),
         }
         return to_batch(tensors | {"cold_start": end == start})
 

@@ -67,6 +67,7 @@ class WorldModelService:
         self.onnx, self.onnx_note = onnx, onnx_note
         self._score = world_model_scorer(model)
         self._products = pl.DataFrame({"product_id": list(vocab.products)})
+        self._names = np.asarray(vocab.products)  # (V - 1,) product of each token - 1: built once
         self.categories = categories  # (V,) category code of every token
         self.evaluation = evaluation or {}
 
@@ -136,7 +137,7 @@ class WorldModelService:
         )
         width = self.data.tensor_cfg.max_history_trips if self.onnx is not None else None
         k = min(k, self.vocab.n_products)
-        names = np.asarray(self.vocab.products)
+        names = self._names
         out: list[dict] = [{}] * len(contexts)
         for part in np.array_split(order, max(1, -(-len(order) // CHUNK))):
             batch = self.data.batch(frame[part], history_width=width)
@@ -176,7 +177,7 @@ class WorldModelService:
         baskets = generate(
             self.model, batch, book, seed=seed, log_multiplier=log_m, temperature=temperature
         )
-        names = np.asarray(self.vocab.products)
+        names = self._names
         return [names[np.asarray(b, dtype=np.int64) - 1].tolist() for b in baskets]
 
     def elasticities(self, context: Context, product_ids: list[str]) -> pl.DataFrame:

@@ -1,19 +1,53 @@
+import datetime as dt
+
+import hypothesis
+import hypothesis.strategies as st
+
+
+def _days(dates):
+    import numpy as np
+
+    return np.asarray(dates, dtype="datetime64[D]").astype(np.int64)
+
+
 def test_calendar_inputs_follow_the_source_calendar():
     import datetime as dt
 
     import numpy as np
-    import polars as pl
 
     from retailsim_core.calendar import COMPLETE_JOURNEY, LGSR
     from retailsim_core.datasets.batch_inputs import calendar_inputs
 
-    dates = pl.Series([dt.date(2017, 11, 23), dt.date(2017, 11, 24)])
-    args = (dates, np.array([10, 11]), np.array([48, 48]), np.array([-1, 3]))
+    days = _days([dt.date(2017, 11, 23), dt.date(2017, 11, 24)])
+    args = (days, np.array([10, 11]), np.array([48, 48]), np.array([-1, 3]))
     us = calendar_inputs(*args, COMPLETE_JOURNEY)
     uk = calendar_inputs(*args, LGSR)
     assert us[:, 3].tolist() == [1.0, 0.0]  # Thanksgiving is a US holiday
     assert uk[:, 3].tolist() == [0.0, 0.0]
     assert us[0, 5] == np.float32(48 / 53) and uk[0, 5] == np.float32(48 / 117)
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(
+    dates=st.lists(st.dates(dt.date(1990, 1, 1), dt.date(2035, 12, 31)), min_size=1, max_size=40)
+)
+def test_calendar_inputs_equal_the_standard_library_on_every_date(dates):
+    """Oracle: numpy's date arithmetic against ``datetime`` (ISO weeks across New Year, LGSR's
+    weekday code 1 = Sunday, months to seasons, holidays)."""
+    import numpy as np
+
+    from retailsim_core.calendar import COMPLETE_JOURNEY
+    from retailsim_core.datasets.batch_inputs import calendar_inputs
+
+    n = len(dates)
+    got = calendar_inputs(_days(dates), np.zeros(n), np.ones(n), np.zeros(n), COMPLETE_JOURNEY)
+    holidays = set(COMPLETE_JOURNEY.holiday_dates)
+    for row, d in zip(got, dates, strict=True):
+        assert row[0] == d.isocalendar()[1]
+        assert row[1] == d.isoweekday() % 7 + 1
+        assert row[3] == (d in holidays)
+        assert row[4] == (d.month % 12) // 3
+    assert COMPLETE_JOURNEY.holiday_days is COMPLETE_JOURNEY.holiday_days  # computed once
 
 
 def test_a_new_store_reads_its_format_and_region_row_even_when_both_are_unknown():
