@@ -116,12 +116,13 @@ def finish(
     """The price checks, then the report written to ``folder``; ``started``: the run's
     ``time.perf_counter()`` at its start; ``source``: the data's source (its calendar's name),
     which decides the targets the report judges."""
+    chunk = cfg.chunk_for(tasks.data.vocab.size)  # a large vocabulary: fewer rows at once
     response, simulation = price_checks(
-        tasks, scored.sample_rows, prices, scored.truth, cfg.seed, log
+        tasks, scored.sample_rows, prices, scored.truth, cfg.seed, log, chunk
     )
     tables = {}
     if tasks.model is not None and prices.trips is not None and prices.promotions is not None:
-        check = event_check(tasks, prices, cfg.seed, scored.truth)
+        check = event_check(tasks, prices, cfg.seed, scored.truth, chunk=chunk)
         response["events"] = check.summary
         tables = {"price_events": check.events, "price_event_products": check.products}
         log(f"promotion events ({prices.promotion_source}): {_headline(check.summary)}")
@@ -164,10 +165,14 @@ def finish(
 
 
 def event_check(
-    tasks: EvalTasks, prices: PriceInputs, seed: int, truth: PlantedTruth | None = None
+    tasks: EvalTasks,
+    prices: PriceInputs,
+    seed: int,
+    truth: PlantedTruth | None = None,
+    chunk: int = 256,
 ) -> EventCheck:
     """The promotion-event check (D76) on every test basket of ``tasks``; with the planted
-    ``truth``, against the planted demand too."""
+    ``truth``, against the planted demand too; ``chunk``: baskets per forward."""
     vocab = tasks.data.vocab.frame()
     categories = vocab.select(
         "product_id",
@@ -184,6 +189,7 @@ def event_check(
         seed,
         fit_baskets=prices.fit_baskets,
         truth=truth,
+        chunk=min(chunk, 256),
     )
 
 

@@ -16,7 +16,11 @@ class EvalConfig:
     every_cold_start: bool = True
     max_valid_samples: int = 1_500  # validation baskets the baselines are tuned on
     mask_rate: float = 0.2  # share of a basket's products hidden in the masked-item task
-    chunk: int = 512  # baskets scored per forward
+    chunk: int = 512  # baskets scored per forward (fewer with a large vocabulary: chunk_for)
+    # Most basket x product cells of a chunk: its dense matrices (the shelf alone is chunk x V x
+    # 9 floats, then every method's scores and the metrics' masks) grow with the vocabulary, so
+    # a chunk holds fewer baskets where V is large (The Complete Journey: 61,445 products).
+    chunk_cells: int = 1 << 23
     seed: int = 0
     week_slices: tuple[tuple[int, int], ...] = ((96, 104), (105, 117))  # test-period slices
     bootstrap: int = 1_000  # customer-cluster resamples for the 95% intervals
@@ -24,3 +28,8 @@ class EvalConfig:
     sequential: SequentialConfig = field(default_factory=SequentialConfig)
     tifu: TifuConfig = field(default_factory=TifuConfig)
     upcf: UpcfConfig = field(default_factory=UpcfConfig)
+
+    def chunk_for(self, vocab_size: int) -> int:
+        """Baskets per chunk over a vocabulary of ``vocab_size`` tokens: ``chunk``, or fewer so
+        that a chunk's (baskets, V) matrices hold at most ``chunk_cells`` cells (16 at least)."""
+        return min(self.chunk, max(16, self.chunk_cells // max(vocab_size, 1)))

@@ -66,8 +66,9 @@ def score_rows(
     parts: dict[str, list[dict]] = {m: [] for m in scorers}
     ranks: dict[str, list[np.ndarray]] = {m: [] for m in (*scorers, *masked_scorers)}
     positions = []
-    for i in range(0, len(order), cfg.chunk):
-        chunk = order[i : i + cfg.chunk]
+    step = cfg.chunk_for(data.vocab.size)
+    for i in range(0, len(order), step):
+        chunk = order[i : i + step]
         batch = data[chunk]
         truth = truth_matrix(
             data.item_tokens, data.item_starts[chunk], data.item_counts[chunk], data.vocab.size
@@ -98,7 +99,7 @@ def score_rows(
             ranks[name].append(
                 masked_ranks(scorer(chunk, masked_batch, m_in, m_tg), r, c, m_in, m_tg)
             )
-        log(f"evaluated {min(i + cfg.chunk, len(order)):,}/{len(order):,} samples")
+        log(f"evaluated {min(i + step, len(order)):,}/{len(order):,} samples")
     return MethodResults(
         rows=order,
         next_basket={

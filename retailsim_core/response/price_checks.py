@@ -50,9 +50,11 @@ def price_checks(
     truth: PlantedTruth | None,
     seed: int,
     log: Callable[[str], None],
+    chunk: int | None = None,
 ) -> tuple[dict, dict]:
     """(price response with its "observed" check, simulation check) on scored test ``rows``;
-    ``truth``: the planted truth when the oracles run, else None."""
+    ``truth``: the planted truth when the oracles run, else None; ``chunk``: contexts simulated
+    at once (None: every one)."""
     model, data, samples = tasks.model, tasks.data, tasks.samples
     response = price_response(model, data, rows, tasks.categories, truth)
     sim_rows = simulation_rows(rows)
@@ -65,6 +67,7 @@ def price_checks(
         sim_samples["store_id"].to_list(),
         sim_samples["week"].to_list(),
         seed=seed,
+        chunk=chunk,
     )
     response["observed"] = observed_response(inputs, tasks, rows, seed)
     log(

@@ -88,13 +88,15 @@ def price_event_check(
     n_boot: int = 500,
     fit_baskets: pl.Series | None = None,
     truth: PlantedTruth | None = None,
+    chunk: int = 256,
 ) -> EventCheck:
     """``samples``: the validation and test baskets of ``data`` (row-aligned); ``trips``: the
     trip store (basket_id, store_id, week, products); ``promotions``: ``PROMOTIONS_SCHEMA``
     rows known without the cells' own sales, from ``source``; ``categories``: product_id,
     category; ``fit_baskets``: the training weeks' basket ids the baselines fit on besides the
     validation baskets (None: the validation weeks alone); ``truth``: the planted truth
-    (synthetic data), which adds the planted units and every method's figures against them."""
+    (synthetic data), which adds the planted units and every method's figures against them;
+    ``chunk``: test baskets per forward of the model's event units."""
     split = samples["split"].to_numpy()
     test_rows = np.flatnonzero(split == "test")
     test_weeks = sorted(samples["week"].filter(samples["split"] == "test").unique().to_list())
@@ -109,7 +111,7 @@ def price_event_check(
         return EventCheck({"source": source, "events": 0}, events, observed)
     fit = panel.filter(pl.col("week") < test_weeks[0])  # training and validation weeks
     fit_weeks = fit["week"].unique().sort()
-    table = _event_table(model, data, samples, test_rows, fit, events, categories)
+    table = _event_table(model, data, samples, test_rows, fit, events, categories, chunk)
     if truth is not None:
         table = table.with_columns(*planted_event_units(truth, samples[test_rows], events))
     weights = product_resamples(observed.height, n_boot, seed)
@@ -255,14 +257,16 @@ def price_change(
     return delta
 
 
-def _event_table(model, data, samples, test_rows, fit, events, categories) -> pl.DataFrame:
+def _event_table(
+    model, data, samples, test_rows, fit, events, categories, chunk: int
+) -> pl.DataFrame:
     """Every event's observed units and every method's units with and without the promotion:
     the world model from the test baskets' contexts, the baselines fitted on ``fit`` (the
     panel's training and validation weeks)."""
     hier = HierarchicalLogLog.fit(fit, categories).predict(events)
     base = unpromoted_level(fit, events)
     depth = events["depth"].fill_null(np.nan).to_numpy()
-    model_on, model_off = model_event_units(model, data, test_rows, samples, events)
+    model_on, model_off = model_event_units(model, data, test_rows, samples, events, chunk)
     return (
         events.drop("promo")
         .rename({"units": "observed_units"})

@@ -174,27 +174,39 @@ def simulation_check(
     stores: list[str],
     weeks: list[int],
     seed: int = 0,
+    chunk: int | None = None,
 ) -> dict:
     """Generate one basket per test context (nothing of the basket given) and compare with the
     real baskets: mean size, size distribution, repeat share. ``summary`` holds the figures,
-    ``sizes`` the two size histograms (index k = baskets of k products; the last bin k >= 50)."""
-    batch = data[rows]
-    book = price_book(prices, stores, weeks, data.vocab)
-    baskets = generate(model, batch, book, seed=seed)
-    products, _ = batch["repeat_products"], batch["repeat_values"]
-    repeat = np.zeros((len(rows), data.vocab.size), dtype=bool)
-    repeat[np.repeat(np.arange(len(rows)), products.shape[1]), products.numpy().ravel()] = True
-    repeat[:, 0] = False
-    gen_len = np.array([len(b) for b in baskets])
-    flat_r = np.repeat(np.arange(len(rows)), gen_len)
-    flat_t = (
-        np.concatenate([np.asarray(b, dtype=np.int64) for b in baskets])
-        if gen_len.sum()
-        else np.zeros(0, np.int64)
-    )
-    real_len = data.item_counts[rows] + data.item_oov[rows]
-    real = batch["tokens"].numpy()
-    real_r, real_c = np.nonzero((real >= 1) & (real <= data.vocab.n_products))
+    ``sizes`` the two size histograms (index k = baskets of k products; the last bin k >= 50).
+    ``chunk``: contexts generated at once (None: all); chunk k draws with ``seed + k``'s offset,
+    so one chunk draws as before."""
+    step = len(rows) if chunk is None else max(chunk, 1)
+    gen_len, real_len, sim_hits, real_hits = [], [], [], []
+    for lo in range(0, len(rows), max(step, 1)):
+        part = rows[lo : lo + step]
+        batch = data[part]
+        book = price_book(prices, stores[lo : lo + step], weeks[lo : lo + step], data.vocab)
+        baskets = generate(model, batch, book, seed=seed + lo)
+        products = batch["repeat_products"].numpy()
+        repeat = np.zeros((len(part), data.vocab.size), dtype=bool)
+        repeat[np.repeat(np.arange(len(part)), products.shape[1]), products.ravel()] = True
+        repeat[:, 0] = False
+        lengths = np.array([len(b) for b in baskets])
+        flat_r = np.repeat(np.arange(len(part)), lengths)
+        flat_t = (
+            np.concatenate([np.asarray(b, dtype=np.int64) for b in baskets])
+            if lengths.sum()
+            else np.zeros(0, np.int64)
+        )
+        real = batch["tokens"].numpy()
+        real_r, real_c = np.nonzero((real >= 1) & (real <= data.vocab.n_products))
+        gen_len.append(lengths)
+        real_len.append(data.item_counts[part] + data.item_oov[part])
+        sim_hits.append(repeat[flat_r, flat_t])
+        real_hits.append(repeat[real_r, real[real_r, real_c]])
+    gen_len, real_len = np.concatenate(gen_len), np.concatenate(real_len)
+    sim_hits, real_hits = np.concatenate(sim_hits), np.concatenate(real_hits)
     cap = model.cfg.max_items
     real_hist = np.bincount(np.minimum(real_len, cap), minlength=cap + 1)
     sim_hist = np.bincount(np.minimum(gen_len, cap), minlength=cap + 1)
@@ -206,10 +218,8 @@ def simulation_check(
         "mean_size_ratio": float(gen_len.mean() / max(real_len.mean(), 1e-12)),
         "size_total_variation": float(0.5 * np.abs(p - q).sum()),
         "size_ks_statistic": float(np.abs(np.cumsum(p) - np.cumsum(q)).max()),
-        "simulated_repeat_share": float(repeat[flat_r, flat_t].mean()) if len(flat_t) else 0.0,
-        "real_repeat_share": float(repeat[real_r, real[real_r, real_c]].mean())
-        if len(real_r)
-        else 0.0,
+        "simulated_repeat_share": float(sim_hits.mean()) if len(sim_hits) else 0.0,
+        "real_repeat_share": float(real_hits.mean()) if len(real_hits) else 0.0,
     }
     return {
         "summary": summary,
