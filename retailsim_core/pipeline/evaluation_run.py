@@ -49,6 +49,7 @@ from retailsim_core.tables import (
     SAMPLES_TABLE,
 )
 from retailsim_core.training.checkpoint import load_model
+from retailsim_core.training.week_models import WeekModels
 
 
 def evaluate(
@@ -127,24 +128,15 @@ def _tasks_and_inputs(
 
 def refreshed_models(
     warehouse: Warehouse, split: TemporalSplit, weeks: list[int], vocab: ProductVocab
-) -> tuple[dict | None, dict[int, str]]:
-    """(test week -> the ``model_refresh`` of the week before it (D111), test week -> that
-    model's checkpoint id); (None, {}) when a partition is missing (the refreshed row is then
-    left out of the report)."""
+) -> tuple[WeekModels | None, dict[int, str]]:
+    """(test week -> the ``model_refresh`` of the week before it (D111), one model in memory
+    (``WeekModels``), test week -> that model's checkpoint id); (None, {}) when a partition is
+    missing (the refreshed row is then left out of the report)."""
     folders = week_models(warehouse, [w for w in weeks if w > split.valid_end])
     if not folders:
         return None, {}
-    loaded, ids = {}, {}
-    with torch.random.fork_rng():  # building a model draws: the evaluation's draws stay as they are
-        for folder in sorted(set(folders.values())):
-            model, refreshed_vocab, config = load_model(folder)
-            if refreshed_vocab != vocab:
-                raise ValueError(f"{folder}: another vocabulary than the warehouse's: refresh")
-            loaded[folder], ids[folder] = model, config["checkpoint_id"]
-    return (
-        {week: loaded[folder] for week, folder in folders.items()},
-        {week: ids[folder] for week, folder in folders.items()},
-    )
+    models = WeekModels(folders, vocab)
+    return models, models.ids
 
 
 def mean_prices(warehouse: Warehouse, vocab: ProductVocab) -> np.ndarray:

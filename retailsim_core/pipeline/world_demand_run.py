@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import polars as pl
-import torch
 
 from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.datasets.tokens import ProductVocab
@@ -36,7 +35,8 @@ from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import CHECKPOINT_TABLE, RAW_TABLE, TRIPS_TABLE
-from retailsim_core.training.checkpoint import load_model, read_json, write_json
+from retailsim_core.training.checkpoint import read_json, write_json
+from retailsim_core.training.week_models import WeekModels
 
 WORLD = ("world_model", "world_model_median")
 NOT_FORECASTS = ("quantity", "world_model_buyers", "world_model_no_promotion", "poisson_fe_off")
@@ -123,22 +123,15 @@ def _contexts(warehouse: Warehouse, trips: Path, first: int) -> pl.DataFrame:
     return pl.concat([realized_contexts(trip_rows, first - 1), forecast]).collect()
 
 
-def _models(warehouse: Warehouse, weeks: list[int], vocab: ProductVocab) -> tuple[dict, dict]:
-    """(week -> model, week -> checkpoint id): each week's refresh of the week before where all
-    are published (D111), else the trained checkpoint for every week; a model of another
-    vocabulary than the warehouse's is refused."""
+def _models(warehouse: Warehouse, weeks: list[int], vocab: ProductVocab) -> tuple[WeekModels, dict]:
+    """(week -> model, one in memory; week -> checkpoint id): each week's refresh of the week
+    before where all are published (D111), else the trained checkpoint for every week; a model
+    of another vocabulary than the warehouse's is refused."""
     folders = week_models(warehouse, weeks) or dict.fromkeys(
         weeks, warehouse.table_dir(CHECKPOINT_TABLE)
     )
-    loaded = {}
-    with torch.random.fork_rng():  # building a model draws; the caller's draws stay
-        for f in sorted(set(folders.values())):
-            loaded[f] = load_model(f)
-            if loaded[f][1] != vocab:
-                raise ValueError(f"{f}: another vocabulary than the warehouse's: retrain")
-    models = {w: loaded[f][0] for w, f in folders.items()}
-    ids = {str(w): loaded[f][2]["checkpoint_id"] for w, f in folders.items()}
-    return models, ids
+    models = WeekModels(folders, vocab)
+    return models, {str(w): i for w, i in models.ids.items()}
 
 
 def _scores(frame: pl.DataFrame, scale: float, *, n_boot: int, seed: int) -> dict:

@@ -176,7 +176,7 @@ def load_model(folder: Path, asset: str | None = None) -> tuple[WorldModel, Prod
     manifest vouches for every file (else UnverifiedCheckpointError naming ``asset``, by
     default the folder's table): no reader scores with a damaged model (D113). The returned
     config's ``checkpoint_id`` is the id verified."""
-    checkpoint_id = published_id(folder, asset or _asset_of(folder))
+    checkpoint_id = published_id(folder, asset or asset_of(folder))
     config = read_json(folder / "config.json") | {"checkpoint_id": checkpoint_id}
     weights = load_tensors(folder / "model.safetensors")
     cfg = WorldModelConfig(**config["model"])
@@ -193,13 +193,17 @@ def load_model(folder: Path, asset: str | None = None) -> tuple[WorldModel, Prod
     )
     model.load_state_dict(weights)
     model.train(False)
-    vocab = ProductVocab(
+    return model, read_vocab(folder), config
+
+
+def read_vocab(folder: Path) -> ProductVocab:
+    """The vocabulary a checkpoint folder was trained with."""
+    return ProductVocab(
         tuple(pl.read_parquet(folder / "vocabulary.parquet").sort("token")["product_id"].to_list())
     )
-    return model, vocab, config
 
 
-def _asset_of(folder: Path) -> str:
+def asset_of(folder: Path) -> str:
     """The asset that writes ``folder``: its name, or its table's for a ``week=`` partition."""
     folder = Path(folder)
     return folder.parent.name if folder.name.startswith("week=") else folder.name
