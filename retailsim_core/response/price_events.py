@@ -43,9 +43,9 @@ from retailsim_core.models.world_model import WorldModel
 from retailsim_core.response.planted_events import planted_check, planted_event_units
 from retailsim_core.response.promotion_events import (
     basket_sales,
+    panel_groups,
     product_lifts,
     promotion_events,
-    sales_panel,
     split_half_ceiling,
 )
 from retailsim_core.response.response_metrics import (
@@ -103,8 +103,8 @@ def price_event_check(
     baskets = samples["basket_id"]
     if fit_baskets is not None:
         baskets = pl.concat([fit_baskets.cast(baskets.dtype), baskets])
-    sales = basket_sales(trips, baskets)
-    panel = sales_panel(sales, promotions, through=test_weeks[-1]).collect()
+    sales = basket_sales(trips, baskets).collect()
+    panel = pl.concat(panel_groups(sales, promotions, through=test_weeks[-1]))
     events = promotion_events(panel.lazy(), test_weeks)
     observed = product_lifts(panel.lazy(), test_weeks)
     if events.height == 0:

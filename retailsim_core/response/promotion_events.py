@@ -20,6 +20,8 @@ Glossary: N panel cells, E events, P products.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
@@ -27,6 +29,8 @@ from scipy.stats import spearmanr
 from retailsim_core.datasets.shelf import MAX_DEPTH
 
 CELL = ("product_id", "store_id", "week")
+# Sales cells per group of products a panel is built from at once (``panel_groups``).
+PANEL_SALES_ROWS = 250_000
 SALES_SCHEMA = pl.Schema(
     {"product_id": pl.String, "store_id": pl.String, "week": pl.Int32, "units": pl.Float64}
 )
@@ -80,6 +84,23 @@ def sales_panel(
         )
         .sort(CELL)
     )
+
+
+def panel_groups(
+    sales: pl.DataFrame,
+    promotions: pl.LazyFrame,
+    through: int | None = None,
+    rows: int | None = None,
+) -> Iterator[pl.DataFrame]:
+    """``sales_panel`` collected a group of products at a time (about ``rows`` sales cells
+    each, default ``PANEL_SALES_ROWS``), in product order: every cell of a product x store is in
+    its product's group, the groups concatenated are the panel, and memory holds one group's
+    joins at a time (issue #62: The Complete Journey's panel of 17M cells took 7 GB at once)."""
+    products = sales["product_id"].unique().sort()
+    groups = max(1, -(-sales.height // (rows or PANEL_SALES_ROWS)))
+    for group in np.array_split(np.arange(len(products)), groups):
+        keep = pl.col("product_id").is_in(products.gather(group).implode())
+        yield sales_panel(sales.lazy().filter(keep), promotions.filter(keep), through).collect()
 
 
 def promotion_events(panel: pl.LazyFrame, weeks: list[int]) -> pl.DataFrame:

@@ -37,6 +37,7 @@ from retailsim_core.response.promotion_events import (
     CELL,
     PROMOTIONS_SCHEMA,
     basket_sales,
+    panel_groups,
     sales_panel,
     table_promotions,
     weekly_sales,
@@ -49,7 +50,6 @@ PSEUDO_UNITS = 10.0  # expected units of prior weight pulling a product toward i
 # Sold cells per panel group: bounds one group's panel (D97). At ``large`` a group of 1M cells
 # peaked at 2.7 GB over the trip store; 250K at 1.0 GB, in the same time (every group re-filters
 # the sales, but each panel's joins and sort are smaller).
-PANEL_SALES_ROWS = 250_000
 
 
 def plan_lifts(
@@ -86,15 +86,11 @@ def depth_responses(
     token never cut takes its category's slope. None where nothing cut sold."""
     sales = weekly_sales(trips.lazy())
     cuts = promotions.filter(pl.col("depth") > 0).collect().lazy()
-    products = sales["product_id"].unique().sort()
     parts = []
     # The panel in groups of products (a product x store's cells are all in one group, so the
     # unpromoted rate is the same), in product order: the cells come in the panel's order and
     # memory holds one group's panel, not every product x store x week of the training weeks.
-    groups = max(1, -(-sales.height // PANEL_SALES_ROWS))
-    for group in np.array_split(np.arange(len(products)), groups):
-        keep = pl.col("product_id").is_in(products.gather(group).implode())
-        panel = sales_panel(sales.lazy().filter(keep), cuts.filter(keep)).collect()
+    for panel in panel_groups(sales, cuts):
         parts.append(
             panel.with_columns(
                 off=pl.col("units").filter(~pl.col("promo")).mean().over("product_id", "store_id")

@@ -6,6 +6,8 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from retailsim_core.graph.substitution import PROMOTION_CELLS_SCHEMA
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
@@ -15,6 +17,7 @@ from retailsim_core.response.promotion_events import (
     PROMOTIONS_SCHEMA,
     SALES_SCHEMA,
     basket_sales,
+    panel_groups,
     planted_promotions,
     product_lifts,
     promotion_events,
@@ -45,6 +48,37 @@ def test_the_panel_fills_every_week_of_the_span_and_keeps_promotions_that_sold_n
     assert a["units"].to_list() == [2.0, 0.0, 0.0, 3.0]
     assert a["promo"].to_list() == [False, True, False, False]  # promoted, sold nothing
     assert panel.filter(pl.col("product_id") == "B").height == 1  # B never sold at S2
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sales=st.lists(
+        st.tuples(
+            st.sampled_from("ABCDEFG"),
+            st.sampled_from(["S1", "S2", "S3"]),
+            st.integers(1, 9),
+            st.integers(1, 5),
+        ),
+        max_size=40,
+    ),  # fmt: skip
+    promoted=st.lists(
+        st.tuples(
+            st.sampled_from("ABCDEFG"), st.sampled_from(["S1", "S2", "S3"]), st.integers(1, 9)
+        ),
+        max_size=20,
+        unique=True,
+    ),  # fmt: skip
+    rows=st.integers(1, 12),
+    through=st.sampled_from([None, 6, 9]),
+)
+def test_the_panel_in_groups_of_products_is_the_panel(sales, promoted, rows, through):
+    """Oracle: ``panel_groups`` concatenated equals ``sales_panel`` at once, whatever the group
+    size (a group boundary never splits a product's cells)."""
+    cells = _sales([(p, s, w, float(u)) for p, s, w, u in sales]).unique(CELL).collect()
+    promos = _promos([(p, s, w, "display", 0.1 * w) for p, s, w in promoted])
+    whole = sales_panel(cells.lazy(), promos, through).collect()
+    grouped = pl.concat(panel_groups(cells, promos, through, rows=rows))
+    assert grouped.equals(whole)
 
 
 def test_a_cell_is_checked_when_its_product_sold_at_its_store_before_it():
