@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 
-def _status(field: str) -> float:
+def memory_status(field: str) -> float:
     """A ``/proc/self/status`` memory field in MiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(field + ":"):
@@ -40,11 +40,11 @@ class RssMonitor:
 
     def _sample(self) -> None:
         while True:
-            self.peak = max(self.peak, _status("VmRSS"))
+            self.peak = max(self.peak, memory_status("VmRSS"))
             time.sleep(self.every)
 
     def mark(self, message: str) -> None:
-        now = _status("VmRSS")
+        now = memory_status("VmRSS")
         peak, self.peak = max(self.peak, now), now
         seconds = time.perf_counter() - self.start
         self.marks.append((message, peak))
@@ -81,12 +81,12 @@ def main() -> None:
             customer_share=args.customer_share,
         )
     monitor.mark(f"done: {summary.train_samples:,} training samples, {summary.epochs} epochs")
-    print(f"peak RSS (VmHWM) {_status('VmHWM'):.0f} MiB")
+    print(f"peak RSS (VmHWM) {memory_status('VmHWM'):.0f} MiB")
     if args.record:
         from benchmarks.results import record, table
 
         rows = [[phase, mib] for phase, mib in monitor.marks]
-        rows.append(["whole run (VmHWM)", _status("VmHWM")])
+        rows.append(["whole run (VmHWM)", memory_status("VmHWM")])
         record(
             args.record,
             title="Training memory",
