@@ -84,11 +84,6 @@ def served_weeks(sample_weeks: list[int], checkpoint_config: dict) -> list[int]:
     return weeks
 
 
-def week_of_date(dates: pl.Expr, calendar: SourceCalendar = LGSR) -> pl.Expr:
-    """The source's week (LGSR: 1 = the week of Monday 2006-04-10) of a date column."""
-    return ((dates - pl.lit(calendar.first_monday)).dt.total_days() // 7 + 1).cast(pl.Int64)
-
-
 @dataclass(frozen=True)
 class ServingData:
     """What the model reads for any context of the served weeks, loaded once."""

@@ -107,6 +107,13 @@ def test_a_new_customer_is_a_cold_start_with_an_empty_history(tiny_service, eval
     assert (batch["customer_numeric"] == 0).all()
 
 
+def test_a_store_without_a_row_that_week_is_named_not_indexed(tiny_service, evaluated):
+    _, contexts = evaluated
+    stranger = contexts[:1].with_columns(pl.lit("STORE99999").alias("store_id"))
+    with pytest.raises(ValueError, match="STORE99999"):
+        tiny_service.data.batch(stranger)
+
+
 def test_a_fixed_history_width_pads_without_changing_scores(tiny_service, evaluated):
     _, contexts = evaluated
     data = tiny_service.data
