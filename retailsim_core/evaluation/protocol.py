@@ -41,7 +41,7 @@ from retailsim_core.next_basket.tasks import EvalTasks
 from retailsim_core.next_basket.tuning import TunedBaselines, baseline_scorers
 from retailsim_core.report.files import write_report
 from retailsim_core.response.price_checks import PriceInputs, price_checks
-from retailsim_core.response.price_events import EventCheck, price_event_check
+from retailsim_core.response.price_events import EVENT_CHUNK, EventCheck, price_event_check
 from retailsim_core.synth.world import PlantedTruth
 
 
@@ -169,7 +169,7 @@ def event_check(
     prices: PriceInputs,
     seed: int,
     truth: PlantedTruth | None = None,
-    chunk: int = 256,
+    chunk: int = EVENT_CHUNK,
 ) -> EventCheck:
     """The promotion-event check (D76) on every test basket of ``tasks``; with the planted
     ``truth``, against the planted demand too; ``chunk``: baskets per forward."""
@@ -189,7 +189,7 @@ def event_check(
         seed,
         fit_baskets=prices.fit_baskets,
         truth=truth,
-        chunk=min(chunk, 256),
+        chunk=min(chunk, EVENT_CHUNK),
     )
 
 

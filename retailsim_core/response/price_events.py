@@ -60,6 +60,7 @@ from retailsim_core.synth.world import PlantedTruth
 SHELF_DEPTH = SHELF_FEATURES.index("discount_depth")
 SHELF_PLAN = [SHELF_FEATURES.index("display"), SHELF_FEATURES.index("mailer")]
 SHELF_AVAILABLE = SHELF_FEATURES.index("available")
+EVENT_CHUNK = 256  # test baskets per forward of the model's event units (fewer: EvalConfig)
 METHODS = {  # name -> (promoted column, unpromoted column) of the events table
     "world_model": ("predicted_units", "predicted_units_no_promotion"),
     **{
@@ -88,7 +89,7 @@ def price_event_check(
     n_boot: int = 500,
     fit_baskets: pl.Series | None = None,
     truth: PlantedTruth | None = None,
-    chunk: int = 256,
+    chunk: int = EVENT_CHUNK,
 ) -> EventCheck:
     """``samples``: the validation and test baskets of ``data`` (row-aligned); ``trips``: the
     trip store (basket_id, store_id, week, products); ``promotions``: ``PROMOTIONS_SCHEMA``
@@ -163,7 +164,7 @@ def model_event_units(
     rows: np.ndarray,
     samples: pl.DataFrame,
     events: pl.DataFrame,
-    chunk: int = 256,
+    chunk: int = EVENT_CHUNK,
 ) -> tuple[pl.Series, pl.Series]:
     """(E,) twice: each event's expected units over the store-week's baskets among ``rows``,
     with the shelf as the model reads it and with the event products' promotions removed."""

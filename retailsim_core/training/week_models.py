@@ -33,19 +33,20 @@ class WeekModels(Mapping[int, WorldModel]):
     def __init__(self, folders: Mapping[int, Path], vocab: ProductVocab):
         self._folders = {int(w): Path(f) for w, f in folders.items()}
         distinct = sorted(set(self._folders.values()))
+        self._model: WorldModel | None = None
+        self._loaded: Path | None = None
         ids, self._stats = {}, {}
+        if distinct:  # the first is built (and verified) by load_model, the rest verified here
+            with torch.random.fork_rng():  # building a model draws; the caller's draws stay
+                self._model, first_vocab, config = load_model(distinct[0])
+            self._loaded, ids[distinct[0]] = distinct[0], config["checkpoint_id"]
         for folder in distinct:
-            ids[folder] = published_id(folder, asset_of(folder))
-            if read_vocab(folder) != vocab:
+            if folder not in ids:
+                ids[folder] = published_id(folder, asset_of(folder))
+            if (first_vocab if folder == distinct[0] else read_vocab(folder)) != vocab:
                 raise ValueError(f"{folder}: another vocabulary than the warehouse's: retrain")
             self._stats[folder] = _stat(folder)
         self.ids = {w: ids[f] for w, f in self._folders.items()}  # each week's verified id
-        self._model: WorldModel | None = None
-        self._loaded: Path | None = None
-        if distinct:
-            with torch.random.fork_rng():  # building a model draws; the caller's draws stay
-                self._model, _, _ = load_model(distinct[0])
-            self._loaded = distinct[0]
 
     def __getitem__(self, week: int) -> WorldModel:
         folder = self._folders[int(week)]
