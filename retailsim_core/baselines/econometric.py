@@ -45,27 +45,42 @@ class HierarchicalLogLog:
         """``panel``: ``PANEL_SCHEMA`` rows of the fitting weeks; ``categories``: product_id,
         category."""
         kinds = tuple(sorted(panel.filter(pl.col("promo"))["kind"].unique().to_list()))
-        df = panel.with_columns(y=(pl.col("units") + 1).log()).sort(
-            "product_id", "store_id", "week"
-        )
-        off = df.filter(~pl.col("promo")).with_columns(
-            centred=pl.col("y") - pl.col("y").mean().over("product_id", "store_id")
+        # The columns the fit reads, the cells' keys coded (Categorical): grouping and joining
+        # 4-byte codes, not strings, keeps The Complete Journey's 11.5M-cell fit within a few
+        # hundred MB (issue #62). Sums follow the panel's order, which is fixed (sorted by cell).
+        coded = {c: pl.col(c).cast(pl.Categorical) for c in ("product_id", "store_id")}
+        df = panel.lazy().select(**coded, week="week", promo="promo", y=(pl.col("units") + 1).log())
+        off = (
+            df.filter(~pl.col("promo"))
+            .select(
+                "product_id",
+                "store_id",
+                "week",
+                "y",
+                centred=pl.col("y") - pl.col("y").mean().over("product_id", "store_id"),
+            )
+            .collect()
         )
         # Sorted after every group_by: sums in a fixed order, so the same panel gives the same
         # bytes (a group_by's row order is not fixed). A week is a large group, whose plain mean
         # Polars adds up in partial sums per thread: its values are sorted first.
         weeks = off.group_by("week").agg(effect=pl.col("centred").sort().mean()).sort("week")
-        off = off.join(weeks, on="week", maintain_order="left").with_columns(
-            net=pl.col("y") - pl.col("effect")
-        )
         levels = (
-            off.group_by("product_id", "store_id")
-            .agg(level=pl.col("net").mean())
+            off.lazy()
+            .join(weeks.lazy(), on="week", maintain_order="left")
+            .group_by("product_id", "store_id")
+            .agg(level=(pl.col("y") - pl.col("effect")).mean())
+            .with_columns(pl.col("product_id", "store_id").cast(pl.String))
             .sort("product_id", "store_id")
+            .collect()
         )
+        del off
         product_levels = levels.group_by("product_id").agg(pl.col("level").mean())
         on = (
-            df.filter(pl.col("promo"))
+            panel.filter(pl.col("promo"))
+            .select(
+                "product_id", "store_id", "week", "kind", "depth", y=(pl.col("units") + 1).log()
+            )
             .join(weeks, on="week", how="left")
             .join(levels, on=["product_id", "store_id"], how="inner")  # a level to compare with
             .join(categories, on="product_id", how="left")
@@ -130,9 +145,19 @@ class HierarchicalLogLog:
 def unpromoted_level(panel: pl.DataFrame, events: pl.DataFrame) -> np.ndarray:
     """(E,) each event's product × store mean units over the panel's unpromoted weeks (the
     product's mean over stores where the store has none; 0 where the product has none)."""
-    off = panel.filter(~pl.col("promo"))
-    ps = off.group_by("product_id", "store_id").agg(base=pl.col("units").mean())
-    p = off.group_by("product_id").agg(base_product=pl.col("units").mean())
+    coded = [pl.col(c).cast(pl.Categorical) for c in ("product_id", "store_id")]  # see fit
+    off = panel.lazy().filter(~pl.col("promo")).select(*coded, "units").collect()
+    strings = pl.col("product_id", "store_id").cast(pl.String)
+    ps = (
+        off.group_by("product_id", "store_id")
+        .agg(base=pl.col("units").mean())
+        .with_columns(strings)
+    )
+    p = (
+        off.group_by("product_id")
+        .agg(base_product=pl.col("units").mean())
+        .with_columns(pl.col("product_id").cast(pl.String))
+    )
     joined = events.join(ps, on=["product_id", "store_id"], how="left", maintain_order="left")
     joined = joined.join(p, on="product_id", how="left", maintain_order="left")
     return joined["base"].fill_null(joined["base_product"]).fill_null(0.0).to_numpy()
