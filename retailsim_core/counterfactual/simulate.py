@@ -19,7 +19,7 @@ import polars as pl
 import scipy.sparse as sp
 import torch
 
-from retailsim_core.datasets.batch import Batch
+from retailsim_core.datasets.batch import Batch, batch_range
 from retailsim_core.datasets.shelf import with_price_multipliers
 from retailsim_core.datasets.tensors import PRICE_COLUMNS
 from retailsim_core.datasets.tokens import PAD, ProductVocab
@@ -177,21 +177,31 @@ def mean_size(size_logits: torch.Tensor) -> torch.Tensor:
 
 
 def jacobian_rows(
-    model: WorldModel, batch: Batch, basket_size: torch.Tensor, products: np.ndarray
+    model: WorldModel,
+    batch: Batch,
+    basket_size: torch.Tensor,
+    products: np.ndarray,
+    chunk: int | None = None,
 ) -> np.ndarray:
     """(len(products), V) d log E_i / d log p_j for each i in ``products``: one backward pass per
-    i.
-    """
+    i and chunk of ``chunk`` contexts (None: all at once). E_i sums over contexts, so chunks add
+    their dE_i / d log p and their E_i: d log E_i = sum dE_i / sum E_i. A chunk's graph holds a
+    few (chunk, V) matrices, not the whole batch's (issue #62)."""
     model.train(False)
-    log_m = torch.zeros(model.vocab_size, requires_grad=True)
-    units = expected_units(model, batch, basket_size, log_m)
-    rows = np.zeros((len(products), model.vocab_size))
-    for a, i in enumerate(products):
-        (grad,) = torch.autograd.grad(
-            torch.log(units[int(i)]), log_m, retain_graph=a < len(products) - 1
-        )
-        rows[a] = grad.numpy()
-    return rows
+    n = len(basket_size)
+    chunk = n if chunk is None else max(1, chunk)
+    grads = np.zeros((len(products), model.vocab_size))
+    units_of_products = np.zeros(len(products))
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        log_m = torch.zeros(model.vocab_size, requires_grad=True)
+        part = batch_range(batch, start, stop)
+        units = expected_units(model, part, basket_size[start:stop], log_m)
+        for a, i in enumerate(products):
+            (grad,) = torch.autograd.grad(units[int(i)], log_m, retain_graph=a < len(products) - 1)
+            grads[a] += grad.numpy()
+        units_of_products += units.detach().double().numpy()[np.asarray(products, dtype=np.int64)]
+    return grads / units_of_products[:, None]
 
 
 def elasticities(
@@ -201,12 +211,13 @@ def elasticities(
     products: np.ndarray,
     categories: np.ndarray,
     top_k: int = 5,
+    chunk: int | None = None,
 ) -> pl.DataFrame:
     """Elasticities d log E_i / d log p_j for i, j in ``products`` (tokens). Kept: own (i = j),
     the top-K cross pairs by |elasticity| per product, and all pairs within a category.
-    Columns: product, other, elasticity, kind."""
+    Columns: product, other, elasticity, kind. ``chunk``: contexts per backward pass."""
     products = np.asarray(products)
-    jac = jacobian_rows(model, batch, basket_size, products)[:, products]
+    jac = jacobian_rows(model, batch, basket_size, products, chunk)[:, products]
     own = np.eye(len(products), dtype=bool)
     same = categories[products][:, None] == categories[products][None, :]
     cross = np.where(own, 0.0, np.abs(jac))

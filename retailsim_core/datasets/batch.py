@@ -63,3 +63,24 @@ def to_batch(arrays: dict[str, np.ndarray]) -> Batch:
             for key, value in arrays.items()
         }
     )
+
+
+# The flat history: its items are cut to the rows' trips, not sliced by row.
+FLAT_KEYS = frozenset({"history_items", "history_offsets"})
+
+
+def batch_range(batch: Batch, start: int, stop: int) -> Batch:
+    """Rows [start, stop) of ``batch`` (views): every per-row key sliced, the flat history items
+    cut to those rows' trips and their bag offsets rebased to them."""
+    out = Batch(**{k: v[start:stop] for k, v in batch.items() if k not in FLAT_KEYS})
+    if "history_offsets" in batch:
+        offsets, items = batch["history_offsets"], batch["history_items"]
+        trips = batch["history_mask"].shape[1]  # H bags per row
+
+        def item_at(bag: int) -> int:
+            return int(offsets[bag]) if bag < len(offsets) else len(items)
+
+        first, last = item_at(start * trips), item_at(stop * trips)
+        out["history_offsets"] = offsets[start * trips : stop * trips] - first
+        out["history_items"] = items[first:last]
+    return out

@@ -69,8 +69,10 @@ def observed_check(
     n_pairs: int = 60,
     bootstrap: int = 1000,
     seed: int = 0,
+    chunk: int | None = None,
 ) -> dict:
-    """Own-promotion uplift and substitutes' cross-effects, model against held-out weeks."""
+    """Own-promotion uplift and substitutes' cross-effects, model against held-out weeks;
+    ``chunk``: contexts per backward pass of the Jacobian."""
     token = dict(zip(vocab.products, range(1, vocab.n_products + 1), strict=True))
     uplift = own_uplift(cells)
     own = (
@@ -95,7 +97,7 @@ def observed_check(
     if not firsts:
         return out | {"note": "no product promoted in enough held-out store-weeks"}
     tokens = np.array([token[p] for p in firsts])
-    jac = jacobian_rows(model, batch, size, tokens)  # (n, V) d log E_i / d log p_j
+    jac = jacobian_rows(model, batch, size, tokens, chunk)  # (n, V) d log E_i / d log p_j
     row_of = {p: k for k, p in enumerate(firsts)}
     if own.height >= 3:
         log_cut = np.log1p(-own["depth"].fill_null(0.0).clip(0.0, 0.95).to_numpy())
@@ -114,7 +116,7 @@ def observed_check(
         # Row b of the Jacobian is needed: d log E[b] / d log p[a].
         need = sorted(set(fx["b"].to_list()) - set(row_of))
         if need:
-            extra = jacobian_rows(model, batch, size, np.array([token[p] for p in need]))
+            extra = jacobian_rows(model, batch, size, np.array([token[p] for p in need]), chunk)
             jac = np.concatenate([jac, extra])
             row_of |= {p: len(firsts) + k for k, p in enumerate(need)}
         cross = np.array([jac[row_of[b], token[a]] for a, b in zip(fx["a"], fx["b"], strict=True)])

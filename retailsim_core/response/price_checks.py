@@ -54,9 +54,9 @@ def price_checks(
 ) -> tuple[dict, dict]:
     """(price response with its "observed" check, simulation check) on scored test ``rows``;
     ``truth``: the planted truth when the oracles run, else None; ``chunk``: contexts simulated
-    at once (None: every one)."""
+    or differentiated at once (None: every one)."""
     model, data, samples = tasks.model, tasks.data, tasks.samples
-    response = price_response(model, data, rows, tasks.categories, truth)
+    response = price_response(model, data, rows, tasks.categories, truth, chunk=chunk)
     sim_rows = simulation_rows(rows)
     sim_samples = samples[sim_rows]
     simulation = simulation_check(
@@ -69,7 +69,7 @@ def price_checks(
         seed=seed,
         chunk=chunk,
     )
-    response["observed"] = observed_response(inputs, tasks, rows, seed)
+    response["observed"] = observed_response(inputs, tasks, rows, seed, chunk)
     log(
         f"elasticities for {response['context']}; simulation check {simulation['summary']}; "
         f"against held-out weeks {response['observed']}"
@@ -77,9 +77,12 @@ def price_checks(
     return response, simulation
 
 
-def observed_response(inputs: PriceInputs, tasks: EvalTasks, rows: np.ndarray, seed: int) -> dict:
+def observed_response(
+    inputs: PriceInputs, tasks: EvalTasks, rows: np.ndarray, seed: int, chunk: int | None = None
+) -> dict:
     """The model's own- and cross-price response against the test weeks' promotions (128 test
-    contexts; the substitution edges of the product graph)."""
+    contexts, ``chunk`` of them per backward pass; the substitution edges of the product
+    graph)."""
     weeks = inputs.promotion_weeks
     if not weeks:
         return {"note": "no test week of derived_prices is materialized"}
@@ -95,5 +98,6 @@ def observed_response(inputs: PriceInputs, tasks: EvalTasks, rows: np.ndarray, s
             inputs.promotion_cells,
             inputs.edges,
             seed=seed,
+            chunk=chunk,
         ),
     }

@@ -51,14 +51,17 @@ def price_response(
     n_products: int = 40,
     n_pairs: int = 30,
     seed: int = 0,
+    chunk: int | None = None,
 ) -> dict:
+    """Elasticities over up to 256 test contexts (``chunk`` per backward pass), against the
+    planted truth where there is one."""
     ctx_rows, ctx_name = elasticity_context(data, rows)
     batch = data[ctx_rows]
     size = expected_basket_size(model, batch)  # the size head's expectation: no basket is peeked at
     with torch.no_grad():
         units = expected_units(model, batch, size)
     products = (torch.topk(units[1 : data.vocab.n_products + 1], n_products).indices + 1).numpy()
-    table = elasticities(model, batch, size, products, categories)
+    table = elasticities(model, batch, size, products, categories, chunk=chunk)
     names = np.array(("[PAD]",) + data.vocab.products + ("[MASK]", "[EOS]"))
     table = table.with_columns(
         product_id=pl.Series(names[table["product"].to_numpy()]),
@@ -80,7 +83,7 @@ def price_response(
         out["own"] = own
         out |= planted_agreement(own)
         out["substitution"] = substitution_check(
-            model, batch, size, data.vocab, world, categories, units, n_pairs, seed
+            model, batch, size, data.vocab, world, categories, units, n_pairs, seed, chunk
         )
     return out
 
@@ -111,6 +114,7 @@ def substitution_check(
     units: torch.Tensor,
     n_pairs: int,
     seed: int,
+    chunk: int | None = None,
 ) -> dict:
     """Cross-price elasticities d log E_a / d log p_b of the planted substitute pairs with the most
     expected units vs as many random same-category pairs that are not substitutes (each pair in
@@ -144,7 +148,7 @@ def substitution_check(
     randoms = np.array(randoms, dtype=np.int64).reshape(-1, 2)
     pairs = np.concatenate([subs, subs[:, ::-1], randoms, randoms[:, ::-1]])
     firsts = np.unique(pairs[:, 0])
-    jac = jacobian_rows(model, batch, size, firsts)
+    jac = jacobian_rows(model, batch, size, firsts, chunk)
     values = jac[np.searchsorted(firsts, pairs[:, 0]), pairs[:, 1]]
     n_sub = 2 * len(subs)
     sub_v, rand_v = values[:n_sub], values[n_sub:]

@@ -13,6 +13,7 @@ from retailsim_core.counterfactual.simulate import (
     expected_units,
     generate,
     held,
+    jacobian_rows,
     price_book,
 )
 from retailsim_core.datasets.shelf import SHELF_FEATURES, ShelfPrices, with_price_multipliers
@@ -279,3 +280,17 @@ def test_held_units_never_exceed_one_or_size_times_p(size, p, q):
     )
     assert 0.0 <= float(low) <= min(1.0, size * lo) + 1e-12
     assert float(low) <= float(high) + 1e-12  # more likely per slot, more likely held
+
+
+def test_the_jacobian_in_chunks_of_contexts_equals_the_whole_batchs(world):
+    """Chunks add their dE_i / d log p and their E_i: the same elasticities as one pass."""
+    model, vocab, batch, _, _ = world
+    size = torch.linspace(2.0, 9.0, len(batch["basket_labels"]))
+    units = expected_units(model, batch, size)
+    products = torch.topk(units[1 : vocab.n_products + 1], 3).indices.numpy() + 1
+    whole = jacobian_rows(model, batch, size, products)
+    for chunk in (1, 5, 64):
+        np.testing.assert_allclose(
+            jacobian_rows(model, batch, size, products, chunk), whole, rtol=1e-4, atol=1e-6
+        )
+    assert np.abs(whole).max() > 0  # a real response is compared, not zeros
