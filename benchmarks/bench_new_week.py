@@ -155,7 +155,14 @@ def main() -> None:
     )
     marks: dict[str, float] = {}
     try:
-        before = wait_for("the service's first answer", lambda: health(url), 600)
+
+        def first_answer():
+            if service.poll() is not None:  # it failed to start: say why, do not wait
+                tail = (scratch / "service.log").read_text().splitlines()[-5:]
+                sys.exit("the service exited:\n" + "\n".join(tail))
+            return health(url)
+
+        before = wait_for("the service's first answer", first_answer, 600)
         print(f"serving {before} from the world before week {args.week} ({scratch})")
         _, cursor = sensor_request(None)  # the daemon has seen every earlier file
         start = time.perf_counter()

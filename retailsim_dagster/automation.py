@@ -62,8 +62,15 @@ def weekly_refresh_schedule(context: dg.ScheduleEvaluationContext, raw_source: R
     )
 
 
+# A tick lists one folder (milliseconds), and a week's file should become a served model within
+# three minutes of landing (issue #62): a tick's wait is part of that, so ticks are frequent.
+SENSOR_SECONDS = 15
+
+
 @dg.sensor(
-    job=weekly_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED
+    job=weekly_job,
+    minimum_interval_seconds=SENSOR_SECONDS,
+    default_status=dg.DefaultSensorStatus.STOPPED,
 )
 def new_week_file_sensor(context: dg.SensorEvaluationContext, raw_source: RawSourceResource):
     """Requests exactly the partition of each new (or replaced) week file. The cursor maps file
