@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -25,6 +28,24 @@ from retailsim_core.synth.writer import generate
 TINY_WEEKS = range(1, 15)
 
 
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder ``build`` fills once per test session, by whichever xdist worker asks first
+    (the others wait on a file lock); each worker gets its own copy, so what one worker's tests
+    write never reaches another's. Saves each extra worker the build's seconds of CPU."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above the workers' own
+    shared = root / f"built_{name}"
+    with FileLock(f"{shared}.lock"):
+        if not (shared / ".built").exists():
+            shutil.rmtree(shared, ignore_errors=True)  # a build that failed midway
+            build(shared)
+            (shared / ".built").touch()
+    mine = tmp_path_factory.mktemp(name)
+    shutil.copytree(shared, mine, dirs_exist_ok=True)  # copy2: modification times kept
+    return mine
+
+
 @pytest.fixture(scope="session")
 def tiny_cfg():
     return preset("tiny")
@@ -33,8 +54,11 @@ def tiny_cfg():
 @pytest.fixture(scope="session")
 def tiny_dataset(tmp_path_factory, tiny_cfg) -> dict[str, Path]:
     """The tiny preset's first 14 weeks, full header, plain CSV; week 4 left out."""
-    root = tmp_path_factory.mktemp("tiny")
-    generate(tiny_cfg, root / "raw", root / "truth", missing_weeks=[4], weeks=TINY_WEEKS)
+
+    def build(root: Path) -> None:
+        generate(tiny_cfg, root / "raw", root / "truth", missing_weeks=[4], weeks=TINY_WEEKS)
+
+    root = built_once(tmp_path_factory, "tiny", build)
     return {"raw": root / "raw", "truth": root / "truth", "root": root}
 
 
@@ -52,29 +76,33 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
     from retailsim_core.pipeline.data.feature_weeks import store_feature_weeks
     from retailsim_core.pipeline.data.training_data_weeks import training_data_weeks
 
-    wh = Warehouse(tmp_path_factory.mktemp("tiny_wh") / "wh")
-    weeks = range(1, 15)
-    ingest_weeks(tiny_dataset["raw"], wh, weeks)
-    derive_price_weeks(wh, weeks)
-    snapshot_weeks(wh, weeks)
-    store_feature_weeks(wh, weeks)
     split = TemporalSplit(8, 11)
-    write_graph(wh, build_product_graph(wh, split))  # the model's substitution edges
-    training_data_weeks(wh, weeks, split)
-    products = all_products(wh).sort("product_id")
-    id_map = products.select(
-        pl.int_range(pl.len(), dtype=pl.Int32).alias("row"),
-        "product_id",
-        "prod_code_10",
-        pl.lit("graph").alias("source"),
-    )
-    vectors = torch.randn(products.height, 256, generator=torch.Generator().manual_seed(0))
-    write_embeddings(wh, Embeddings(vectors, id_map, [1.0], 0.0), GraphSAGEConfig())
+
+    def build(root: Path) -> None:
+        wh = Warehouse(root / "wh")
+        weeks = range(1, 15)
+        ingest_weeks(tiny_dataset["raw"], wh, weeks)
+        derive_price_weeks(wh, weeks)
+        snapshot_weeks(wh, weeks)
+        store_feature_weeks(wh, weeks)
+        write_graph(wh, build_product_graph(wh, split))  # the model's substitution edges
+        training_data_weeks(wh, weeks, split)
+        products = all_products(wh).sort("product_id")
+        id_map = products.select(
+            pl.int_range(pl.len(), dtype=pl.Int32).alias("row"),
+            "product_id",
+            "prod_code_10",
+            pl.lit("graph").alias("source"),
+        )
+        vectors = torch.randn(products.height, 256, generator=torch.Generator().manual_seed(0))
+        write_embeddings(wh, Embeddings(vectors, id_map, [1.0], 0.0), GraphSAGEConfig())
+
+    wh = Warehouse(built_once(tmp_path_factory, "tiny_wh", build) / "wh")
     return {"warehouse": wh, "split": split, "truth": tiny_dataset["truth"]}
 
 
 @pytest.fixture(scope="session")
-def tiny_checkpoint(tiny_warehouse):
+def tiny_checkpoint(tiny_warehouse, tmp_path_factory):
     """A tiny-preset world model trained on the tiny warehouse (seconds)."""
     from retailsim_core.models.world_model import WorldModelConfig
     from retailsim_core.pipeline.world_model_training import train_world_model
@@ -82,10 +110,19 @@ def tiny_checkpoint(tiny_warehouse):
     from retailsim_core.training.train_config import TrainConfig
 
     wh = tiny_warehouse["warehouse"]
+
+    def build(root: Path) -> None:
+        """Trained on a copy of this worker's tiny warehouse; kept: the tables it wrote."""
+        shutil.copytree(wh.root, root / "wh")
+        copy, split = Warehouse(root / "wh"), tiny_warehouse["split"]
+        inputs = {p for p in copy.root.iterdir() if p.is_dir() and p.name != CHECKPOINT_TABLE}
+        train_world_model(copy, split, WorldModelConfig.preset("tiny"), TrainConfig.preset("tiny"))
+        for table in inputs:
+            shutil.rmtree(table)
+
     if not (wh.table_dir(CHECKPOINT_TABLE) / "model.safetensors").exists():
-        train_world_model(
-            wh, tiny_warehouse["split"], WorldModelConfig.preset("tiny"), TrainConfig.preset("tiny")
-        )
+        trained = built_once(tmp_path_factory, "tiny_checkpoint", build) / "wh"
+        shutil.copytree(trained, wh.root, dirs_exist_ok=True)  # what the training wrote
     return wh.table_dir(CHECKPOINT_TABLE)
 
 
