@@ -48,6 +48,7 @@ class HierarchicalLogLog:
         # The columns the fit reads, the cells' keys coded (Categorical): grouping and joining
         # 4-byte codes, not strings, keeps The Complete Journey's 11.5M-cell fit within a few
         # hundred MB (issue #62). Sums follow the panel's order, which is fixed (sorted by cell).
+        # The keys may come coded already (the promotion-event check's panel).
         coded = {c: pl.col(c).cast(pl.Categorical) for c in ("product_id", "store_id")}
         df = panel.lazy().select(**coded, week="week", promo="promo", y=(pl.col("units") + 1).log())
         off = (
@@ -79,7 +80,11 @@ class HierarchicalLogLog:
         on = (
             panel.filter(pl.col("promo"))
             .select(
-                "product_id", "store_id", "week", "kind", "depth", y=(pl.col("units") + 1).log()
+                pl.col("product_id", "store_id").cast(pl.String),  # the levels' keys
+                "week",
+                "kind",
+                "depth",
+                y=(pl.col("units") + 1).log(),
             )
             .join(weeks, on="week", how="left")
             .join(levels, on=["product_id", "store_id"], how="inner")  # a level to compare with

@@ -106,11 +106,17 @@ def price_event_check(
         baskets = pl.concat([fit_baskets.cast(baskets.dtype), baskets])
     sales = basket_sales(trips, baskets).collect()
     panel = pl.concat(panel_groups(sales, promotions, through=test_weeks[-1]))
+    del sales
     events = promotion_events(panel.lazy(), test_weeks)
     observed = product_lifts(panel.lazy(), test_weeks)
     if events.height == 0:
         return EventCheck({"source": source, "events": 0}, events, observed)
-    fit = panel.filter(pl.col("week") < test_weeks[0])  # training and validation weeks
+    ceiling = split_half_ceiling(panel.lazy(), test_weeks)
+    # The training and validation weeks, the cells' keys coded (the baselines group on them):
+    # the whole panel is not held while the model's event units run (issue #62).
+    coded = pl.col("product_id", "store_id").cast(pl.Categorical)
+    fit = panel.lazy().filter(pl.col("week") < test_weeks[0]).with_columns(coded).collect()
+    del panel
     fit_weeks = fit["week"].unique().sort()
     table = _event_table(model, data, samples, test_rows, fit, events, categories, chunk)
     if truth is not None:
@@ -125,7 +131,7 @@ def price_event_check(
         "events": table.height,
         "weeks": [test_weeks[0], test_weeks[-1]],
         "fitted_weeks": [fit_weeks[0], fit_weeks[-1]] if len(fit_weeks) else None,
-        "ceiling": split_half_ceiling(panel.lazy(), test_weeks),
+        "ceiling": ceiling,
         "methods": {name: s.summary for name, s in scored.items()},
         "world_model_vs": {
             name: paired_difference(scored["world_model"], s)
