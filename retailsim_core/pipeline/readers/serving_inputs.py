@@ -7,9 +7,8 @@ import logging
 from pathlib import Path
 
 from retailsim_core.datasets.model_inputs import ModelInputs
-from retailsim_core.datasets.tensors import PRICE_COLUMNS, TensorConfig
+from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.next_basket.methods import REFRESHED
-from retailsim_core.pipeline.readers.price_reader import read_price_features
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.serving.context import ServingData, served_weeks
 from retailsim_core.serving.onnx_scoring import OnnxScorer, scoring_graph_for
@@ -29,12 +28,11 @@ def checkpoint_weeks(warehouse: Warehouse, checkpoint_config: dict) -> list[int]
 def load_serving_data(
     warehouse: Warehouse, weeks: list[int], tensor_cfg: TensorConfig
 ) -> tuple[ServingData, ModelInputs]:
-    """What the model reads for any context of ``weeks``, and the inputs it was built from."""
-    inputs = load_model_inputs(warehouse, weeks)
-    prices = read_price_features(
-        warehouse, weeks, columns=("product_id", "store_id", "week", *PRICE_COLUMNS)
-    )
-    data = ServingData.build(inputs, prices, weeks, tensor_cfg, warehouse.calendar)
+    """What the model reads for any context of ``weeks``, and the inputs it was built from
+    (their price features: every cell of ``weeks``, from the inputs' one replay of the shelf
+    prices)."""
+    inputs = load_model_inputs(warehouse, weeks, every_cell=True)
+    data = ServingData.build(inputs, inputs.price_features, weeks, tensor_cfg, warehouse.calendar)
     return data, inputs
 
 

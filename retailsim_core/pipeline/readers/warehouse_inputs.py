@@ -41,10 +41,13 @@ def load_model_inputs(
     weeks: Iterable[int] | None = None,
     mapped: MappedArrays | None = None,
     log: Callable[[str], None] = lambda _: None,
+    every_cell: bool = False,
 ) -> ModelInputs:
     """Samples of ``weeks`` (default all) with the features their rows join to; price features
-    are read only for the (product, store, week) cells of those baskets. Given ``mapped``, the
-    shelf and every training set built from the inputs live on its disk (D97)."""
+    are read only for the (product, store, week) cells of those baskets, or with ``every_cell``
+    for every cell of ``weeks`` (what serving answers any context from: the same replay of the
+    shelf prices, not a second one). Given ``mapped``, the shelf and every training set built
+    from the inputs live on its disk (D97)."""
     vectors, id_map = load_embeddings(warehouse)
     vocab = ProductVocab.from_products(id_map["product_id"].to_list())
     weeks = sorted(weeks) if weeks is not None else warehouse.weeks(SAMPLES_TABLE)
@@ -60,7 +63,9 @@ def load_model_inputs(
         .explode("product_id")
         .unique()
     )
-    prices, shelf = _prices_and_shelf(warehouse, weeks, cells, vocab, mapped)
+    prices, shelf = _prices_and_shelf(
+        warehouse, weeks, None if every_cell else cells, vocab, mapped
+    )
     log(f"shelf: {shelf.keys.height:,} store-weeks, {len(shelf.tokens):,} cells")
     key_weeks = pl.col("week").is_in(weeks)
     edges = load_graph(warehouse).edges
@@ -92,14 +97,15 @@ def _frame(scan: pl.LazyFrame, mapped: MappedArrays | None) -> pl.DataFrame | pl
 def _prices_and_shelf(
     warehouse: Warehouse,
     weeks: list[int],
-    cells: pl.LazyFrame,
+    cells: pl.LazyFrame | None,
     vocab: ProductVocab,
     mapped: MappedArrays | None = None,
 ) -> tuple[pl.DataFrame | pl.LazyFrame, ShelfPrices]:
-    """T4 rows of the samples' own cells, and the shelf of every store-week, materialised one
-    week at a time (D67, D96): week W's shelf comes from W-1's price features and W's observed
-    cells, so the history's price features are never in memory together. Given ``mapped``,
-    both go to its disk as they are made (D97): the T4 rows as a scan of weekly files."""
+    """T4 rows of the samples' own ``cells`` (None: every cell of ``weeks``), and the shelf of
+    every store-week, materialised one week at a time (D67, D96): week W's shelf comes from
+    W-1's price features and W's observed cells, so the history's price features are never in
+    memory together. Given ``mapped``, both go to its disk as they are made (D97): the T4 rows
+    as a scan of weekly files."""
     price_weeks = sorted({max(weeks[0] - 1, 1), *weeks})
     observed_columns = ("product_id", "store_id", "store_region", "week", "discount_depth")
     # Every store with a shelf row sold something (its cells are pairs it sold), so its region is
@@ -108,8 +114,11 @@ def _prices_and_shelf(
     kept, shelves = [], ShelfWriter(vocab, mapped)
     for week in read_weeks(warehouse, price_weeks, features=True):
         features = week.features.select("product_id", "store_id", "week", *PRICE_COLUMNS)
-        week_cells = cells.filter(pl.col("week") == week.week).collect()
-        own = features.join(week_cells, on=["product_id", "store_id", "week"], how="semi")
+        if cells is None:  # every cell of the asked weeks (the shelf's week before is not)
+            own = features if week.week in weeks else features.clear()
+        else:
+            week_cells = cells.filter(pl.col("week") == week.week).collect()
+            own = features.join(week_cells, on=["product_id", "store_id", "week"], how="semi")
         if mapped is None:
             kept.append(own)
         else:  # one Parquet file per week; a chunk's scan reads its weeks' files

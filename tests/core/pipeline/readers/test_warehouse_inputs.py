@@ -63,6 +63,27 @@ def test_weekly_reads_give_the_same_prices_and_shelf(tiny_warehouse, first):
     np.testing.assert_array_equal(inputs.shelf.dense(weekly), shelf.dense(rows))
 
 
+def test_every_cell_gives_the_weeks_whole_price_features_from_the_same_replay(tiny_warehouse):
+    """Serving's inputs: every cell of the asked weeks (oracle: a read of those weeks' price
+    features), the shelf as the samples' inputs have it."""
+    wh = tiny_warehouse["warehouse"]
+    weeks = [12, 13]
+    every = load_model_inputs(wh, weeks, every_cell=True)
+    own = load_model_inputs(wh, weeks)
+    assert_frame_equal(
+        every.price_features, read_price_features(wh, weeks, columns=(*KEY, *PRICE_COLUMNS))
+    )
+    assert every.price_features.height > own.price_features.height
+    assert_frame_equal(
+        own.price_features.join(every.price_features, on=KEY, how="anti"),
+        own.price_features.clear(),
+    )
+    np.testing.assert_array_equal(
+        every.shelf.dense(np.arange(every.shelf.keys.height)),
+        own.shelf.dense(np.arange(own.shelf.keys.height)),
+    )
+
+
 def test_no_week_gives_an_empty_shelf(tiny_warehouse):
     inputs = load_model_inputs(tiny_warehouse["warehouse"], [1])  # week 1 has no week before it
     empty = ShelfPrices.concat([], inputs.vocab)
