@@ -2,7 +2,11 @@
 
 import pytest
 
-from retailsim_core.pipeline.data.graph_tables import build_product_graph, write_graph
+from retailsim_core.pipeline.data.graph_tables import (
+    build_product_graph,
+    load_graph,
+    write_graph,
+)
 from retailsim_core.pipeline.data.ingest_weeks import ingest_weeks
 from retailsim_core.pipeline.data.price_weeks import derive_price_weeks
 from retailsim_core.pipeline.data.snapshot_weeks import snapshot_weeks
@@ -10,19 +14,23 @@ from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.synth import preset
 from retailsim_core.synth.writer import generate
+from tests.shared_builds import built_once
 
 
 @pytest.fixture(scope="session")
 def default_pipeline(tmp_path_factory):
-    root = tmp_path_factory.mktemp("default")
-    generate(preset("default"), root / "raw", root / "truth")
+    def build(root):
+        generate(preset("default"), root / "raw", root / "truth")
+        wh = Warehouse(root / "warehouse")
+        weeks = range(1, 118)
+        ingest_weeks(root / "raw", wh, weeks)
+        derive_price_weeks(wh, weeks)
+        write_graph(wh, build_product_graph(wh, TemporalSplit()))
+        snapshot_weeks(wh, weeks)
+
+    root = built_once(tmp_path_factory, "default", build)
     wh = Warehouse(root / "warehouse")
-    weeks = range(1, 118)
-    ingest_weeks(root / "raw", wh, weeks)
-    derive_price_weeks(wh, weeks)
-    graph = build_product_graph(wh, TemporalSplit())
-    write_graph(wh, graph)
-    snapshot_weeks(wh, weeks)
+    graph = load_graph(wh)  # as written: the graph the build made
     return {"root": root, "truth": root / "truth", "warehouse": wh, "graph": graph}
 
 
