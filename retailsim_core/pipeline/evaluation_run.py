@@ -27,9 +27,14 @@ from retailsim_core.next_basket.tuned_folder import load_baselines
 from retailsim_core.pipeline.data.price_weeks import promotion_cells
 from retailsim_core.pipeline.data.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.model_refresh import week_models
-from retailsim_core.pipeline.readers.price_reader import price_weeks, read_price_features
+from retailsim_core.pipeline.readers.price_reader import (
+    price_weeks,
+    read_price_features,
+    stored_prices,
+)
 from retailsim_core.pipeline.readers.truth import bind_truth, read_truth
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
+from retailsim_core.response.observed_response import products_read
 from retailsim_core.response.price_checks import PriceInputs, simulation_rows
 from retailsim_core.response.promotion_events import (
     planted_promotions,
@@ -217,5 +222,9 @@ def price_inputs(
         stores=sim_samples["store_id"].unique().to_list(),
     )
     weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.valid_end]
-    cells = promotion_cells(warehouse, weeks) if weeks else None
+    cells = None
+    if weeks:  # the observed check reads the promoted products and their substitutes only
+        stored = stored_prices(warehouse, weeks).filter(pl.col("promo_flag"))
+        promoted = stored.select("product_id").unique().collect()["product_id"]
+        cells = promotion_cells(warehouse, weeks, products=products_read(promoted, edges))
     return PriceInputs(sim_prices, weeks, cells, edges)
