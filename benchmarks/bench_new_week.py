@@ -45,13 +45,16 @@ ROOT = Path(__file__).resolve().parents[1]
 def world_before(warehouse: Path, week: int, scratch: Path, calendar) -> Path:
     """A hard-linked copy of ``warehouse`` without any partition of ``week`` or later."""
     from retailsim_core.storage.warehouse import Warehouse
+    from retailsim_core.tables import RAW_TABLE
 
     copy = scratch / "warehouse"
     shutil.copytree(warehouse, copy, copy_function=os.link)
-    wh = Warehouse(copy, calendar=calendar)
-    for table in sorted(p.name for p in copy.iterdir() if p.is_dir()):
-        for later in (w for w in wh.weeks(table) if w >= week):
-            shutil.rmtree(wh.partition_dir(table, later))
+    # By folder name, not by ``Warehouse.weeks``: a published model's partition (model_refresh)
+    # is a checkpoint folder, not a manifest-listed table partition, and must go too.
+    first = Warehouse(copy, calendar=calendar).partition_dir(RAW_TABLE, week).name
+    for folder in sorted(copy.glob("*/week=*")):
+        if folder.is_dir() and folder.name >= first:  # week=<ISO Monday>: ordered as text
+            shutil.rmtree(folder)
     return copy
 
 

@@ -10,7 +10,7 @@ import pytest
 from benchmarks.bench_new_week import raw_before, sensor_request, world_before
 from retailsim_core.calendar import LGSR, week_key_of
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.tables import PRICES_TABLE, RAW_TABLE
+from retailsim_core.tables import PRICES_TABLE, RAW_TABLE, REFRESH_TABLE
 
 
 def test_the_world_before_a_week_has_no_partition_of_it_or_later(tiny_warehouse, tmp_path):
@@ -21,6 +21,13 @@ def test_the_world_before_a_week_has_no_partition_of_it_or_later(tiny_warehouse,
         assert copy.weeks(table) == [w for w in weeks if w < 9]
         assert wh.weeks(table) == weeks  # the original keeps every week
     # Hard links: the same bytes, not copies; the original's partition of week 9 is whole.
+    # A published model's folder (no table manifest) of the week or later goes too.
+    model = wh.partition_dir(REFRESH_TABLE, 10)
+    model.mkdir(parents=True)
+    (model / "model.safetensors").write_bytes(b"weights")
+    copy = Warehouse(world_before(wh.root, 9, tmp_path / "again", LGSR), calendar=LGSR)
+    assert not copy.partition_dir(REFRESH_TABLE, 10).exists() and model.exists()
+    shutil.rmtree(model)
     kept = copy.data_file(RAW_TABLE, 8)
     assert os.path.samefile(kept, wh.data_file(RAW_TABLE, 8))
     assert wh.data_file(RAW_TABLE, 9).exists()
