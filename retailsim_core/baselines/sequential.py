@@ -268,11 +268,14 @@ def fit_sequential(
         time.perf_counter(),
         "max_epochs",
     )
+    curve_seconds = []  # seconds from the start to each epoch's validation
     for epoch in range(1, cfg.max_epochs + 1):
         windows = training_windows(data, train_last_day, cfg.max_len, rng)  # reshuffled products
         loss = _train_epoch(model, windows, data.vocab, cfg, opt, rng)
         r20 = valid_score(sequential_scores(model, data, valid_rows, cfg.seed), valid_rows)
         curve.append(round(r20, 4))
+        elapsed = time.perf_counter() - start
+        curve_seconds.append(round(elapsed, 1))
         log(f"{cfg.kind} epoch {epoch}: loss {loss:.3f} valid R@20 {r20:.4f}")
         if r20 > best:
             best, bad, best_epoch = r20, 0, epoch
@@ -282,7 +285,6 @@ def fit_sequential(
             if bad >= cfg.patience:
                 stopped_by = "patience"
                 break
-        elapsed = time.perf_counter() - start
         if cfg.max_seconds is not None and elapsed * (epoch + 1) / epoch > cfg.max_seconds:
             stopped_by = "time budget"  # another epoch of the mean length would overrun it
             break
@@ -292,6 +294,7 @@ def fit_sequential(
         "best_epoch": best_epoch,
         "epochs": len(curve),
         "valid_curve": curve,
+        "curve_seconds": curve_seconds,
         "windows": len(windows),
         "stopped_by": stopped_by,
         "seconds": round(time.perf_counter() - start, 1),

@@ -105,3 +105,21 @@ def test_an_epoch_starts_only_if_it_fits_in_the_time_budget(monkeypatch):
         _data(), 9, np.arange(2), lambda *_: float(next(scores)), cfg
     )
     assert info["epochs"] == 2 and info["stopped_by"] == "time budget"
+
+
+def test_the_learning_curve_says_when_each_epoch_was_validated(monkeypatch):
+    """On a fake clock of 10 s an epoch, the curve's seconds are each epoch's end; patience ends
+    the run once validation stops improving, and the curve keeps the epochs after the best."""
+    clock = iter(np.arange(0.0, 1_000.0, 10.0))
+    monkeypatch.setattr(sequential.time, "perf_counter", lambda: float(next(clock)))
+    monkeypatch.setattr(sequential, "sequential_scores", lambda *a, **k: None)
+    scores = iter([0.2, 0.3, 0.25, 0.28, 0.1, 0.9])
+    cfg = SequentialConfig(
+        max_len=4, batch_size=2, negatives=4, max_seconds=None, max_epochs=9, patience=3
+    )
+    _, info = sequential.fit_sequential(
+        _data(), 9, np.arange(2), lambda *_: float(next(scores)), cfg
+    )
+    assert info["valid_curve"] == [0.2, 0.3, 0.25, 0.28, 0.1]
+    assert info["curve_seconds"] == [10.0, 20.0, 30.0, 40.0, 50.0]
+    assert info["best_epoch"] == 2 and info["stopped_by"] == "patience"
