@@ -56,9 +56,10 @@ class SequentialConfig:
     patience: int = 3  # epochs without a better validation R@20
     windows_per_epoch: int | None = 4_000  # sampled training windows per epoch (None = all)
     negatives: int = 512  # shared sampled-softmax negatives per batch (log-Q corrected)
-    # Training budget per model: an epoch starts only if it should end within it (the demo runs
-    # on 2 cores; the validation curves are about flat after the first epochs, D73).
-    max_seconds: float | None = 60.0
+    # Training budget per model: an epoch starts only if it should end within it. The pipeline
+    # passes RETAILSIM_SEQUENTIAL_SECONDS (the world model's 600 s, D123); on the synthetic
+    # default the validation curves are about flat after the first epochs and patience ends them.
+    max_seconds: float | None = 600.0
     seed: int = 0
 
 
