@@ -41,7 +41,11 @@ def test_the_landed_file_is_the_one_week_the_sensor_requests(tiny_dataset, tmp_p
     assert week_key_of(6) not in seen and len(seen) > 0
     landed = raw / week_file.name
     shutil.copyfile(week_file, landed)
-    assert sensor_request(cursor)[0] == []  # within the settle time: perhaps still copying
+    # Within the settle time: perhaps still copying. A long one, so that a slow tick on a busy
+    # machine does not outlast it (the default 2 s did once, beside other tests).
+    monkeypatch.setenv("RETAILSIM_SETTLE_SECONDS", "600")
+    assert sensor_request(cursor)[0] == []
+    monkeypatch.delenv("RETAILSIM_SETTLE_SECONDS")
     os.utime(landed, (time.time() - 30, time.time() - 30))
     assert sensor_request(cursor)[0] == [week_key_of(6)]
     assert (tiny_dataset["raw"] / week_file.name).exists()  # the source folder is untouched
