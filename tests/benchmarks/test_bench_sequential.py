@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
 
 from benchmarks.bench_sequential import curve_rows, summary_row, top_k_profile
@@ -42,7 +43,7 @@ def test_the_top_k_profile_counts_popular_and_repeat_picks():
     product 0 only. Row 1 ranks 2, 1: both popular; bought 3 (not picked)."""
     scores = torch.tensor([[4.0, 3.0, 1.0, 0.0], [0.0, 3.0, 4.0, 1.0]])
     popular = torch.tensor([[0.0, 9.0, 8.0, 1.0]]).expand(2, 4)
-    bought = np.array([[2, 0, 0, 0], [0, 0, 0, 1]])
+    bought = sp.csr_matrix(np.array([[2, 0, 0, 0], [0, 0, 0, 1]]))
     profile = top_k_profile(scores, popular, bought, k=2)
     assert profile == {"popular": pytest.approx(0.75), "bought_before": pytest.approx(0.25)}
 
