@@ -82,7 +82,7 @@ class HierarchicalLogLog:
             .select(
                 pl.col("product_id", "store_id").cast(pl.String),  # the levels' keys
                 "week",
-                "kind",
+                pl.col("kind").cast(pl.String),  # it may come coded too
                 "depth",
                 y=(pl.col("units") + 1).log(),
             )

@@ -24,7 +24,7 @@ from retailsim_core.evaluation import protocol
 from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.next_basket.tasks import EvalTasks, build_tasks
 from retailsim_core.next_basket.tuned_folder import load_baselines
-from retailsim_core.pipeline.data.price_weeks import promotion_cells
+from retailsim_core.pipeline.data.price_weeks import promotion_cells, regional_cuts
 from retailsim_core.pipeline.data.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.model_refresh import week_models
 from retailsim_core.pipeline.readers.price_reader import (
@@ -36,11 +36,7 @@ from retailsim_core.pipeline.readers.truth import bind_truth, read_truth
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.response.observed_response import products_read
 from retailsim_core.response.price_checks import PriceInputs, simulation_rows
-from retailsim_core.response.promotion_events import (
-    planted_promotions,
-    regional_promotions,
-    table_promotions,
-)
+from retailsim_core.response.promotion_events import planted_promotions, table_promotions
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.storage.warehouse import Warehouse
@@ -180,15 +176,17 @@ def with_event_inputs(
     stores = trips.select("store_id", "store_region").unique("store_id")
     weeks = warehouse.weeks(PRICES_TABLE)
     known = known_promotion_weeks(warehouse, [w for w in weeks if w > split.train_end])
+    # The regional cuts a week at a time (D97): every week's promoted products' dense cells
+    # at once were gigabytes on the real LGSR sample, held through the event check (D124).
     if truth is not None and truth.promotions is not None:
         promotions, source = planted_promotions(truth.promotions, stores), "planted calendar"
     elif known:
-        depths = regional_promotions(promotion_cells(warehouse, weeks, True), stores)
+        depths = regional_cuts(warehouse, weeks, stores).lazy()
         plan = warehouse.scan(PROMOTION_CELLS_TABLE, known_promotion_weeks(warehouse, weeks))
         promotions = table_promotions(plan, depths)
         source = "the source's promotion table (display, mailer; depth from other stores)"
     else:
-        promotions = regional_promotions(promotion_cells(warehouse, weeks, True), stores)
+        promotions = regional_cuts(warehouse, weeks, stores).lazy()
         source = "other stores of the region, same week (leave-one-store-out)"
     train_weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w <= split.train_end]
     fit_baskets = (

@@ -43,6 +43,7 @@ from retailsim_core.models.world_model import WorldModel
 from retailsim_core.response.planted_events import planted_check, planted_event_units
 from retailsim_core.response.promotion_events import (
     basket_sales,
+    check_panels,
     panel_groups,
     product_lifts,
     promotion_events,
@@ -105,17 +106,15 @@ def price_event_check(
     if fit_baskets is not None:
         baskets = pl.concat([fit_baskets.cast(baskets.dtype), baskets])
     sales = basket_sales(trips, baskets).collect()
-    panel = pl.concat(panel_groups(sales, promotions, through=test_weeks[-1]))
+    # The test weeks' cells, and the training and validation weeks' coded for the baselines'
+    # fit: the whole panel is never held (issue #62, D124).
+    panel, fit = check_panels(panel_groups(sales, promotions, test_weeks[-1]), test_weeks)
     del sales
     events = promotion_events(panel.lazy(), test_weeks)
     observed = product_lifts(panel.lazy(), test_weeks)
     if events.height == 0:
         return EventCheck({"source": source, "events": 0}, events, observed)
     ceiling = split_half_ceiling(panel.lazy(), test_weeks)
-    # The training and validation weeks, the cells' keys coded (the baselines group on them):
-    # the whole panel is not held while the model's event units run (issue #62).
-    coded = pl.col("product_id", "store_id").cast(pl.Categorical)
-    fit = panel.lazy().filter(pl.col("week") < test_weeks[0]).with_columns(coded).collect()
     del panel
     fit_weeks = fit["week"].unique().sort()
     table = _event_table(model, data, samples, test_rows, fit, events, categories, chunk)

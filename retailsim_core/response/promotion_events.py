@@ -20,7 +20,7 @@ Glossary: N panel cells, E events, P products.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import polars as pl
@@ -101,6 +101,25 @@ def panel_groups(
     for group in np.array_split(np.arange(len(products)), groups):
         keep = pl.col("product_id").is_in(products.gather(group).implode())
         yield sales_panel(sales.lazy().filter(keep), promotions.filter(keep), through).collect()
+
+
+def check_panels(
+    groups: Iterable[pl.DataFrame], weeks: list[int]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The panel (``panel_groups``) split as a check reads it, a group at a time, so the whole
+    panel is never held (issue #62): its cells of ``weeks`` (events, lifts and the ceiling read
+    nothing else) and its cells before the first of them with the keys and the kind coded
+    (Categorical: a fit groups on them; the baselines fit there). Both in the panel's order."""
+    coded = pl.col("product_id", "store_id", "kind").cast(pl.Categorical)
+    period, before = [], []
+    for group in groups:
+        period.append(group.filter(pl.col("week").is_in(weeks)))
+        before.append(group.filter(pl.col("week") < min(weeks)).with_columns(coded))
+    empty = PANEL_SCHEMA.to_frame()
+    return (
+        pl.concat(period) if period else empty,
+        pl.concat(before) if before else empty.with_columns(coded),
+    )
 
 
 def promotion_events(panel: pl.LazyFrame, weeks: list[int]) -> pl.DataFrame:

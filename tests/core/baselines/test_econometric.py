@@ -102,6 +102,18 @@ def test_the_fit_is_the_same_bytes_in_any_row_order_and_predictions_follow_their
     assert forward["units_promoted"].to_list() == backward["units_promoted"].reverse().to_list()
 
 
+def test_a_panel_with_coded_keys_and_kind_fits_the_same():
+    """The promotion-event check hands the fit its cells' keys and kind as Categorical (D124)."""
+    panel = _panel(noise=0.05)
+    coded = panel.with_columns(pl.col("product_id", "store_id", "kind").cast(pl.Categorical))
+    a, b = (HierarchicalLogLog.fit(p, _categories()) for p in (panel, coded))
+    assert a.kinds == b.kinds and a.levels.equals(b.levels) and a.responses.equals(b.responses)
+    events = panel.filter(pl.col("promo")).head(40).select("product_id", "store_id", "week")
+    events = events.with_columns(kind=pl.lit("display"), depth=pl.lit(None, pl.Float64))
+    assert a.predict(events).equals(b.predict(events))
+    assert (unpromoted_level(panel, events) == unpromoted_level(coded, events)).all()
+
+
 @pytest.mark.slow
 def test_the_same_panel_gives_the_same_fit_to_the_bit(large_random_panel):
     """Week effects, levels and responses are summed in a fixed order: the same bytes."""

@@ -17,6 +17,7 @@ from retailsim_core.response.promotion_events import (
     PROMOTIONS_SCHEMA,
     SALES_SCHEMA,
     basket_sales,
+    check_panels,
     panel_groups,
     planted_promotions,
     product_lifts,
@@ -79,6 +80,13 @@ def test_the_panel_in_groups_of_products_is_the_panel(sales, promoted, rows, thr
     whole = sales_panel(cells.lazy(), promos, through).collect()
     grouped = pl.concat(panel_groups(cells, promos, through, rows=rows))
     assert grouped.equals(whole)
+    # What a check reads, split a group at a time: the period's cells and the coded earlier ones.
+    weeks = [6, 7, 8, 9]
+    period, before = check_panels(panel_groups(cells, promos, through, rows=rows), weeks)
+    assert period.equals(whole.filter(pl.col("week").is_in(weeks)))
+    strings = before.with_columns(pl.col("product_id", "store_id", "kind").cast(pl.String))
+    assert strings.equals(whole.filter(pl.col("week") < 6))
+    assert before.schema["product_id"] == pl.Categorical
 
 
 def test_a_cell_is_checked_when_its_product_sold_at_its_store_before_it():
