@@ -136,16 +136,21 @@ def summarise(
     }
     if "predicted_revenue" in per_sample:
         a, b = pick(per_sample["predicted_revenue"]), pick(per_sample["spend"])
-        if len(a) > 2 and a.std() > 0 and b.std() > 0:
-            out["revenue_correlation"] = pearson(a, b)
+        r = pearson(a, b) if len(a) > 2 else None
+        if r is not None:
+            out["revenue_correlation"] = r
     return out
 
 
-def pearson(a: np.ndarray, b: np.ndarray) -> float:
+def pearson(a: np.ndarray, b: np.ndarray) -> float | None:
     """Pearson correlation from exactly rounded sums (``math.fsum``): the same figure whatever
     the arrays' memory alignment, which changes the last bit of NumPy's SIMD dot products (a
-    report must give the same bytes run after run)."""
+    report must give the same bytes run after run). None when either side is constant, told
+    exactly (NumPy's std of a constant can come out a rounding above zero, and a constant's
+    deviations from its rounded mean are zero or roundings)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.min() == a.max() or b.min() == b.max():
+        return None
     da, db = a - math.fsum(a) / len(a), b - math.fsum(b) / len(b)
     return math.fsum(da * db) / math.sqrt(math.fsum(da * da) * math.fsum(db * db))
 

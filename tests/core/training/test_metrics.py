@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from retailsim_core.training.metrics import pearson
+from retailsim_core.training.metrics import pearson, summarise
 
 
 def test_the_revenue_correlation_is_the_same_whatever_the_alignment():
@@ -16,3 +16,16 @@ def test_the_revenue_correlation_is_the_same_whatever_the_alignment():
         shifted[:] = a
         assert pearson(shifted, b) == pearson(a, b)
     assert pearson(a, b) == pytest.approx(np.corrcoef(a, b)[0, 1], rel=1e-12)
+
+
+def test_a_constant_side_has_no_revenue_correlation():
+    """A popularity ranking predicts the same revenue for every basket: no correlation, not a
+    division by zero (NumPy's std of such a constant can be a rounding above zero)."""
+    constant = np.full(7, 2.3)
+    assert constant.std() > 0  # the rounding the old guard trusted
+    spend = np.arange(7.0)
+    assert pearson(constant, spend) is None and pearson(spend, constant) is None
+    got = summarise({"R@20": np.ones(7), "predicted_revenue": constant, "spend": spend})
+    assert got == {"R@20": 1.0}
+    both = summarise({"predicted_revenue": spend * 2, "spend": spend})
+    assert both["revenue_correlation"] == pytest.approx(1.0)
