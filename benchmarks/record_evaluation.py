@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 from benchmarks.results import measured_now, record, table
@@ -54,7 +55,7 @@ def next_basket_tables(metrics: dict, intervals: dict, slice_name: str) -> dict:
     rivals = [m for m in shown if m in nb]
     slices = [
         [s] + [metrics["next_basket"][s].get(m, {}).get("R@20") for m in rivals]
-        for s in metrics["next_basket"]
+        for s in sorted(metrics["next_basket"], key=natural_order)
     ]
     fmt = {m: ".4f" for m in rivals}
     return {"headline": head, "slices": table(["slice (R@20)"] + rivals, slices, fmt)}
@@ -294,6 +295,11 @@ def area_tables(warehouse: Path, slice_name: str) -> dict[str, tuple[str, dict]]
     return out
 
 
+def natural_order(name: str) -> list:
+    """A slice name's sort key: its numbers as numbers (week_96 before week_100)."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--warehouse", type=Path, default=Path("data/warehouse"))
@@ -305,6 +311,8 @@ def main() -> None:
     args = ap.parse_args()
     at = measured_now(args.commit)
     command = f"python -m benchmarks.record_evaluation --dataset {args.dataset}"
+    if args.slice != "all":  # the record says which slice its headline is
+        command += f" --slice {args.slice}"
     for area, (title, tables) in area_tables(args.warehouse, args.slice).items():
         if args.only is None or area in args.only:
             record(f"{args.dataset}_{area}", title=title, command=command, measured=at,

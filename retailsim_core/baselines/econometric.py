@@ -151,7 +151,15 @@ def unpromoted_level(panel: pl.DataFrame, events: pl.DataFrame) -> np.ndarray:
     """(E,) each event's product × store mean units over the panel's unpromoted weeks (the
     product's mean over stores where the store has none; 0 where the product has none)."""
     coded = [pl.col(c).cast(pl.Categorical) for c in ("product_id", "store_id")]  # see fit
-    off = panel.lazy().filter(~pl.col("promo")).select(*coded, "units").collect()
+    # The events' products only: no other cell enters their means (issue #62: every product's
+    # unpromoted cells were +2.4 GB on the real LGSR sample for 285 event products).
+    products = events["product_id"].unique().implode()
+    off = (
+        panel.lazy()
+        .filter(~pl.col("promo") & pl.col("product_id").cast(pl.String).is_in(products))
+        .select(*coded, "units")
+        .collect()
+    )
     strings = pl.col("product_id", "store_id").cast(pl.String)
     ps = (
         off.group_by("product_id", "store_id")

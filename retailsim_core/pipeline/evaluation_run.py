@@ -19,6 +19,7 @@ import torch
 
 from retailsim_core.datasets.model_inputs import ModelInputs
 from retailsim_core.datasets.sample_buckets import SAMPLES_SCHEMA
+from retailsim_core.datasets.tensors import PRICE_COLUMNS
 from retailsim_core.datasets.tokens import ProductVocab
 from retailsim_core.evaluation import protocol
 from retailsim_core.next_basket.eval_config import EvalConfig
@@ -214,10 +215,12 @@ def price_inputs(
     """The price checks' tables for scored test ``rows``: price features of the stores and weeks
     of the simulated contexts, the test weeks' promotion cells."""
     sim_samples = tasks.samples[simulation_rows(rows)]
-    sim_prices = read_price_features(
+    sim_prices = read_price_features(  # the contexts' own store-weeks and the book's columns
         warehouse,
         sorted(set(sim_samples["week"].to_list())),
         stores=sim_samples["store_id"].unique().to_list(),
+        columns=("product_id", "store_id", "week", *PRICE_COLUMNS),
+        pairs=sim_samples.select("store_id", "week"),
     )
     weeks = [w for w in warehouse.weeks(PRICES_TABLE) if w > split.valid_end]
     cells = None

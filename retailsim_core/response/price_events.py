@@ -108,13 +108,14 @@ def price_event_check(
     sales = basket_sales(trips, baskets).collect()
     # The test weeks' cells, and the training and validation weeks' coded for the baselines'
     # fit: the whole panel is never held (issue #62, D124).
-    panel, fit = check_panels(panel_groups(sales, promotions, test_weeks[-1]), test_weeks)
+    groups = panel_groups(sales, promotions, test_weeks[-1])
+    panel, fit, stores = check_panels(groups, test_weeks)
     del sales
     events = promotion_events(panel.lazy(), test_weeks)
     observed = product_lifts(panel.lazy(), test_weeks)
     if events.height == 0:
         return EventCheck({"source": source, "events": 0}, events, observed)
-    ceiling = split_half_ceiling(panel.lazy(), test_weeks)
+    ceiling = split_half_ceiling(panel.lazy(), test_weeks, stores=stores)
     del panel
     fit_weeks = fit["week"].unique().sort()
     table = _event_table(model, data, samples, test_rows, fit, events, categories, chunk)

@@ -105,20 +105,26 @@ def panel_groups(
 
 def check_panels(
     groups: Iterable[pl.DataFrame], weeks: list[int]
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
     """The panel (``panel_groups``) split as a check reads it, a group at a time, so the whole
-    panel is never held (issue #62): its cells of ``weeks`` (events, lifts and the ceiling read
-    nothing else) and its cells before the first of them with the keys and the kind coded
-    (Categorical: a fit groups on them; the baselines fit there). Both in the panel's order."""
+    panel is never held (issue #62): (1) the cells of ``weeks`` of each product × store with
+    a promotion among them (events, lifts and the ceiling read nothing else: a product ×
+    store without one has no event and no lift); (2) the cells before the first of ``weeks``
+    with the keys and the kind coded (Categorical: a fit groups on them; the baselines fit
+    there); (3) every store of the panel, sorted (the ceiling's halves rank them all). (1) and
+    (2) in the panel's order."""
     coded = pl.col("product_id", "store_id", "kind").cast(pl.Categorical)
-    period, before = [], []
+    promoted = pl.col("promo").any().over("product_id", "store_id")
+    period, before, stores = [], [], []
     for group in groups:
-        period.append(group.filter(pl.col("week").is_in(weeks)))
+        period.append(group.filter(pl.col("week").is_in(weeks)).filter(promoted))
         before.append(group.filter(pl.col("week") < min(weeks)).with_columns(coded))
+        stores.append(group["store_id"].unique())
     empty = PANEL_SCHEMA.to_frame()
     return (
         pl.concat(period) if period else empty,
         pl.concat(before) if before else empty.with_columns(coded),
+        pl.concat(stores).unique().sort() if stores else empty["store_id"],
     )
 
 
@@ -166,12 +172,22 @@ def product_lifts(panel: pl.LazyFrame, weeks: list[int], units: str = "units") -
     )
 
 
-def split_half_ceiling(panel: pl.LazyFrame, weeks: list[int], min_events: int = 1) -> dict:
+def split_half_ceiling(
+    panel: pl.LazyFrame, weeks: list[int], min_events: int = 1, stores: pl.Series | None = None
+) -> dict:
     """How well the observed lift can be known: per product, the lift on the odd-ranked stores
     against the even-ranked ones (stores ranked by id), Spearman over products with at least
     ``min_events`` in both halves, then Spearman–Brown for the whole set (2r / (1 + r)). A
-    perfect model correlates with the observed lift at about the square root of that."""
-    ranked = panel.with_columns(half=(pl.col("store_id").rank("dense") % 2).cast(pl.Int8))
+    perfect model correlates with the observed lift at about the square root of that.
+    ``stores``: the stores to rank (default: the panel's; ``check_panels`` keeps the cells a
+    lift reads and hands over every store)."""
+    if stores is None:
+        ranked = panel.with_columns(half=(pl.col("store_id").rank("dense") % 2).cast(pl.Int8))
+    else:
+        ranks = pl.LazyFrame(
+            {"store_id": stores.unique().sort(), "half": (np.arange(stores.n_unique()) + 1) % 2}
+        ).cast({"half": pl.Int8})
+        ranked = panel.join(ranks, on="store_id", how="left", maintain_order="left")
     halves = [
         product_lifts(ranked.filter(pl.col("half") == h), weeks).filter(
             pl.col("events") >= min_events

@@ -2,7 +2,7 @@
 
 import json
 
-from benchmarks.record_evaluation import area_tables
+from benchmarks.record_evaluation import area_tables, natural_order
 
 INTERVAL = [0.1, 0.2]
 
@@ -87,3 +87,15 @@ def test_simulated_basket_sizes_are_judged_against_the_ten_percent_target():
     assert row[0] == 512 and row[4] == "within 10%: not met"
     (row,) = simulation_table(sim | {"mean_size_ratio": 0.95})["rows"]
     assert row[4] == "within 10%: met"
+
+
+def test_slices_sort_their_numbers_as_numbers():
+    names = ["week_100", "week_96", "test_105_117", "test_96_104", "all", "bucket_1"]
+    assert sorted(names, key=natural_order) == [
+        "all",
+        "bucket_1",
+        "test_96_104",
+        "test_105_117",
+        "week_96",
+        "week_100",
+    ]

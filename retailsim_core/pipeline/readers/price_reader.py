@@ -100,11 +100,19 @@ def read_price_features(
     *,
     stores: Iterable[str] | None = None,
     columns: Iterable[str] | None = None,
+    pairs: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """Price features of ``weeks`` in one frame (``columns`` of PRICE_FEATURES_SCHEMA)."""
+    """Price features of ``weeks`` in one frame (``columns`` of PRICE_FEATURES_SCHEMA);
+    ``pairs`` (store_id, week): only those store-weeks, kept a week at a time (every store of
+    every week read was 0.8 GB on the real LGSR sample for 512 simulated contexts)."""
     names = list(columns) if columns is not None else PRICE_FEATURES_SCHEMA.names()
+    keys = ["store_id", "week"]
+    if pairs is not None:
+        pairs = pairs.select(keys).unique().cast({"week": PRICE_FEATURES_SCHEMA["week"]})
     frames = [
         w.features.select(names)
+        if pairs is None
+        else w.features.join(pairs, on=keys, how="semi", maintain_order="left").select(names)
         for w in price_weeks(warehouse, weeks, features=True, stores=stores)
     ]
     return pl.concat(frames) if frames else PRICE_FEATURES_SCHEMA.to_frame().select(names)

@@ -82,8 +82,16 @@ def test_the_panel_in_groups_of_products_is_the_panel(sales, promoted, rows, thr
     assert grouped.equals(whole)
     # What a check reads, split a group at a time: the period's cells and the coded earlier ones.
     weeks = [6, 7, 8, 9]
-    period, before = check_panels(panel_groups(cells, promos, through, rows=rows), weeks)
-    assert period.equals(whole.filter(pl.col("week").is_in(weeks)))
+    period, before, stores = check_panels(panel_groups(cells, promos, through, rows=rows), weeks)
+    cut = whole.filter(pl.col("week").is_in(weeks))
+    promoted = cut.filter(pl.col("promo")).select("product_id", "store_id").unique()
+    assert period.equals(cut.join(promoted, on=["product_id", "store_id"], how="semi"))
+    assert stores.to_list() == sorted(whole["store_id"].unique().to_list())
+    # Events, lifts and the ceiling read the same from the cut as from the whole panel.
+    assert promotion_events(period.lazy(), weeks).equals(promotion_events(whole.lazy(), weeks))
+    assert product_lifts(period.lazy(), weeks).equals(product_lifts(whole.lazy(), weeks))
+    ceiling = split_half_ceiling(period.lazy(), weeks, stores=stores)
+    assert ceiling == split_half_ceiling(whole.lazy(), weeks)
     strings = before.with_columns(pl.col("product_id", "store_id", "kind").cast(pl.String))
     assert strings.equals(whole.filter(pl.col("week") < 6))
     assert before.schema["product_id"] == pl.Categorical

@@ -63,6 +63,14 @@ def test_a_store_subset_and_one_frame_read_the_same_cells(priced):
     some = read_price_features(wh, weeks, stores=stores)
     assert set(some["store_id"]) == set(stores)
     assert_frame_equal(some, every.filter(pl.col("store_id").is_in(stores)))
+    pairs = pl.DataFrame({"store_id": [stores[0], stores[1], stores[0]], "week": weeks})
+    paired = read_price_features(
+        wh, weeks, stores=stores, columns=("store_id", "week"), pairs=pairs
+    )
+    keep = {(stores[0], weeks[0]), (stores[1], weeks[1]), (stores[0], weeks[2])}
+    inside = [(s, w) in keep for s, w in every.select("store_id", "week").iter_rows()]
+    want = every.filter(pl.Series(inside)).select("store_id", "week")
+    assert want.height and paired.equals(want)  # those store-weeks only, in the frame's order
     prices = read_prices(wh, weeks, stores=stores)
     assert prices.select("product_id", "store_id", "week").equals(
         some.select("product_id", "store_id", "week")
