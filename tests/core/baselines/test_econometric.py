@@ -11,6 +11,7 @@ from retailsim_core.baselines.econometric import (
     HierarchicalLogLog,
     constant_elasticity_units,
     unpromoted_level,
+    week_effects_and_levels,
 )
 from retailsim_core.response.promotion_events import PANEL_SCHEMA
 
@@ -124,3 +125,36 @@ def test_the_same_panel_gives_the_same_fit_to_the_bit(large_random_panel):
     first = HierarchicalLogLog.fit(large_random_panel, cats).predict(events)
     for _ in range(3):
         assert HierarchicalLogLog.fit(large_random_panel, cats).predict(events).equals(first)
+
+
+def test_weekweek_effects_and_levels_are_the_documented_means():
+    """Oracle: Polars' window mean and group-by (the fit's earlier construction) give the same
+    week effects and levels as the sorted, in-order NumPy sums, up to rounding."""
+    panel = _panel(noise=0.3, seed=4).sample(fraction=1.0, shuffle=True, seed=1)
+    off = (
+        panel.lazy()
+        .filter(~pl.col("promo"))
+        .select(
+            pl.col("product_id", "store_id").cast(pl.Categorical),
+            "week",
+            y=(pl.col("units") + 1).log(),
+        )
+    )
+    weeks, levels = week_effects_and_levels(off)
+    pair = ["product_id", "store_id"]
+    centred = off.with_columns(centred=pl.col("y") - pl.col("y").mean().over(pair))
+    want_weeks = centred.group_by("week").agg(pl.col("centred").mean().alias("effect"))
+    want_weeks = want_weeks.sort("week").collect()
+    want = (
+        off.join(want_weeks.lazy(), on="week")
+        .group_by(pair)
+        .agg(level=(pl.col("y") - pl.col("effect")).mean())
+        .with_columns(pl.col(pair).cast(pl.String))
+        .sort(pair)
+        .collect()
+    )
+    assert weeks["week"].equals(want_weeks["week"])
+    assert np.allclose(weeks["effect"].to_numpy(), want_weeks["effect"].to_numpy(), atol=1e-12)
+    assert levels.select(pair).equals(want.select(pair))
+    assert np.allclose(levels["level"].to_numpy(), want["level"].to_numpy(), atol=1e-12)
+    assert week_effects_and_levels(off.head(0))[1].height == 0  # no unpromoted cell: nothing
