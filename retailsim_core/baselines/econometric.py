@@ -20,11 +20,12 @@ Glossary: N fitted cells, P products, C categories, K response regressors, E eve
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+
+from retailsim_core.baselines.panel_sums import PAIR, PanelSums
 
 META_ELASTICITY = -2.6  # SKU-level own-price elasticity, Bijmolt et al. (2005)
 
@@ -41,28 +42,17 @@ class HierarchicalLogLog:
 
     @classmethod
     def fit(
-        cls, panel: pl.DataFrame, categories: pl.DataFrame, shrinkage: float = 10.0
+        cls, panel: pl.DataFrame | PanelSums, categories: pl.DataFrame, shrinkage: float = 10.0
     ) -> HierarchicalLogLog:
-        """``panel``: ``PANEL_SCHEMA`` rows of the fitting weeks; ``categories``: product_id,
+        """``panel``: ``PANEL_SCHEMA`` rows of the fitting weeks, or their ``PanelSums`` (the
+        event check sums them a product group at a time, D125); ``categories``: product_id,
         category."""
-        kinds = tuple(sorted(panel.filter(pl.col("promo"))["kind"].unique().to_list()))
-        # The columns the fit reads, the cells' keys coded (Categorical): grouping and joining
-        # 4-byte codes, not strings, keeps The Complete Journey's 11.5M-cell fit within a few
-        # hundred MB (issue #62). The unpromoted cells are summed in one canonical order (any
-        # row order gives the same bytes). The keys may come coded already (the event check's).
-        coded = {c: pl.col(c).cast(pl.Categorical) for c in ("product_id", "store_id")}
-        df = panel.lazy().select(**coded, week="week", promo="promo", y=(pl.col("units") + 1).log())
-        weeks, levels = week_effects_and_levels(df.filter(~pl.col("promo")))
+        sums = panel if isinstance(panel, PanelSums) else PanelSums.of(panel)
+        kinds = tuple(sorted(sums.promoted["kind"].unique().to_list()))
+        weeks, levels = sums.week_effects_and_levels()
         product_levels = levels.group_by("product_id").agg(pl.col("level").mean())
         on = (
-            panel.filter(pl.col("promo"))
-            .select(
-                pl.col("product_id", "store_id").cast(pl.String),  # the levels' keys
-                "week",
-                pl.col("kind").cast(pl.String),  # it may come coded too
-                "depth",
-                y=(pl.col("units") + 1).log(),
-            )
+            sums.promoted.select(*PAIR, "week", "kind", "depth", y=(pl.col("units") + 1).log())
             .join(weeks, on="week", how="left")
             .join(levels, on=["product_id", "store_id"], how="inner")  # a level to compare with
             .join(categories, on="product_id", how="left")
@@ -124,66 +114,14 @@ class HierarchicalLogLog:
         )
 
 
-def week_effects_and_levels(off: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(week, effect), (product_id, store_id, level) of the unpromoted cells ``off`` (coded
-    keys, week, y): a week's effect is the mean over its cells of y less the cell's product ×
-    store mean; a level is the mean of y less the week's effect. The cells in one canonical
-    order (product, store, week: any row order gives the same bytes), summed in that order by
-    NumPy, a week's sum exactly rounded: Polars' window mean and group-by over the real LGSR
-    sample's 35M cells took +3.2 GB (issue #62)."""
-    pair = ("product_id", "store_id")
-    cells = off.select(*pair, "week", "y").sort(*pair, "week").collect()
-    if cells.height == 0:
-        empty = cells.select(*pair, level=pl.lit(0.0)).cast(dict.fromkeys(pair, pl.String))
-        return cells.select("week", effect=pl.lit(0.0)), empty
-    p, s = (cells[c].to_physical().to_numpy() for c in pair)
-    first = np.ones(len(p), dtype=bool)
-    first[1:] = (p[1:] != p[:-1]) | (s[1:] != s[:-1])
-    starts = np.flatnonzero(first)
-    index = np.cumsum(first, dtype=np.int32) - 1  # (N,) each cell's product × store
-    counts = np.diff(np.append(starts, len(p)))
-    del p, s, first
-    y, week = cells["y"].to_numpy(), cells["week"].to_numpy()
-    centred = y - (np.add.reduceat(y, starts) / counts)[index]
-    order = np.argsort(week, kind="stable")
-    values, bounds = np.unique(week[order], return_index=True)
-    effect = np.array(
-        [
-            math.fsum(centred[order[lo:hi]]) / (hi - lo)
-            for lo, hi in zip(bounds, np.append(bounds[1:], len(order)), strict=True)
-        ]
-    )
-    del centred, order
-    level = np.add.reduceat(y - effect[np.searchsorted(values, week)], starts) / counts
-    weeks = pl.DataFrame({"week": pl.Series(values, dtype=cells.schema["week"]), "effect": effect})
-    levels = cells[starts].select(pl.col(*pair).cast(pl.String), level=pl.Series(level)).sort(*pair)
-    return weeks, levels
-
-
-def unpromoted_level(panel: pl.DataFrame, events: pl.DataFrame) -> np.ndarray:
+def unpromoted_level(panel: pl.DataFrame | PanelSums, events: pl.DataFrame) -> np.ndarray:
     """(E,) each event's product × store mean units over the panel's unpromoted weeks (the
     product's mean over stores where the store has none; 0 where the product has none)."""
-    coded = [pl.col(c).cast(pl.Categorical) for c in ("product_id", "store_id")]  # see fit
-    # The events' products only: no other cell enters their means (issue #62: every product's
-    # unpromoted cells were +2.4 GB on the real LGSR sample for 285 event products).
+    sums = panel if isinstance(panel, PanelSums) else PanelSums.of(panel)
     products = events["product_id"].unique().implode()
-    off = (
-        panel.lazy()
-        .filter(~pl.col("promo") & pl.col("product_id").cast(pl.String).is_in(products))
-        .select(*coded, "units")
-        .collect()
-    )
-    strings = pl.col("product_id", "store_id").cast(pl.String)
-    ps = (
-        off.group_by("product_id", "store_id")
-        .agg(base=pl.col("units").mean())
-        .with_columns(strings)
-    )
-    p = (
-        off.group_by("product_id")
-        .agg(base_product=pl.col("units").mean())
-        .with_columns(pl.col("product_id").cast(pl.String))
-    )
+    pairs = sums.pairs.filter(pl.col("product_id").is_in(products))
+    ps = pairs.select(*PAIR, base=pl.col("units_sum") / pl.col("n"))
+    p = pairs.group_by("product_id").agg(base_product=pl.col("units_sum").sum() / pl.col("n").sum())
     joined = events.join(ps, on=["product_id", "store_id"], how="left", maintain_order="left")
     joined = joined.join(p, on="product_id", how="left", maintain_order="left")
     return joined["base"].fill_null(joined["base_product"]).fill_null(0.0).to_numpy()

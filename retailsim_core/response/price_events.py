@@ -106,8 +106,8 @@ def price_event_check(
     if fit_baskets is not None:
         baskets = pl.concat([fit_baskets.cast(baskets.dtype), baskets])
     sales = basket_sales(trips, baskets).collect()
-    # The test weeks' cells, and the training and validation weeks' coded for the baselines'
-    # fit: the whole panel is never held (issue #62, D124).
+    # The test weeks' cells, and the training and validation weeks' summed for the baselines'
+    # fit: the whole panel is never held (issue #62, D124, D125).
     groups = panel_groups(sales, promotions, test_weeks[-1])
     panel, fit, stores = check_panels(groups, test_weeks)
     del sales
@@ -117,7 +117,7 @@ def price_event_check(
         return EventCheck({"source": source, "events": 0}, events, observed)
     ceiling = split_half_ceiling(panel.lazy(), test_weeks, stores=stores)
     del panel
-    fit_weeks = fit["week"].unique().sort()
+    fit_weeks = fit.weeks()
     table = _event_table(model, data, samples, test_rows, fit, events, categories, chunk)
     if truth is not None:
         table = table.with_columns(*planted_event_units(truth, samples[test_rows], events))

@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
+from retailsim_core.baselines.panel_sums import PanelSums
 from retailsim_core.datasets.shelf import MAX_DEPTH
 
 CELL = ("product_id", "store_id", "week")
@@ -105,25 +106,23 @@ def panel_groups(
 
 def check_panels(
     groups: Iterable[pl.DataFrame], weeks: list[int]
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
+) -> tuple[pl.DataFrame, PanelSums, pl.Series]:
     """The panel (``panel_groups``) split as a check reads it, a group at a time, so the whole
     panel is never held (issue #62): (1) the cells of ``weeks`` of each product × store with
     a promotion among them (events, lifts and the ceiling read nothing else: a product ×
-    store without one has no event and no lift); (2) the cells before the first of ``weeks``
-    with the keys and the kind coded (Categorical: a fit groups on them; the baselines fit
-    there); (3) every store of the panel, sorted (the ceiling's halves rank them all). (1) and
-    (2) in the panel's order."""
-    coded = pl.col("product_id", "store_id", "kind").cast(pl.Categorical)
+    store without one has no event and no lift), in the panel's order; (2) the cells before the
+    first of ``weeks`` summed as the baselines fitted there read them (``PanelSums``, D125);
+    (3) every store of the panel, sorted (the ceiling's halves rank them all)."""
     promoted = pl.col("promo").any().over("product_id", "store_id")
     period, before, stores = [], [], []
     for group in groups:
         period.append(group.filter(pl.col("week").is_in(weeks)).filter(promoted))
-        before.append(group.filter(pl.col("week") < min(weeks)).with_columns(coded))
+        before.append(PanelSums.of_sorted(group.filter(pl.col("week") < min(weeks))))
         stores.append(group["store_id"].unique())
     empty = PANEL_SCHEMA.to_frame()
     return (
         pl.concat(period) if period else empty,
-        pl.concat(before) if before else empty.with_columns(coded),
+        PanelSums.concat(before) if before else PanelSums.of(empty),
         pl.concat(stores).unique().sort() if stores else empty["store_id"],
     )
 

@@ -11,8 +11,8 @@ from retailsim_core.baselines.econometric import (
     HierarchicalLogLog,
     constant_elasticity_units,
     unpromoted_level,
-    week_effects_and_levels,
 )
+from retailsim_core.baselines.panel_sums import PanelSums
 from retailsim_core.response.promotion_events import PANEL_SCHEMA
 
 # Planted: log(units + 1) = level[p, s] + week effect + response[p] * promoted (+ noise).
@@ -127,20 +127,16 @@ def test_the_same_panel_gives_the_same_fit_to_the_bit(large_random_panel):
         assert HierarchicalLogLog.fit(large_random_panel, cats).predict(events).equals(first)
 
 
-def test_weekweek_effects_and_levels_are_the_documented_means():
-    """Oracle: Polars' window mean and group-by (the fit's earlier construction) give the same
-    week effects and levels as the sorted, in-order NumPy sums, up to rounding."""
+def test_week_effects_and_levels_are_the_documented_means():
+    """Oracle: Polars' window mean and group-by (the fit's first construction) give the same
+    week effects and levels as the sums of ``PanelSums``, up to rounding, whether the panel is
+    summed at once or a product group at a time (D125)."""
     panel = _panel(noise=0.3, seed=4).sample(fraction=1.0, shuffle=True, seed=1)
     off = (
         panel.lazy()
         .filter(~pl.col("promo"))
-        .select(
-            pl.col("product_id", "store_id").cast(pl.Categorical),
-            "week",
-            y=(pl.col("units") + 1).log(),
-        )
+        .select("product_id", "store_id", "week", y=(pl.col("units") + 1).log())
     )
-    weeks, levels = week_effects_and_levels(off)
     pair = ["product_id", "store_id"]
     centred = off.with_columns(centred=pl.col("y") - pl.col("y").mean().over(pair))
     want_weeks = centred.group_by("week").agg(pl.col("centred").mean().alias("effect"))
@@ -149,12 +145,26 @@ def test_weekweek_effects_and_levels_are_the_documented_means():
         off.join(want_weeks.lazy(), on="week")
         .group_by(pair)
         .agg(level=(pl.col("y") - pl.col("effect")).mean())
-        .with_columns(pl.col(pair).cast(pl.String))
         .sort(pair)
         .collect()
     )
-    assert weeks["week"].equals(want_weeks["week"])
-    assert np.allclose(weeks["effect"].to_numpy(), want_weeks["effect"].to_numpy(), atol=1e-12)
-    assert levels.select(pair).equals(want.select(pair))
-    assert np.allclose(levels["level"].to_numpy(), want["level"].to_numpy(), atol=1e-12)
-    assert week_effects_and_levels(off.head(0))[1].height == 0  # no unpromoted cell: nothing
+    ordered = panel.sort(*pair, "week")
+    groups = [ordered.filter(pl.col("product_id").is_in(g)) for g in (["A", "B"], ["C"], ["D"])]
+    for sums in (PanelSums.of(panel), PanelSums.concat([PanelSums.of_sorted(g) for g in groups])):
+        weeks, levels = sums.week_effects_and_levels()
+        assert weeks["week"].equals(want_weeks["week"])
+        assert np.allclose(weeks["effect"], want_weeks["effect"], atol=1e-12)
+        assert levels.select(pair).equals(want.select(pair))
+        assert np.allclose(levels["level"], want["level"], atol=1e-12)
+    empty = PanelSums.of(panel.filter(~pl.col("promo")).head(0))
+    assert empty.week_effects_and_levels()[1].height == 0  # no unpromoted cell: nothing
+
+
+def test_the_fit_and_levels_read_the_same_from_the_panel_and_its_sums():
+    panel = _panel(noise=0.05)
+    coded = panel.with_columns(pl.col("product_id", "store_id", "kind").cast(pl.Categorical))
+    a = HierarchicalLogLog.fit(panel, _categories())
+    b = HierarchicalLogLog.fit(PanelSums.of(coded), _categories())
+    assert a.kinds == b.kinds and a.levels.equals(b.levels) and a.responses.equals(b.responses)
+    events = panel.filter(pl.col("promo")).head(40).select("product_id", "store_id", "week")
+    assert (unpromoted_level(panel, events) == unpromoted_level(PanelSums.of(coded), events)).all()
