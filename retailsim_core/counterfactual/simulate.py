@@ -24,6 +24,7 @@ from retailsim_core.datasets.shelf import with_price_multipliers
 from retailsim_core.datasets.tensors import PRICE_COLUMNS
 from retailsim_core.datasets.tokens import PAD, ProductVocab
 from retailsim_core.models.world_model import WorldModel
+from retailsim_core.storage.heap import release_free_heap
 
 
 def price_book(
@@ -201,6 +202,8 @@ def jacobian_rows(
             (grad,) = torch.autograd.grad(units[int(i)], log_m, retain_graph=a < len(products) - 1)
             grads[a] += grad.numpy()
         units_of_products += units.detach().double().numpy()[np.asarray(products, dtype=np.int64)]
+        del units, part  # the chunk's graph, before its freed buffers go back (D126)
+        release_free_heap()
     return grads / units_of_products[:, None]
 
 

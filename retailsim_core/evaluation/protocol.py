@@ -42,6 +42,7 @@ from retailsim_core.next_basket.tuning import TunedBaselines, baseline_scorers
 from retailsim_core.report.files import write_report
 from retailsim_core.response.price_checks import PriceInputs, price_checks
 from retailsim_core.response.price_events import EVENT_CHUNK, EventCheck, price_event_check
+from retailsim_core.storage.heap import release_free_heap
 from retailsim_core.synth.world import PlantedTruth
 
 
@@ -117,11 +118,13 @@ def finish(
     ``time.perf_counter()`` at its start; ``source``: the data's source (its calendar's name),
     which decides the targets the report judges."""
     chunk = cfg.chunk_for(tasks.data.vocab.size)  # a large vocabulary: fewer rows at once
+    release_free_heap()  # what the scoring freed, before the price checks (D126)
     response, simulation = price_checks(
         tasks, scored.sample_rows, prices, scored.truth, cfg.seed, log, chunk
     )
     tables = {}
     if tasks.model is not None and prices.trips is not None and prices.promotions is not None:
+        release_free_heap()
         check = event_check(tasks, prices, cfg.seed, scored.truth, chunk=chunk)
         response["events"] = check.summary
         tables = {"price_events": check.events, "price_event_products": check.products}

@@ -19,6 +19,7 @@ from retailsim_core.models.losses import shown_products
 from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.next_basket.methods import CONDITIONAL
 from retailsim_core.serving.scorer import MaskedScorer, Scorer
+from retailsim_core.storage.heap import release_free_heap
 from retailsim_core.training.corruption import evaluation_mask
 from retailsim_core.training.metrics import next_basket_metrics, truth_matrix
 from retailsim_core.training.validation import shuffled
@@ -69,36 +70,10 @@ def score_rows(
     step = cfg.chunk_for(data.vocab.size)
     for i in range(0, len(order), step):
         chunk = order[i : i + step]
-        batch = data[chunk]
-        truth = truth_matrix(
-            data.item_tokens, data.item_starts[chunk], data.item_counts[chunk], data.vocab.size
+        positions.append(
+            i + _score_chunk(data, chunk, i, scorers, masked_scorers, context, cfg, parts, ranks)
         )
-        masked_batch = shuffled(batch, data.vocab, cfg.seed + i)  # baskets are sets (D34)
-        m_in, m_tg = evaluation_mask(
-            masked_batch["tokens"].numpy(), data.vocab, cfg.mask_rate, cfg.seed + i
-        )
-        r, c = np.nonzero(m_tg != PAD)
-        positions.append(i + r)
-        for name, scorer in scorers.items():
-            scores = scorer(chunk, batch)
-            parts[name].append(
-                next_basket_metrics(
-                    scores,
-                    truth,
-                    repeat=context["repeat_of"](chunk),
-                    basket_len=context["basket_len"][chunk],
-                    categories=context["categories"],
-                    prices=context["prices_of"](chunk),
-                    spend=context["spend"][chunk],
-                    outside=data.item_oov[chunk],
-                )
-            )
-            if name not in CONDITIONAL and name not in masked_scorers:
-                ranks[name].append(masked_ranks(scores[torch.as_tensor(r)], r, c, m_in, m_tg))
-        for name, scorer in masked_scorers.items():
-            ranks[name].append(
-                masked_ranks(scorer(chunk, masked_batch, m_in, m_tg), r, c, m_in, m_tg)
-            )
+        release_free_heap()  # the chunk's freed buffers, before the next chunk's (D126)
         log(f"evaluated {min(i + step, len(order)):,}/{len(order):,} samples")
     return MethodResults(
         rows=order,
@@ -108,6 +83,39 @@ def score_rows(
         masked_ranks={m: np.concatenate(rs) for m, rs in ranks.items() if rs},
         masked_position=np.concatenate(positions),
     )
+
+
+def _score_chunk(data, chunk, i, scorers, masked_scorers, context, cfg, parts, ranks) -> np.ndarray:
+    """Score ``chunk`` (the ``i``-th sample on) with every method into ``parts`` and ``ranks``;
+    the masked positions' rows within the chunk. Its tensors die on return."""
+    batch = data[chunk]
+    truth = truth_matrix(
+        data.item_tokens, data.item_starts[chunk], data.item_counts[chunk], data.vocab.size
+    )
+    masked_batch = shuffled(batch, data.vocab, cfg.seed + i)  # baskets are sets (D34)
+    m_in, m_tg = evaluation_mask(
+        masked_batch["tokens"].numpy(), data.vocab, cfg.mask_rate, cfg.seed + i
+    )
+    r, c = np.nonzero(m_tg != PAD)
+    for name, scorer in scorers.items():
+        scores = scorer(chunk, batch)
+        parts[name].append(
+            next_basket_metrics(
+                scores,
+                truth,
+                repeat=context["repeat_of"](chunk),
+                basket_len=context["basket_len"][chunk],
+                categories=context["categories"],
+                prices=context["prices_of"](chunk),
+                spend=context["spend"][chunk],
+                outside=data.item_oov[chunk],
+            )
+        )
+        if name not in CONDITIONAL and name not in masked_scorers:
+            ranks[name].append(masked_ranks(scores[torch.as_tensor(r)], r, c, m_in, m_tg))
+    for name, scorer in masked_scorers.items():
+        ranks[name].append(masked_ranks(scorer(chunk, masked_batch, m_in, m_tg), r, c, m_in, m_tg))
+    return r
 
 
 def concat_results(first: MethodResults, second: MethodResults) -> MethodResults:

@@ -56,6 +56,7 @@ from retailsim_core.response.response_metrics import (
     product_resamples,
     response_metrics,
 )
+from retailsim_core.storage.heap import release_free_heap
 from retailsim_core.synth.world import PlantedTruth
 
 SHELF_DEPTH = SHELF_FEATURES.index("discount_depth")
@@ -180,40 +181,46 @@ def model_event_units(
     rows = rows[np.argsort(data.hist_end[rows] - data.hist_start[rows], kind="stable")]
     model.train(False)
     for start in range(0, len(rows), chunk):
-        part = rows[start : start + chunk]
-        cells = (
-            samples[part]
-            .select("store_id", pl.col("week").cast(pl.Int32))
-            .with_row_index("b")
-            .join(keyed.drop_nulls("token"), on=["store_id", "week"])
-        )
-        if cells.height == 0:
-            continue
-        batch = data[part]
-        b, t = cells["b"].to_numpy(writable=True), cells["token"].to_numpy(writable=True)
-        b, t = torch.from_numpy(b).long(), torch.from_numpy(t).long()
-        shelf = batch["shelf"]  # (B, V, S)
-        regular, told = event_shelves(shelf[b, t], cells)
-        # The shelf enters only the slot's price terms (D39): one decoder pass serves every
-        # shelf, and telling or removing the events moves the terms of their products and of
-        # the products reading their depths as substitutes only.
-        out = model.query_pass(batch)
-        rows_b, slot = torch.arange(len(part)), torch.zeros(len(part), dtype=torch.long)
-        explore, repeat, products, share, excluded = model.slot_terms(out, rows_b, slot)
-        event = cells["event"].to_numpy()
-        for cells_now, into in ((told, on), (regular, off)):
-            delta = (  # (B, V); a model without shelf prices does not respond
-                price_change(model.price_response, out, shelf, b, t, cells_now)
-                if out.shelf is not None
-                else torch.zeros_like(explore)
-            )
-            shelf[b, t] = cells_now  # the next change starts from this shelf
-            explore = explore + delta
-            if repeat is not None:
-                repeat = repeat + delta.gather(1, products)
-            log_p = mixture_log_probs(explore, repeat, products, share, excluded)
-            np.add.at(into, event, units_of(out.size_logits, log_p)[b, t].numpy())
+        _event_chunk(model, data, rows[start : start + chunk], samples, keyed, on, off)
+        release_free_heap()  # the chunk's freed buffers, before the next chunk's (D126)
     return pl.Series(on), pl.Series(off)
+
+
+def _event_chunk(model, data, part, samples, keyed, on, off) -> None:
+    """Add the expected units of the events in the store-weeks of baskets ``part`` into ``on``
+    and ``off`` (``model_event_units``); the chunk's tensors die on return."""
+    cells = (
+        samples[part]
+        .select("store_id", pl.col("week").cast(pl.Int32))
+        .with_row_index("b")
+        .join(keyed.drop_nulls("token"), on=["store_id", "week"])
+    )
+    if cells.height == 0:
+        return
+    batch = data[part]
+    b, t = cells["b"].to_numpy(writable=True), cells["token"].to_numpy(writable=True)
+    b, t = torch.from_numpy(b).long(), torch.from_numpy(t).long()
+    shelf = batch["shelf"]  # (B, V, S)
+    regular, told = event_shelves(shelf[b, t], cells)
+    # The shelf enters only the slot's price terms (D39): one decoder pass serves every
+    # shelf, and telling or removing the events moves the terms of their products and of
+    # the products reading their depths as substitutes only.
+    out = model.query_pass(batch)
+    rows_b, slot = torch.arange(len(part)), torch.zeros(len(part), dtype=torch.long)
+    explore, repeat, products, share, excluded = model.slot_terms(out, rows_b, slot)
+    event = cells["event"].to_numpy()
+    for cells_now, into in ((told, on), (regular, off)):
+        delta = (  # (B, V); a model without shelf prices does not respond
+            price_change(model.price_response, out, shelf, b, t, cells_now)
+            if out.shelf is not None
+            else torch.zeros_like(explore)
+        )
+        shelf[b, t] = cells_now  # the next change starts from this shelf
+        explore = explore + delta
+        if repeat is not None:
+            repeat = repeat + delta.gather(1, products)
+        log_p = mixture_log_probs(explore, repeat, products, share, excluded)
+        np.add.at(into, event, units_of(out.size_logits, log_p)[b, t].numpy())
 
 
 def event_shelves(cells: torch.Tensor, events: pl.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
