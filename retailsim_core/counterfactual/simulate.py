@@ -75,8 +75,11 @@ def size_distribution(
     return torch.softmax(out.size_logits.double(), -1)
 
 
+@torch.no_grad()
 def expected_basket_size(model: WorldModel, batch: Batch) -> torch.Tensor:
-    """(B,) E[number of products] of each context's basket under the size head."""
+    """(B,) E[number of products] of each context's basket under the size head: a constant to
+    every derivative taken of it (a price multiplier never reaches it), so it keeps no graph
+    (with one, every (B, V) activation of the forward stayed alive with it: D126)."""
     p = size_distribution(model, batch)
     return (p * torch.arange(1, p.shape[1] + 1, dtype=p.dtype)).sum(1).float()
 

@@ -120,7 +120,14 @@ def finish(
     chunk = cfg.chunk_for(tasks.data.vocab.size)  # a large vocabulary: fewer rows at once
     release_free_heap()  # what the scoring freed, before the price checks (D126)
     response, simulation = price_checks(
-        tasks, scored.sample_rows, prices, scored.truth, cfg.seed, log, chunk
+        tasks,
+        scored.sample_rows,
+        prices,
+        scored.truth,
+        cfg.seed,
+        log,
+        chunk,
+        cfg.grad_chunk_for(tasks.data.vocab.size),
     )
     tables = {}
     if tasks.model is not None and prices.trips is not None and prices.promotions is not None:

@@ -21,6 +21,10 @@ class EvalConfig:
     # 9 floats, then every method's scores and the metrics' masks) grow with the vocabulary, so
     # a chunk holds fewer baskets where V is large (The Complete Journey: 61,445 products).
     chunk_cells: int = 1 << 23
+    # The same for a chunk differentiated (the price checks' Jacobians): its graph holds every
+    # (chunk, V) activation of the forward until the backward passes end, about twice what a
+    # forward holds at once (D126).
+    grad_chunk_cells: int = 1 << 22
     seed: int = 0
     week_slices: tuple[tuple[int, int], ...] = ((96, 104), (105, 117))  # test-period slices
     bootstrap: int = 1_000  # customer-cluster resamples for the 95% intervals
@@ -33,3 +37,7 @@ class EvalConfig:
         """Baskets per chunk over a vocabulary of ``vocab_size`` tokens: ``chunk``, or fewer so
         that a chunk's (baskets, V) matrices hold at most ``chunk_cells`` cells (16 at least)."""
         return min(self.chunk, max(16, self.chunk_cells // max(vocab_size, 1)))
+
+    def grad_chunk_for(self, vocab_size: int) -> int:
+        """Contexts per backward pass over ``vocab_size`` tokens (``grad_chunk_cells``)."""
+        return min(self.chunk, max(16, self.grad_chunk_cells // max(vocab_size, 1)))

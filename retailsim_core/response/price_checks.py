@@ -51,12 +51,13 @@ def price_checks(
     seed: int,
     log: Callable[[str], None],
     chunk: int | None = None,
+    grad_chunk: int | None = None,
 ) -> tuple[dict, dict]:
     """(price response with its "observed" check, simulation check) on scored test ``rows``;
     ``truth``: the planted truth when the oracles run, else None; ``chunk``: contexts simulated
-    or differentiated at once (None: every one)."""
+    at once, ``grad_chunk``: differentiated at once (None: every one)."""
     model, data, samples = tasks.model, tasks.data, tasks.samples
-    response = price_response(model, data, rows, tasks.categories, truth, chunk=chunk)
+    response = price_response(model, data, rows, tasks.categories, truth, chunk=grad_chunk)
     sim_rows = simulation_rows(rows)
     sim_samples = samples[sim_rows]
     simulation = simulation_check(
@@ -69,7 +70,7 @@ def price_checks(
         seed=seed,
         chunk=chunk,
     )
-    response["observed"] = observed_response(inputs, tasks, rows, seed, chunk)
+    response["observed"] = observed_response(inputs, tasks, rows, seed, grad_chunk)
     log(
         f"elasticities for {response['context']}; simulation check {simulation['summary']}; "
         f"against held-out weeks {response['observed']}"

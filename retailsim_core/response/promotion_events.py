@@ -30,8 +30,9 @@ from retailsim_core.baselines.panel_sums import PanelSums
 from retailsim_core.datasets.shelf import MAX_DEPTH
 
 CELL = ("product_id", "store_id", "week")
-# Sales cells per group of products a panel is built from at once (``panel_groups``).
-PANEL_SALES_ROWS = 250_000
+# Panel cells per group of products a panel is built from at once (``panel_groups``): a group's
+# joins hold a few times its cells (The Complete Journey's 3.4M a group were +1.9 GB, D126).
+PANEL_GROUP_CELLS = 1_000_000
 SALES_SCHEMA = pl.Schema(
     {"product_id": pl.String, "store_id": pl.String, "week": pl.Int32, "units": pl.Float64}
 )
@@ -91,16 +92,32 @@ def panel_groups(
     sales: pl.DataFrame,
     promotions: pl.LazyFrame,
     through: int | None = None,
-    rows: int | None = None,
+    cells: int | None = None,
 ) -> Iterator[pl.DataFrame]:
-    """``sales_panel`` collected a group of products at a time (about ``rows`` sales cells
-    each, default ``PANEL_SALES_ROWS``), in product order: every cell of a product x store is in
-    its product's group, the groups concatenated are the panel, and memory holds one group's
-    joins at a time (issue #62: The Complete Journey's panel of 17M cells took 7 GB at once)."""
-    products = sales["product_id"].unique().sort()
-    groups = max(1, -(-sales.height // (rows or PANEL_SALES_ROWS)))
-    for group in np.array_split(np.arange(len(products)), groups):
-        keep = pl.col("product_id").is_in(products.gather(group).implode())
+    """``sales_panel`` collected a group of products at a time (about ``cells`` panel cells
+    each, default ``PANEL_GROUP_CELLS``; a product is never split), in product order: every
+    cell of a product x store is in its product's group, the groups concatenated are the
+    panel, and memory holds one group's joins at a time (issue #62: The Complete Journey's
+    panel of 17M cells took 7 GB at once). A group's size is counted in the panel cells its
+    spans will hold, not in sales, which are a fraction of them."""
+    spans = (
+        sales.lazy()
+        .group_by("product_id", "store_id")
+        .agg(first=pl.col("week").min(), last=pl.col("week").max())
+    )
+    span = pl.col("last") - pl.col("first") + 1 if through is None else through - pl.col("first")
+    per_product = (
+        spans.group_by("product_id")
+        .agg(cells=span.clip(lower_bound=0).sum().cast(pl.Int64))
+        .sort("product_id")
+        .collect()
+    )
+    before = (per_product["cells"].cum_sum() - per_product["cells"]).to_numpy()
+    group = before // max(1, cells or PANEL_GROUP_CELLS)  # (P,) non-decreasing
+    starts = np.flatnonzero(np.diff(group, prepend=-1)) if len(group) else np.zeros(1, int)
+    products = per_product["product_id"]
+    for lo, hi in zip(starts, np.append(starts[1:], len(products)), strict=True):
+        keep = pl.col("product_id").is_in(products.slice(lo, hi - lo).implode())
         yield sales_panel(sales.lazy().filter(keep), promotions.filter(keep), through).collect()
 
 

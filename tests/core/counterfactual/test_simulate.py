@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from retailsim_core.counterfactual.simulate import (
     elasticities,
+    expected_basket_size,
     expected_units,
     generate,
     held,
@@ -294,3 +295,12 @@ def test_the_jacobian_in_chunks_of_contexts_equals_the_whole_batchs(world):
             jacobian_rows(model, batch, size, products, chunk), whole, rtol=1e-4, atol=1e-6
         )
     assert np.abs(whole).max() > 0  # a real response is compared, not zeros
+
+
+def test_the_expected_basket_size_keeps_no_graph(world):
+    """Every caller holds the size as a constant; a graph would keep each (B, V) activation of
+    its forward alive as long as the size (D126)."""
+    model, _, batch, _, _ = world
+    size = expected_basket_size(model, batch)
+    assert not size.requires_grad and size.grad_fn is None
+    assert (size >= 1).all()  # at least one product: a real expectation, not zeros

@@ -15,6 +15,10 @@ def test_a_chunk_holds_fewer_baskets_where_the_vocabulary_is_large():
     assert cfg.chunk_for(61_445) == cfg.chunk_cells // 61_445 < cfg.chunk
     assert cfg.chunk_for(10**9) == 16  # never an empty chunk
     assert EvalConfig(chunk=8).chunk_for(61_445) == 8
+    # A differentiated chunk holds its forward's graph: half the cells (D126).
+    assert cfg.grad_chunk_for(3_000) == cfg.chunk
+    assert cfg.grad_chunk_for(61_445) == cfg.chunk_for(61_445) // 2
+    assert cfg.grad_chunk_for(10**9) == 16
 
 
 def test_small_chunks_give_every_basket_the_figures_of_large_ones(tiny_warehouse, tiny_checkpoint):

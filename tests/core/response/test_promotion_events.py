@@ -80,11 +80,14 @@ def test_the_panel_in_groups_of_products_is_the_panel(sales, promoted, rows, thr
     cells = _sales([(p, s, w, float(u)) for p, s, w, u in sales]).unique(CELL).collect()
     promos = _promos([(p, s, w, "display", 0.1 * w) for p, s, w in promoted])
     whole = sales_panel(cells.lazy(), promos, through).collect()
-    grouped = pl.concat(panel_groups(cells, promos, through, rows=rows))
-    assert grouped.equals(whole)
+    groups = list(panel_groups(cells, promos, through, cells=rows))
+    assert pl.concat(groups).equals(whole)
+    # A group holds about ``cells`` panel cells: at most that and its last product's (D126).
+    largest = whole.group_by("product_id").len()["len"].max() or 0
+    assert all(g.height < rows + largest for g in groups if g.height)
     # What a check reads, split a group at a time: the period's cells and the coded earlier ones.
     weeks = [6, 7, 8, 9]
-    period, before, stores = check_panels(panel_groups(cells, promos, through, rows=rows), weeks)
+    period, before, stores = check_panels(panel_groups(cells, promos, through, cells=rows), weeks)
     cut = whole.filter(pl.col("week").is_in(weeks))
     promoted = cut.filter(pl.col("promo")).select("product_id", "store_id").unique()
     assert period.equals(cut.join(promoted, on=["product_id", "store_id"], how="semi"))

@@ -161,5 +161,5 @@ def test_depth_responses_in_product_groups_equal_one_panel(monkeypatch):
     ).with_columns(store_id=pl.lit("S1"))
     categories = np.array([0] + [1 + i % 3 for i in range(12)])
     whole = depth_responses(trips, cuts, vocab, categories)
-    monkeypatch.setattr(promotion_events, "PANEL_SALES_ROWS", 7)  # many groups
+    monkeypatch.setattr(promotion_events, "PANEL_GROUP_CELLS", 7)  # many groups
     np.testing.assert_array_equal(depth_responses(trips, cuts, vocab, categories), whole)
