@@ -47,9 +47,11 @@ from retailsim_core.response.shrunk_poisson import hierarchical_slopes
 PLAN_RESPONSES = ("display", "mailer")
 FLOOR = 0.01  # a response is >= 0 by construction; a negative or zero lift starts here
 PSEUDO_UNITS = 10.0  # expected units of prior weight pulling a product toward its category
-# Sold cells per panel group: bounds one group's panel (D97). At ``large`` a group of 1M cells
-# peaked at 2.7 GB over the trip store; 250K at 1.0 GB, in the same time (every group re-filters
-# the sales, but each panel's joins and sort are smaller).
+# Panel cells per group (``panel_groups``), bounding one group's panel (D97): beside the trip
+# store a group of 1M sold cells peaked 2.7 GB at ``large`` and one of 250K 1.0 GB in the same
+# time; a group holds at least as many panel cells as sold ones, so this bounds it as 250K sold
+# cells did (D126).
+PRIOR_GROUP_CELLS = 250_000
 
 
 def plan_lifts(
@@ -90,7 +92,7 @@ def depth_responses(
     # The panel in groups of products (a product x store's cells are all in one group, so the
     # unpromoted rate is the same), in product order: the cells come in the panel's order and
     # memory holds one group's panel, not every product x store x week of the training weeks.
-    for panel in panel_groups(sales, cuts):
+    for panel in panel_groups(sales, cuts, cells=PRIOR_GROUP_CELLS):
         parts.append(
             panel.with_columns(
                 off=pl.col("units").filter(~pl.col("promo")).mean().over("product_id", "store_id")

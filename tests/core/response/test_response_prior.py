@@ -12,7 +12,7 @@ from scipy.optimize import minimize_scalar
 
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
 from retailsim_core.models.heads import PRODUCT_RESPONSES, PriceResponse
-from retailsim_core.response import promotion_events
+from retailsim_core.response import response_prior
 from retailsim_core.response.promotion_events import PROMOTIONS_SCHEMA
 from retailsim_core.response.response_prior import (
     FLOOR,
@@ -161,5 +161,5 @@ def test_depth_responses_in_product_groups_equal_one_panel(monkeypatch):
     ).with_columns(store_id=pl.lit("S1"))
     categories = np.array([0] + [1 + i % 3 for i in range(12)])
     whole = depth_responses(trips, cuts, vocab, categories)
-    monkeypatch.setattr(promotion_events, "PANEL_GROUP_CELLS", 7)  # many groups
+    monkeypatch.setattr(response_prior, "PRIOR_GROUP_CELLS", 7)  # many groups
     np.testing.assert_array_equal(depth_responses(trips, cuts, vocab, categories), whole)
