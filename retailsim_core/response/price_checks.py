@@ -18,6 +18,7 @@ from retailsim_core.counterfactual.simulate import expected_basket_size
 from retailsim_core.next_basket.tasks import EvalTasks
 from retailsim_core.response.observed_response import observed_check
 from retailsim_core.response.price_response import price_response, simulation_check
+from retailsim_core.storage.heap import release_free_heap
 from retailsim_core.synth.world import PlantedTruth
 
 SIMULATED_CONTEXTS = 512  # test baskets the simulation check draws for
@@ -58,6 +59,7 @@ def price_checks(
     at once, ``grad_chunk``: differentiated at once (None: every one)."""
     model, data, samples = tasks.model, tasks.data, tasks.samples
     response = price_response(model, data, rows, tasks.categories, truth, chunk=grad_chunk)
+    release_free_heap()  # each check's freed buffers before the next's (D126)
     sim_rows = simulation_rows(rows)
     sim_samples = samples[sim_rows]
     simulation = simulation_check(
@@ -70,6 +72,7 @@ def price_checks(
         seed=seed,
         chunk=chunk,
     )
+    release_free_heap()
     response["observed"] = observed_response(inputs, tasks, rows, seed, grad_chunk)
     log(
         f"elasticities for {response['context']}; simulation check {simulation['summary']}; "

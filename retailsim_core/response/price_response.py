@@ -26,6 +26,7 @@ from retailsim_core.datasets.batch import Batch
 from retailsim_core.datasets.tensors import TrainingSet
 from retailsim_core.ingest.lgsr import PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES
 from retailsim_core.models.world_model import WorldModel
+from retailsim_core.storage.heap import release_free_heap
 from retailsim_core.synth.world import PlantedTruth
 
 MIN_CONTEXTS = 20
@@ -209,6 +210,8 @@ def simulation_check(
         real_len.append(data.item_counts[part] + data.item_oov[part])
         sim_hits.append(repeat[flat_r, flat_t])
         real_hits.append(repeat[real_r, real[real_r, real_c]])
+        del batch, book, baskets, repeat  # the chunk's buffers, given back before the next (D126)
+        release_free_heap()
     gen_len, real_len = np.concatenate(gen_len), np.concatenate(real_len)
     sim_hits, real_hits = np.concatenate(sim_hits), np.concatenate(real_hits)
     cap = model.cfg.max_items
