@@ -152,6 +152,22 @@ def expected_units(
 
 
 @torch.no_grad()
+def sizes_and_units(
+    model: WorldModel, batch: Batch, n: int, chunk: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(n,) ``expected_basket_size`` and (V,) ``expected_units`` of the ``n`` contexts of
+    ``batch``, ``chunk`` of them a forward (None: all): a chunk's (chunk, V) activations at once,
+    not the batch's (D126). The units add the chunks' sums."""
+    step = n if chunk is None else max(1, chunk)
+    sizes, units = [], torch.zeros(model.vocab_size, dtype=torch.float64)
+    for start in range(0, n, step):
+        part = batch_range(batch, start, min(start + step, n))
+        sizes.append(expected_basket_size(model, part))
+        units += expected_units(model, part, sizes[-1]).double()
+    return torch.cat(sizes), units
+
+
+@torch.no_grad()
 def basket_units(model: WorldModel, batch: Batch) -> torch.Tensor:
     """(B, V) each basket's expected units of every product (``held``), from one forward pass
     (``expected_units`` per basket, without gradients)."""

@@ -16,11 +16,10 @@ from scipy.stats import spearmanr
 
 from retailsim_core.counterfactual.simulate import (
     elasticities,
-    expected_basket_size,
-    expected_units,
     generate,
     jacobian_rows,
     price_book,
+    sizes_and_units,
 )
 from retailsim_core.datasets.batch import Batch
 from retailsim_core.datasets.tensors import TrainingSet
@@ -58,9 +57,8 @@ def price_response(
     planted truth where there is one."""
     ctx_rows, ctx_name = elasticity_context(data, rows)
     batch = data[ctx_rows]
-    size = expected_basket_size(model, batch)  # the size head's expectation: no basket is peeked at
-    with torch.no_grad():
-        units = expected_units(model, batch, size)
+    # The size head's expectation (no basket is peeked at) and the units, a chunk at a time.
+    size, units = sizes_and_units(model, batch, len(ctx_rows), chunk)
     products = (torch.topk(units[1 : data.vocab.n_products + 1], n_products).indices + 1).numpy()
     table = elasticities(model, batch, size, products, categories, chunk=chunk)
     names = np.array(("[PAD]",) + data.vocab.products + ("[MASK]", "[EOS]"))

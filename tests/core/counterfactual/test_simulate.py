@@ -16,6 +16,7 @@ from retailsim_core.counterfactual.simulate import (
     held,
     jacobian_rows,
     price_book,
+    sizes_and_units,
 )
 from retailsim_core.datasets.shelf import SHELF_FEATURES, ShelfPrices, with_price_multipliers
 from retailsim_core.datasets.tokens import ProductVocab
@@ -304,3 +305,17 @@ def test_the_expected_basket_size_keeps_no_graph(world):
     size = expected_basket_size(model, batch)
     assert not size.requires_grad and size.grad_fn is None
     assert (size >= 1).all()  # at least one product: a real expectation, not zeros
+
+
+def test_sizes_and_units_in_chunks_equal_one_forward(world):
+    """The elasticity contexts' sizes and units a chunk at a time (D126): the same figures."""
+    model, _, batch, _, _ = world
+    n = len(batch["basket_labels"])
+    size = expected_basket_size(model, batch)
+    with torch.no_grad():
+        units = expected_units(model, batch, size)
+    for chunk in (None, 1, 5):
+        got_size, got_units = sizes_and_units(model, batch, n, chunk)
+        torch.testing.assert_close(got_size, size)
+        torch.testing.assert_close(got_units, units.double(), rtol=1e-5, atol=1e-6)
+    assert units.sum() > 0
