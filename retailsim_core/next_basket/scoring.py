@@ -85,7 +85,17 @@ def score_rows(
     )
 
 
-def _score_chunk(data, chunk, i, scorers, masked_scorers, context, cfg, parts, ranks) -> np.ndarray:
+def _score_chunk(
+    data: TrainingSet,
+    chunk: np.ndarray,
+    i: int,
+    scorers: dict[str, Scorer],
+    masked_scorers: dict[str, MaskedScorer],
+    context: dict,
+    cfg: EvalConfig,
+    parts: dict[str, list[dict]],
+    ranks: dict[str, list[np.ndarray]],
+) -> np.ndarray:
     """Score ``chunk`` (the ``i``-th sample on) with every method into ``parts`` and ``ranks``;
     the masked positions' rows within the chunk. Its tensors die on return."""
     batch = data[chunk]

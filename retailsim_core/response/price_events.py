@@ -186,7 +186,15 @@ def model_event_units(
     return pl.Series(on), pl.Series(off)
 
 
-def _event_chunk(model, data, part, samples, keyed, on, off) -> None:
+def _event_chunk(
+    model: WorldModel,
+    data: TrainingSet,
+    part: np.ndarray,
+    samples: pl.DataFrame,
+    keyed: pl.DataFrame,
+    on: np.ndarray,
+    off: np.ndarray,
+) -> None:
     """Add the expected units of the events in the store-weeks of baskets ``part`` into ``on``
     and ``off`` (``model_event_units``); the chunk's tensors die on return."""
     cells = (
