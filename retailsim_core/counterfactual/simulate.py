@@ -14,6 +14,8 @@ Glossary: B contexts, V vocabulary, P = 9 T4 price inputs, S shelf features.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
@@ -25,6 +27,16 @@ from retailsim_core.datasets.tensors import PRICE_COLUMNS
 from retailsim_core.datasets.tokens import PAD, ProductVocab
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.storage.heap import release_free_heap
+
+# Contexts to differentiate or sum over: a built batch, or a function that builds rows
+# [start, stop) of one on demand, so that a chunk's dense shelf is all that is ever held
+# (at 61,448 products, 256 contexts' shelves are 0.4 GB: D127).
+Contexts = Batch | Callable[[int, int], Batch]
+
+
+def contexts_range(contexts: Contexts, start: int, stop: int) -> Batch:
+    """Rows [start, stop) of ``contexts``: built on demand, or views of a built batch."""
+    return contexts(start, stop) if callable(contexts) else batch_range(contexts, start, stop)
 
 
 def price_book(
@@ -153,15 +165,15 @@ def expected_units(
 
 @torch.no_grad()
 def sizes_and_units(
-    model: WorldModel, batch: Batch, n: int, chunk: int | None = None
+    model: WorldModel, contexts: Contexts, n: int, chunk: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(n,) ``expected_basket_size`` and (V,) ``expected_units`` of the ``n`` contexts of
-    ``batch``, ``chunk`` of them a forward (None: all): a chunk's (chunk, V) activations at once,
-    not the batch's (D126). The units add the chunks' sums."""
+    """(n,) ``expected_basket_size`` and (V,) ``expected_units`` of the ``n`` contexts,
+    ``chunk`` of them a forward (None: all): a chunk's (chunk, V) activations at once, not the
+    batch's (D126). The units add the chunks' sums."""
     step = n if chunk is None else max(1, chunk)
     sizes, units = [], torch.zeros(model.vocab_size, dtype=torch.float64)
     for start in range(0, n, step):
-        part = batch_range(batch, start, min(start + step, n))
+        part = contexts_range(contexts, start, min(start + step, n))
         sizes.append(expected_basket_size(model, part))
         units += expected_units(model, part, sizes[-1]).double()
     return torch.cat(sizes), units
@@ -198,7 +210,7 @@ def mean_size(size_logits: torch.Tensor) -> torch.Tensor:
 
 def jacobian_rows(
     model: WorldModel,
-    batch: Batch,
+    contexts: Contexts,
     basket_size: torch.Tensor,
     products: np.ndarray,
     chunk: int | None = None,
@@ -215,7 +227,7 @@ def jacobian_rows(
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
         log_m = torch.zeros(model.vocab_size, requires_grad=True)
-        part = batch_range(batch, start, stop)
+        part = contexts_range(contexts, start, stop)
         units = expected_units(model, part, basket_size[start:stop], log_m)
         for a, i in enumerate(products):
             (grad,) = torch.autograd.grad(units[int(i)], log_m, retain_graph=a < len(products) - 1)
@@ -228,7 +240,7 @@ def jacobian_rows(
 
 def elasticities(
     model: WorldModel,
-    batch: Batch,
+    contexts: Contexts,
     basket_size: torch.Tensor,
     products: np.ndarray,
     categories: np.ndarray,
@@ -239,7 +251,7 @@ def elasticities(
     the top-K cross pairs by |elasticity| per product, and all pairs within a category.
     Columns: product, other, elasticity, kind. ``chunk``: contexts per backward pass."""
     products = np.asarray(products)
-    jac = jacobian_rows(model, batch, basket_size, products, chunk)[:, products]
+    jac = jacobian_rows(model, contexts, basket_size, products, chunk)[:, products]
     own = np.eye(len(products), dtype=bool)
     same = categories[products][:, None] == categories[products][None, :]
     cross = np.where(own, 0.0, np.abs(jac))

@@ -17,8 +17,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
-from retailsim_core.counterfactual.simulate import jacobian_rows
-from retailsim_core.datasets.batch import Batch
+from retailsim_core.counterfactual.simulate import Contexts, jacobian_rows
 from retailsim_core.graph.substitution import log_rate_ratio, pair_effects, weighted_mean
 
 MIN_PROMO_STORE_WEEKS = 5
@@ -75,7 +74,7 @@ def _spearman_interval(x: np.ndarray, y: np.ndarray, n: int, seed: int) -> list[
 
 def observed_check(
     model,
-    batch: Batch,
+    contexts: Contexts,
     size,
     vocab,
     cells: pl.LazyFrame,
@@ -113,7 +112,7 @@ def observed_check(
     if not firsts:
         return out | {"note": "no product promoted in enough held-out store-weeks"}
     tokens = np.array([token[p] for p in firsts])
-    jac = jacobian_rows(model, batch, size, tokens, chunk)  # (n, V) d log E_i / d log p_j
+    jac = jacobian_rows(model, contexts, size, tokens, chunk)  # (n, V) d log E_i / d log p_j
     row_of = {p: k for k, p in enumerate(firsts)}
     if own.height >= 3:
         log_cut = np.log1p(-own["depth"].fill_null(0.0).clip(0.0, 0.95).to_numpy())
@@ -132,7 +131,7 @@ def observed_check(
         # Row b of the Jacobian is needed: d log E[b] / d log p[a].
         need = sorted(set(fx["b"].to_list()) - set(row_of))
         if need:
-            extra = jacobian_rows(model, batch, size, np.array([token[p] for p in need]), chunk)
+            extra = jacobian_rows(model, contexts, size, np.array([token[p] for p in need]), chunk)
             jac = np.concatenate([jac, extra])
             row_of |= {p: len(firsts) + k for k, p in enumerate(need)}
         cross = np.array([jac[row_of[b], token[a]] for a, b in zip(fx["a"], fx["b"], strict=True)])

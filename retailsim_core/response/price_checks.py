@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from retailsim_core.counterfactual.simulate import expected_basket_size
+from retailsim_core.counterfactual.simulate import sizes_and_units
 from retailsim_core.next_basket.tasks import EvalTasks
 from retailsim_core.response.observed_response import observed_check
-from retailsim_core.response.price_response import price_response, simulation_check
+from retailsim_core.response.price_response import price_response, rows_of, simulation_check
 from retailsim_core.storage.heap import release_free_heap
 from retailsim_core.synth.world import PlantedTruth
 
@@ -90,13 +90,14 @@ def observed_response(
     weeks = inputs.promotion_weeks
     if not weeks:
         return {"note": "no test week of derived_prices is materialized"}
-    batch = tasks.data[rows[:: max(len(rows) // OBSERVED_CONTEXTS, 1)][:OBSERVED_CONTEXTS]]
-    size = expected_basket_size(tasks.model, batch)
+    picked = rows[:: max(len(rows) // OBSERVED_CONTEXTS, 1)][:OBSERVED_CONTEXTS]
+    contexts = rows_of(tasks.data, picked)  # a chunk's batch at a time (D127)
+    size, _ = sizes_and_units(tasks.model, contexts, len(picked), chunk)
     return {
         "weeks": [weeks[0], weeks[-1]],
         **observed_check(
             tasks.model,
-            batch,
+            contexts,
             size,
             tasks.data.vocab,
             inputs.promotion_cells,

@@ -15,13 +15,13 @@ import torch
 from scipy.stats import spearmanr
 
 from retailsim_core.counterfactual.simulate import (
+    Contexts,
     elasticities,
     generate,
     jacobian_rows,
     price_book,
     sizes_and_units,
 )
-from retailsim_core.datasets.batch import Batch
 from retailsim_core.datasets.tensors import TrainingSet
 from retailsim_core.ingest.lgsr import PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES
 from retailsim_core.models.world_model import WorldModel
@@ -56,11 +56,11 @@ def price_response(
     """Elasticities over up to 256 test contexts (``chunk`` per backward pass), against the
     planted truth where there is one."""
     ctx_rows, ctx_name = elasticity_context(data, rows)
-    batch = data[ctx_rows]
+    contexts = rows_of(data, ctx_rows)  # a chunk's batch built at a time, never all (D127)
     # The size head's expectation (no basket is peeked at) and the units, a chunk at a time.
-    size, units = sizes_and_units(model, batch, len(ctx_rows), chunk)
+    size, units = sizes_and_units(model, contexts, len(ctx_rows), chunk)
     products = (torch.topk(units[1 : data.vocab.n_products + 1], n_products).indices + 1).numpy()
-    table = elasticities(model, batch, size, products, categories, chunk=chunk)
+    table = elasticities(model, contexts, size, products, categories, chunk=chunk)
     names = np.array(("[PAD]",) + data.vocab.products + ("[MASK]", "[EOS]"))
     table = table.with_columns(
         product_id=pl.Series(names[table["product"].to_numpy()]),
@@ -82,9 +82,14 @@ def price_response(
         out["own"] = own
         out |= planted_agreement(own)
         out["substitution"] = substitution_check(
-            model, batch, size, data.vocab, world, categories, units, n_pairs, seed, chunk
+            model, contexts, size, data.vocab, world, categories, units, n_pairs, seed, chunk
         )
     return out
+
+
+def rows_of(data: TrainingSet, rows: np.ndarray) -> Contexts:
+    """The contexts of sample ``rows``, each range's batch built when it is asked for."""
+    return lambda start, stop: data[rows[start:stop]]
 
 
 def planted_agreement(own: pl.DataFrame) -> dict:
@@ -105,7 +110,7 @@ def planted_agreement(own: pl.DataFrame) -> dict:
 
 def substitution_check(
     model: WorldModel,
-    batch: Batch,
+    contexts: Contexts,
     size: torch.Tensor,
     vocab,
     world,
@@ -147,7 +152,7 @@ def substitution_check(
     randoms = np.array(randoms, dtype=np.int64).reshape(-1, 2)
     pairs = np.concatenate([subs, subs[:, ::-1], randoms, randoms[:, ::-1]])
     firsts = np.unique(pairs[:, 0])
-    jac = jacobian_rows(model, batch, size, firsts, chunk)
+    jac = jacobian_rows(model, contexts, size, firsts, chunk)
     values = jac[np.searchsorted(firsts, pairs[:, 0]), pairs[:, 1]]
     n_sub = 2 * len(subs)
     sub_v, rand_v = values[:n_sub], values[n_sub:]

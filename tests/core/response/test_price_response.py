@@ -29,3 +29,34 @@ def test_the_simulation_check_in_chunks_keeps_the_real_figures(tiny_warehouse, t
     assert 0 < parts["summary"]["simulated_mean_size"] and np.isfinite(
         parts["summary"]["size_total_variation"]
     )
+
+
+def test_contexts_built_a_chunk_at_a_time_give_the_whole_batchs_response(
+    tiny_warehouse, tiny_checkpoint
+):
+    """D127: the elasticity contexts' batch is built a chunk at a time (each chunk its own
+    padding), never all at once; sizes, units and Jacobian rows are the whole batch's."""
+    from retailsim_core.counterfactual.simulate import jacobian_rows, sizes_and_units
+    from retailsim_core.next_basket.eval_config import EvalConfig
+    from retailsim_core.pipeline.evaluation_run import load_tasks
+    from retailsim_core.response.price_response import rows_of
+
+    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
+    tasks = load_tasks(wh, split, EvalConfig(), tiny_checkpoint)
+    rows = tasks.test_rows[:30]
+    built = []
+
+    def contexts(start, stop):
+        built.append(stop - start)
+        return rows_of(tasks.data, rows)(start, stop)
+
+    whole_size, whole_units = sizes_and_units(tasks.model, tasks.data[rows], len(rows))
+    size, units = sizes_and_units(tasks.model, contexts, len(rows), 7)
+    assert max(built) == 7 and sum(built) == len(rows)  # never more than a chunk's rows
+    np.testing.assert_allclose(size.numpy(), whole_size.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(units.numpy(), whole_units.numpy(), rtol=1e-4, atol=1e-7)
+    products = np.argsort(-whole_units.numpy()[1:-2])[:3] + 1
+    whole = jacobian_rows(tasks.model, tasks.data[rows], whole_size, products)
+    parts = jacobian_rows(tasks.model, contexts, size, products, 7)
+    np.testing.assert_allclose(parts, whole, rtol=1e-3, atol=1e-6)
+    assert np.abs(whole).max() > 0  # a real response is compared, not zeros
