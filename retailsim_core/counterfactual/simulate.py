@@ -176,6 +176,8 @@ def sizes_and_units(
         part = contexts_range(contexts, start, min(start + step, n))
         sizes.append(expected_basket_size(model, part))
         units += expected_units(model, part, sizes[-1]).double()
+        del part  # before the next chunk's batch is built (D127)
+        release_free_heap()
     return torch.cat(sizes), units
 
 

@@ -118,16 +118,13 @@ def finish(
     ``time.perf_counter()`` at its start; ``source``: the data's source (its calendar's name),
     which decides the targets the report judges."""
     chunk = cfg.chunk_for(tasks.data.vocab.size)  # a large vocabulary: fewer rows at once
+    # A simulated chunk holds its contexts' price book (B, V, 9) beside the batch and the slot
+    # decoder's (B, V) matrices, about what a differentiated chunk holds: both take the
+    # Jacobians' chunk (D127).
+    half = cfg.grad_chunk_for(tasks.data.vocab.size)
     release_free_heap()  # what the scoring freed, before the price checks (D126)
     response, simulation = price_checks(
-        tasks,
-        scored.sample_rows,
-        prices,
-        scored.truth,
-        cfg.seed,
-        log,
-        chunk,
-        cfg.grad_chunk_for(tasks.data.vocab.size),
+        tasks, scored.sample_rows, prices, scored.truth, cfg.seed, log, half, half
     )
     tables = {}
     if tasks.model is not None and prices.trips is not None and prices.promotions is not None:
