@@ -29,6 +29,7 @@ from retailsim_core.pipeline.data.price_weeks import promotion_cells, regional_c
 from retailsim_core.pipeline.data.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.model_refresh import week_models
 from retailsim_core.pipeline.readers.price_reader import (
+    PriceSums,
     price_weeks,
     read_price_features,
     stored_prices,
@@ -114,12 +115,13 @@ def _tasks_and_inputs(
     # tables of the training weeks were most of its memory on real data (20 GB at 3M rows).
     # The training's loader (D97): the shelf and the sets on disk, a batch read at a time.
     weeks = [w for w in warehouse.weeks(SAMPLES_TABLE) if w > split.train_end]
-    inputs = load_model_inputs(warehouse, weeks, MappedArrays())
+    sums = PriceSums()  # the inputs' replay of the price features gathers the mean prices
+    inputs = load_model_inputs(warehouse, weeks, MappedArrays(), price_sums=sums)
     if with_model and inputs.vocab != vocab:
         raise ValueError(
             "the checkpoint's vocabulary differs from the warehouse's GraphSAGE products: retrain"
         )
-    prices = mean_prices(warehouse, inputs.vocab)
+    prices = mean_prices(warehouse, inputs.vocab, sums)
     refreshed, ids = (None, {})
     if with_model:
         refreshed, ids = refreshed_models(warehouse, split, weeks, inputs.vocab)
@@ -141,22 +143,18 @@ def refreshed_models(
     return models, models.ids
 
 
-def mean_prices(warehouse: Warehouse, vocab: ProductVocab) -> np.ndarray:
+def mean_prices(
+    warehouse: Warehouse, vocab: ProductVocab, sums: PriceSums | None = None
+) -> np.ndarray:
     """(V,) mean week price of each token over every price-features row (for the revenue of a
-    predicted basket), summed week by week as the features are materialised (D96)."""
-    sums = []
-    for week in price_weeks(warehouse, warehouse.weeks(PRICES_TABLE), features=True):
-        sums.append(
-            week.features.group_by("product_id").agg(
-                pl.col("actual_price").sum().alias("total"), pl.len().alias("n")
-            )
-        )
-    prices = (
-        pl.concat(sums)
-        .group_by("product_id")
-        .agg((pl.col("total").sum() / pl.col("n").sum()).alias("actual_price"))
-    )
-    tokens = vocab.frame().join(prices, on="product_id", how="left")
+    predicted basket), summed week by week as the features are materialised (D96): from
+    ``sums`` where a replay already gathered every week's (D128), else from a replay of its own."""
+    weeks = warehouse.weeks(PRICES_TABLE)
+    if sums is None or sums.weeks != list(range(1, max(weeks, default=0) + 1)):
+        sums = PriceSums()
+        for _ in price_weeks(warehouse, weeks, features=True, sums=sums):
+            pass  # the replay adds each week's sums
+    tokens = vocab.frame().join(sums.means(), on="product_id", how="left")
     out = np.zeros(vocab.size)
     out[tokens["token"].to_numpy()] = tokens["actual_price"].fill_null(0.0).to_numpy()
     return out

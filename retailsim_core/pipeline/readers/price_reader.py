@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from retailsim_core.derived_prices import DERIVED_PRICES_SCHEMA, PriceConfig
@@ -32,6 +33,44 @@ class PriceWeek:
     week: int
     prices: pl.DataFrame  # DERIVED_PRICES_SCHEMA, every cell of the assortment to date
     features: pl.DataFrame | None  # PRICE_FEATURES_SCHEMA of the same cells, if asked for
+
+
+class PriceSums:
+    """Each product's sum and count of ``actual_price`` over the price-features rows of the
+    weeks a replay computed (every store), gathered as it goes: a reader that replays the
+    features anyway gives the evaluation its mean prices without a second replay (D128). Sums
+    run in row order (a stable sort, then ``np.bincount``), so the same rows give the same bits
+    (a hash group-by adds a group's floats in an order that changes from run to run)."""
+
+    def __init__(self) -> None:
+        self.weeks: list[int] = []
+        self._parts: list[pl.DataFrame] = []
+
+    def add(self, week: int, features: pl.DataFrame) -> None:
+        self.weeks.append(week)
+        frame = features.select("product_id", total="actual_price", n=pl.lit(1, pl.Int64))
+        self._parts.append(_summed(frame))
+
+    def means(self) -> pl.DataFrame:
+        """product_id, actual_price: the mean over every row added."""
+        sums = _summed(pl.concat(self._parts))
+        return sums.select("product_id", actual_price=pl.col("total") / pl.col("n"))
+
+
+def _summed(frame: pl.DataFrame) -> pl.DataFrame:
+    """product_id, total, n summed per product in the frame's row order."""
+    frame = frame.sort("product_id", maintain_order=True)
+    if frame.height == 0:
+        return frame.select("product_id", "total", pl.col("n").cast(pl.Int64))
+    run = frame["product_id"].rle_id().to_numpy()
+    firsts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+    return pl.DataFrame(
+        {
+            "product_id": frame["product_id"].gather(firsts),
+            "total": np.bincount(run, weights=frame["total"].to_numpy()),
+            "n": np.bincount(run, weights=frame["n"].to_numpy()).astype(np.int64),
+        }
+    )
 
 
 def stored_prices(warehouse: Warehouse, weeks: Iterable[int] | None = None) -> pl.LazyFrame:
@@ -58,10 +97,12 @@ def price_weeks(
     features: bool = False,
     stores: Iterable[str] | None = None,
     cfg: PriceConfig = PriceConfig(),
+    sums: PriceSums | None = None,
 ) -> Iterator[PriceWeek]:
     """Dense ``derived_prices`` weeks (ascending), with their price features if ``features``;
     only the cells of ``stores`` when given (the features are computed over every store first:
-    a relative price compares the store's own cells only, but the state is carried for all)."""
+    a relative price compares the store's own cells only, but the state is carried for all).
+    ``sums``: given the features, every replayed week's (asked or not) is added into it."""
     wanted = sorted(set(weeks))
     if not wanted:
         return
@@ -77,6 +118,8 @@ def price_weeks(
     asked = set(wanted)
     for week, table in replay(read, replayed, cfg):
         feats = carry.week(table) if carry is not None else None
+        if sums is not None and feats is not None:
+            sums.add(week, feats)
         if week not in asked:
             continue
         if keep is not None:

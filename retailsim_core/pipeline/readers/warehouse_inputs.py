@@ -23,8 +23,8 @@ from retailsim_core.pipeline.data.embeddings import load_embeddings
 from retailsim_core.pipeline.data.graph_tables import load_graph
 from retailsim_core.pipeline.data.promotion_weeks import known_promotion_weeks
 from retailsim_core.pipeline.data.training_data_weeks import build_trip_store
+from retailsim_core.pipeline.readers.price_reader import PriceSums, store_regions, stored_prices
 from retailsim_core.pipeline.readers.price_reader import price_weeks as read_weeks
-from retailsim_core.pipeline.readers.price_reader import store_regions, stored_prices
 from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import (
@@ -42,12 +42,14 @@ def load_model_inputs(
     mapped: MappedArrays | None = None,
     log: Callable[[str], None] = lambda _: None,
     every_cell: bool = False,
+    price_sums: PriceSums | None = None,
 ) -> ModelInputs:
     """Samples of ``weeks`` (default all) with the features their rows join to; price features
     are read only for the (product, store, week) cells of those baskets, or with ``every_cell``
     for every cell of ``weeks`` (what serving answers any context from: the same replay of the
     shelf prices, not a second one). Given ``mapped``, the shelf and every training set built
-    from the inputs live on its disk (D97)."""
+    from the inputs live on its disk (D97). ``price_sums`` gathers every replayed week's mean
+    price sums (D128)."""
     vectors, id_map = load_embeddings(warehouse)
     vocab = ProductVocab.from_products(id_map["product_id"].to_list())
     weeks = sorted(weeks) if weeks is not None else warehouse.weeks(SAMPLES_TABLE)
@@ -64,7 +66,7 @@ def load_model_inputs(
         .unique()
     )
     prices, shelf = _prices_and_shelf(
-        warehouse, weeks, None if every_cell else cells, vocab, mapped
+        warehouse, weeks, None if every_cell else cells, vocab, mapped, price_sums
     )
     log(f"shelf: {shelf.keys.height:,} store-weeks, {len(shelf.tokens):,} cells")
     key_weeks = pl.col("week").is_in(weeks)
@@ -100,6 +102,7 @@ def _prices_and_shelf(
     cells: pl.LazyFrame | None,
     vocab: ProductVocab,
     mapped: MappedArrays | None = None,
+    sums: PriceSums | None = None,
 ) -> tuple[pl.DataFrame | pl.LazyFrame, ShelfPrices]:
     """T4 rows of the samples' own ``cells`` (None: every cell of ``weeks``), and the shelf of
     every store-week, materialised one week at a time (D67, D96): week W's shelf comes from
@@ -112,7 +115,7 @@ def _prices_and_shelf(
     # here.
     regions = store_regions(warehouse, price_weeks)
     kept, shelves = [], ShelfWriter(vocab, mapped)
-    for week in read_weeks(warehouse, price_weeks, features=True):
+    for week in read_weeks(warehouse, price_weeks, features=True, sums=sums):
         features = week.features.select("product_id", "store_id", "week", *PRICE_COLUMNS)
         if cells is None:  # every cell of the asked weeks (the shelf's week before is not)
             own = features if week.week in weeks else features.clear()

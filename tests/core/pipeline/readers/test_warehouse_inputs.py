@@ -130,3 +130,35 @@ def test_mapped_chunked_sets_equal_the_in_memory_set(tiny_warehouse, monkeypatch
         assert got.keys() == want.keys()
         for key in want:
             torch.testing.assert_close(got[key], want[key], rtol=0, atol=0, msg=key)
+
+
+def test_the_inputs_replay_gives_the_evaluations_mean_prices(tiny_warehouse):
+    """D128: the mean prices gathered by the inputs' replay of every week equal a replay of
+    their own; a replay that stopped short of the last week is not taken for all of them."""
+    from retailsim_core.pipeline.evaluation_run import mean_prices
+    from retailsim_core.pipeline.readers.price_reader import PriceSums
+
+    wh = tiny_warehouse["warehouse"]
+    weeks = [w for w in wh.weeks(SAMPLES_TABLE) if w >= 9]
+    sums = PriceSums()
+    inputs = load_model_inputs(wh, weeks, price_sums=sums)
+    assert sums.weeks == list(range(1, max(weeks) + 1))  # every week replayed, not only asked
+    own = mean_prices(wh, inputs.vocab)
+    np.testing.assert_array_equal(mean_prices(wh, inputs.vocab, sums), own)
+    assert (own > 0).sum() > 10  # real prices compared, not zeros
+    short = PriceSums()
+    load_model_inputs(wh, weeks[:-2], price_sums=short)
+    np.testing.assert_array_equal(mean_prices(wh, inputs.vocab, short), own)
+
+
+def test_price_sums_add_in_row_order_per_product():
+    """D128: per-product sums and counts over weeks, in row order (the same bits each run)."""
+    from retailsim_core.pipeline.readers.price_reader import PriceSums
+
+    sums = PriceSums()
+    sums.add(1, pl.DataFrame({"product_id": ["b", "a", "b"], "actual_price": [1.0, 2.0, 3.0]}))
+    sums.add(2, pl.DataFrame({"product_id": ["a"], "actual_price": [4.0]}))
+    sums.add(3, pl.DataFrame(schema={"product_id": pl.String, "actual_price": pl.Float64}))
+    means = sums.means().sort("product_id")
+    assert means.to_dict(as_series=False) == {"product_id": ["a", "b"], "actual_price": [3.0, 2.0]}
+    assert sums.weeks == [1, 2, 3]
