@@ -20,12 +20,17 @@ from retailsim_core.tables import (
     WORLD_DEMAND_TABLE,
 )
 from retailsim_dagster.assets.model import EAGER, JUDGES_CHECKPOINT, REFRESHES
+from retailsim_dagster.partitions import CPU_HEAVY, CPU_POOL
 from retailsim_dagster.resources import PipelineConfigResource, WarehouseResource
+
+# The libraries' fits and forecasts use every core: in the model pool, so that they never run
+# beside a wall-clock-budgeted training (SASRec's and BERT4Rec's budgets bind on real data).
+FORECAST_STEP = dict(group_name="model", pool=CPU_POOL, op_tags=CPU_HEAVY)
 
 
 @dg.asset(
     name=DEMAND_TABLE,
-    group_name="model",
+    **FORECAST_STEP,
     kinds={"polars", "parquet"},
     deps=[RAW_TABLE, PROMOTIONS_TABLE],
     backfill_policy=dg.BackfillPolicy.single_run(),  # `--partition-range` runs need it
@@ -36,11 +41,16 @@ from retailsim_dagster.resources import PipelineConfigResource, WarehouseResourc
     "product's mean (issue #61).",
 )
 def demand_forecast(
-    warehouse: WarehouseResource, pipeline_config: PipelineConfigResource
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    pipeline_config: PipelineConfigResource,
 ) -> dg.MaterializeResult:
     wh = warehouse.warehouse
     folder = wh.table_dir(DEMAND_TABLE)
-    scores = run_demand_check(wh, pipeline_config.split, folder, seed=pipeline_config.model_seed)
+    with warehouse.model_step(context):
+        scores = run_demand_check(
+            wh, pipeline_config.split, folder, seed=pipeline_config.model_seed
+        )
     best = min(scores["all"], key=lambda m: scores["all"][m]["wape"])
     return dg.MaterializeResult(
         metadata={
@@ -61,7 +71,7 @@ def demand_forecast(
 
 @dg.asset(
     name=TRIP_FORECAST_TABLE,
-    group_name="model",
+    **FORECAST_STEP,
     kinds={"polars", "lightgbm", "parquet"},
     deps=[TRIPS_TABLE, PROMOTIONS_TABLE],
     backfill_policy=dg.BackfillPolicy.single_run(),
@@ -71,11 +81,14 @@ def demand_forecast(
     "intervals (issue #61).",
 )
 def trip_forecast(
-    warehouse: WarehouseResource, pipeline_config: PipelineConfigResource
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    pipeline_config: PipelineConfigResource,
 ) -> dg.MaterializeResult:
     wh = warehouse.warehouse
     folder = wh.table_dir(TRIP_FORECAST_TABLE)
-    scores = run_trip_check(wh, pipeline_config.split, folder, seed=pipeline_config.model_seed)
+    with warehouse.model_step(context):
+        scores = run_trip_check(wh, pipeline_config.split, folder, seed=pipeline_config.model_seed)
     visits, stores = scores["visits"], scores["stores"]
     return dg.MaterializeResult(
         metadata={

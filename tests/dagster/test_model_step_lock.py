@@ -20,7 +20,7 @@ from retailsim_dagster.resources import (
 )
 
 ASSETS = Path(__file__).resolve().parents[2] / "retailsim_dagster" / "assets"
-POOLED = ("CPU_POOL", "FITTED_ON_INPUTS", "JUDGES_CHECKPOINT")
+POOLED = ("CPU_POOL", "FITTED_ON_INPUTS", "JUDGES_CHECKPOINT", "FORECAST_STEP")
 
 
 def _pooled_functions() -> dict[str, bool]:
