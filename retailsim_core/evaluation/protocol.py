@@ -124,7 +124,7 @@ def finish(
     half = cfg.grad_chunk_for(tasks.data.vocab.size)
     release_free_heap()  # what the scoring freed, before the price checks (D126)
     response, simulation = price_checks(
-        tasks, scored.sample_rows, prices, scored.truth, cfg.seed, log, half, half
+        tasks, scored.sample_rows, prices, scored.truth, cfg.seed, log, half
     )
     tables = {}
     if tasks.model is not None and prices.trips is not None and prices.promotions is not None:

@@ -52,13 +52,12 @@ def price_checks(
     seed: int,
     log: Callable[[str], None],
     chunk: int | None = None,
-    grad_chunk: int | None = None,
 ) -> tuple[dict, dict]:
     """(price response with its "observed" check, simulation check) on scored test ``rows``;
-    ``truth``: the planted truth when the oracles run, else None; ``chunk``: contexts simulated
-    at once, ``grad_chunk``: differentiated at once (None: every one)."""
+    ``truth``: the planted truth when the oracles run, else None; ``chunk``: contexts
+    differentiated or simulated at once (None: every one; D127)."""
     model, data, samples = tasks.model, tasks.data, tasks.samples
-    response = price_response(model, data, rows, tasks.categories, truth, chunk=grad_chunk)
+    response = price_response(model, data, rows, tasks.categories, truth, chunk=chunk)
     release_free_heap()  # each check's freed buffers before the next's (D126)
     sim_rows = simulation_rows(rows)
     sim_samples = samples[sim_rows]
@@ -73,7 +72,7 @@ def price_checks(
         chunk=chunk,
     )
     release_free_heap()
-    response["observed"] = observed_response(inputs, tasks, rows, seed, grad_chunk)
+    response["observed"] = observed_response(inputs, tasks, rows, seed, chunk)
     log(
         f"elasticities for {response['context']}; simulation check {simulation['summary']}; "
         f"against held-out weeks {response['observed']}"
