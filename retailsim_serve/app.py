@@ -1,6 +1,7 @@
 """The FastAPI app: next-basket recommendations, batch scoring, basket simulation, price
-elasticities, health and model information. ``create_app`` builds it around a service loader;
-``app_from_environment`` around the warehouse the ``RETAILSIM_*`` settings name.
+elasticities, a store-week's units under a plan, health and model information. ``create_app``
+builds it around a service loader; ``app_from_environment`` around the warehouse the
+``RETAILSIM_*`` settings name.
 
 Bad input is answered 4xx with the field it concerns: 422 for an invalid value (FastAPI's
 validation, or a limit of ``ServeSettings``), 404 for an unknown customer, store or product,
@@ -21,6 +22,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from retailsim_core.demand.world.plan_forecast import PlanChange
 from retailsim_core.serving.service import Context, RequestError, WorldModelService
 from retailsim_serve import schemas as s
 from retailsim_serve.runtime import Admission, Busy, MicroBatcher, ServeSettings, ServiceHolder
@@ -119,7 +121,8 @@ def create_app(
         lifespan=lifespan,
         default_response_class=AsciiJSON,
         description="What will this customer buy at this store? Next-basket rankings, simulated "
-        "baskets at actual or counterfactual prices, and price elasticities, from the trained "
+        "baskets at actual or counterfactual prices, price elasticities, and a store-week's "
+        "units under a promotion and price plan, from the trained "
         "world model. Predictions see only what is known before the trip (the customer's "
         "earlier weeks, the store, date and hour, the shelf prices).",
     )
@@ -234,6 +237,26 @@ def _add_routes(app: FastAPI, state: dict, settings: ServeSettings) -> None:
             body.temperature,
         )
         return {"baskets": baskets, "checkpoint_id": svc.checkpoint_id}
+
+    @app.post(
+        "/v1/forecast",
+        response_model=s.ForecastResponse,
+        responses={404: {"model": s.Problem}, 422: {"model": s.Problem}},
+    )
+    async def forecast(body: s.ForecastRequest):
+        """Units a store sells of some products in a forecast week: the shoppers the trip
+        forecast sends there, the model's baskets on the week's shelf, units per line; under
+        the plan on file and under the request's promotions and prices."""
+        _limit("product_ids", len(body.product_ids), settings.max_products)
+        if len(set(body.product_ids)) != len(body.product_ids):
+            raise RequestError("product_ids", "a product is listed twice")
+        plan = {p: PlanChange(**c.model_dump()) for p, c in body.plan.items()}
+        svc = service()
+        week, trips, table = await heavy(
+            svc.forecast, body.store_id, body.date, body.product_ids, plan
+        )
+        return {"week": week, "store_id": body.store_id, "expected_trips": trips,
+                "forecasts": table.to_dicts(), "checkpoint_id": svc.checkpoint_id}  # fmt: skip
 
     @app.post("/v1/elasticities", response_model=s.ElasticityResponse)
     async def elasticities(body: s.ElasticityRequest):

@@ -99,6 +99,45 @@ class ElasticityResponse(BaseModel):
     checkpoint_id: str
 
 
+class PlannedProduct(Strict):
+    """A product's plan at the store that week; an omitted field keeps the plan on file."""
+
+    display: bool | None = Field(None, description="on display (true) or off it (false)")
+    mailer: bool | None = Field(None, description="in the week's mailer (true) or out of it")
+    price_multiplier: Multiplier = Field(1.0, description="of the shelf price, in [0.01, 100]")
+
+
+class ForecastRequest(Strict):
+    store_id: Id
+    date: dt.date = Field(description="any day of the week to forecast (a demand forecast week)")
+    product_ids: list[Id] = Field(min_length=1, description="the products to forecast")
+    plan: dict[Id, PlannedProduct] = Field(
+        default_factory=dict, description="product id -> its plan; products not named keep "
+        "the plan on file",
+    )  # fmt: skip
+
+
+class ProductForecast(BaseModel):
+    product_id: str
+    promotion_on_file: str = Field(description="none | display | mailer | display+mailer")
+    promotion: str = Field(description="the same under the request's plan")
+    units_on_file: float = Field(description="expected units sold, the plan on file")
+    units: float = Field(description="expected units sold under the request's plan")
+    units_median: float = Field(description="median units under the plan (what WAPE rewards)")
+    buyers_on_file: float = Field(description="expected baskets holding it, the plan on file")
+    buyers: float = Field(description="expected baskets holding it under the plan")
+    units_per_line_on_file: float
+    units_per_line: float
+
+
+class ForecastResponse(BaseModel):
+    week: int
+    store_id: str
+    expected_trips: float = Field(description="the trip forecast's trips to the store that week")
+    forecasts: list[ProductForecast]
+    checkpoint_id: str
+
+
 class Health(BaseModel):
     status: str
     checkpoint_id: str

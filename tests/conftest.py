@@ -113,3 +113,34 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "default_pipeline" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def tiny_world_demand(tiny_warehouse, tiny_checkpoint, tmp_path_factory):
+    """The demand forecast, trip forecast and world model demand of the tiny warehouse's test
+    weeks (folders ``demand``, ``trips``, ``out`` under ``root``), built once per session."""
+    import json
+
+    from retailsim_core.pipeline.demand_run import run_demand_check
+    from retailsim_core.pipeline.trips_run import run_trip_check
+    from retailsim_core.pipeline.world_demand_run import run_world_demand
+
+    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
+
+    def build(root: Path) -> None:
+        run_demand_check(wh, split, root / "demand", n_boot=20)
+        run_trip_check(wh, split, root / "trips", n_boot=20)
+        run_world_demand(wh, split, root / "out", demand=root / "demand",
+                         trips=root / "trips", n_boot=20)  # fmt: skip
+
+    root = built_once(tmp_path_factory, "tiny_world_demand", build)
+    scores = json.loads((root / "out" / "scores.json").read_text())
+    return {"root": root, "scores": scores, "split": split}
+
+
+@pytest.fixture(scope="session")
+def tiny_service(tiny_warehouse, tiny_checkpoint):
+    """A service over the tiny warehouse and checkpoint (test weeks 12-14)."""
+    from retailsim_core.pipeline.readers.serving_inputs import load_service
+
+    return load_service(tiny_warehouse["warehouse"], tiny_checkpoint)

@@ -5,7 +5,9 @@ Reads ``demand_forecast`` (its test cell-weeks, their baselines' forecasts and s
 ``trip_forecast`` (expected trips and store shares), the trips, raw lines, and the models: each
 week's ``model_refresh`` of the week before (D111) where every one is published, else the
 trained checkpoint. Writes ``world_model_demand.parquet`` (each cell-week's observed units,
-the model's expected buyers, mean and median forecasts) and ``scores.json`` (every method's
+the model's expected buyers, mean and median forecasts), the inputs a plan of the test weeks is
+forecast with (``plan_forecast.DemandInputs``: the forecast contexts, units per line, the
+quantity fit and calibration factor) and ``scores.json`` (every method's
 WAPE, bias, MASE, RMSE, chain WAPE, all and promoted, with each method's paired WAPE
 difference to the world model's; the calibration; the models used).
 """
@@ -22,6 +24,7 @@ from retailsim_core.datasets.tokens import ProductVocab
 from retailsim_core.demand.cells.check import FRAME_COLUMNS
 from retailsim_core.demand.cells.scores import product_sums, scores_from_sums
 from retailsim_core.demand.world.forecast_lift import lift_check
+from retailsim_core.demand.world.plan_forecast import DemandInputs
 from retailsim_core.demand.world.shopper_units import shopper_units
 from retailsim_core.demand.world.world_demand import (
     forecast_contexts,
@@ -95,6 +98,10 @@ def run_world_demand(
     folder.mkdir(parents=True, exist_ok=True)
     keep = [*FRAME_COLUMNS, "quantity", "world_model_buyers", *WORLD, "world_model_no_promotion"]
     atomic_write_parquet(frame.select(keep), folder / "world_model_demand.parquet")
+    DemandInputs(  # what the service forecasts a plan of these weeks with
+        contexts.filter(pl.col("week") >= first), lines, quantity_fit["coefficients"],
+        float(quantity_fit["mean_quantity"]), factor,
+    ).write(folder)  # fmt: skip
     scores |= {
         "calibration": {"week": first - 1, "observed_units": observed,
                         "model_units": model_units, "factor": factor},

@@ -1,6 +1,7 @@
 """The world model as a service, without any web code: next-basket recommendations, simulated
-baskets (optionally at counterfactual prices), price elasticities and model information for
-contexts (customer, store, date, hour). The web app (``retailsim_serve``) only translates HTTP.
+baskets (optionally at counterfactual prices), price elasticities, a store-week's units under a
+promotion and price plan, and model information for contexts (customer, store, date, hour).
+The web app (``retailsim_serve``) only translates HTTP.
 
 Every request is checked against what the service knows before any work; a problem raises
 ``RequestError`` naming the field (the app answers 4xx with it).
@@ -20,6 +21,12 @@ from retailsim_core.counterfactual.simulate import elasticities as price_elastic
 from retailsim_core.counterfactual.simulate import expected_basket_size, generate
 from retailsim_core.datasets.batch import Batch
 from retailsim_core.datasets.shelf import SHELF_FEATURES
+from retailsim_core.demand.world.plan_forecast import (
+    DemandInputs,
+    PlanChange,
+    plan_forecast,
+    shelf_cells,
+)
 from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData
 from retailsim_core.serving.onnx_scoring import OnnxScorer
 from retailsim_core.serving.scorer import world_model_scorer
@@ -61,6 +68,7 @@ class WorldModelService:
         onnx: OnnxScorer | None = None,
         onnx_note: str = "",
         evaluation: dict | None = None,
+        demand: DemandInputs | None = None,
     ):
         self.model, self.vocab, self.config, self.data = model, vocab, config, data
         self.checkpoint_id = checkpoint_id
@@ -70,6 +78,7 @@ class WorldModelService:
         self._names = np.asarray(vocab.products)  # (V - 1,) product of each token - 1: built once
         self.categories = categories  # (V,) category code of every token
         self.evaluation = evaluation or {}
+        self.demand = demand  # world_model_demand's inputs: plans of its weeks are forecast
 
     # ---- checks -------------------------------------------------------------------------
     def check(self, contexts: list[Context], prefix: str = "requests[{i}].") -> None:
@@ -203,6 +212,41 @@ class WorldModelService:
             .select("product_id", "other_id", "elasticity", "kind")
             .sort("product_id", "other_id")
         )
+
+    def forecast(
+        self, store_id: str, date: dt.date, product_ids: list[str], plan: dict[str, PlanChange]
+    ) -> tuple[int, float, pl.DataFrame]:
+        """(week, the shoppers' expected trips at the store, one row per product: units on
+        file and under ``plan``; ``plan_forecast``). Only the weeks the demand forecast made
+        its trips for can be planned: their shoppers are forecast, not observed."""
+        self.contexts_frame([Context(None, store_id, date)], "")
+        if self.demand is None:
+            raise RequestError("date", "no demand forecast in the warehouse: materialize "
+                               "world_model_demand", 404)  # fmt: skip
+        week = self.data.calendar.week_of_date(date)
+        weeks = set(self.demand.contexts["week"].unique().to_list())
+        if week not in weeks:
+            raise RequestError(
+                "date", f"week {week} is not a forecast week ({min(weeks)}..{max(weeks)})"
+            )
+        unknown = [p for p in plan if p not in set(product_ids)]
+        if unknown:
+            raise RequestError(f"plan.{unknown[0]}", "a planned product must be asked for")
+        tokens = self.tokens_of(product_ids, "product_ids")
+        shelf = shelf_cells(self.data, store_id, date, tokens)
+        for i, product in enumerate(product_ids):
+            if product in plan and shelf[i, SHELF_FEATURES.index("available")] == 0:
+                raise RequestError(
+                    f"plan.{product}",
+                    f"{product!r} is not on the shelf of store {store_id!r} that week",
+                    404,
+                )  # fmt: skip
+        changes = [plan.get(p, PlanChange()) for p in product_ids]
+        table = plan_forecast(self.model, self.data, self.demand, store_id, date, tokens, changes)
+        trips = self.demand.contexts.filter(
+            (pl.col("store_id") == store_id) & (pl.col("week") == week)
+        )["weight"].sum()
+        return week, float(trips), table
 
     def info(self) -> dict:
         first, last = self.data.dates

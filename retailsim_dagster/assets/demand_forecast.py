@@ -113,7 +113,8 @@ def trip_forecast(
     "known customer is expected to make, split between their stores, times the model's chance "
     "that the basket holds the product (a context made before the week, the week's shelf) "
     "times the units per line, calibrated on the week before the test weeks; mean and median "
-    "forecasts scored beside the baselines with paired intervals (issue #61).",
+    "forecasts scored beside the baselines with paired intervals; the forecast contexts, units "
+    "per line and calibration that /v1/forecast plans a test week with (issue #61).",
 )
 def world_model_demand(
     context: dg.AssetExecutionContext,

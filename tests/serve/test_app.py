@@ -63,7 +63,8 @@ def test_elasticities_of_a_product_set(client, context):
 
 def test_the_openapi_page_documents_every_endpoint(client):
     paths = client.get("/openapi.json").json()["paths"]
-    for path in ("/v1/next-basket", "/v1/next-basket/batch", "/v1/simulate", "/v1/elasticities"):
+    for path in ("/v1/next-basket", "/v1/next-basket/batch", "/v1/simulate", "/v1/elasticities",
+                 "/v1/forecast"):  # fmt: skip
         assert "post" in paths[path]
     assert "get" in paths["/v1/model"] and "get" in paths["/health"]
     assert client.get("/docs").status_code == 200

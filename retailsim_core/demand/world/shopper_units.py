@@ -17,7 +17,7 @@ Glossary: B contexts of a batch, S stores of a week, V' the model's columns, N c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +25,7 @@ import polars as pl
 import torch
 
 from retailsim_core.counterfactual.simulate import units_of
+from retailsim_core.datasets.batch import Batch
 from retailsim_core.demand.world.world_demand import CONTEXT_COLUMNS
 from retailsim_core.models.heads import mixture_log_probs
 from retailsim_core.models.world_model import WorldModel
@@ -108,24 +109,38 @@ def _basket_units(
     """(B, V') held units of each context's basket, as the shelf has it and with the
     promotions of ``plan``'s cells at the context's store removed (the same where none)."""
     batch = data.batch(chunk.select(CONTEXT_COLUMNS))
-    out = model.query_pass(batch)
-    b = len(chunk)
-    explore, repeat, products, share, excluded = model.slot_terms(
-        out, torch.arange(b), torch.zeros(b, dtype=torch.long)
-    )
-    held = units_of(out.size_logits, mixture_log_probs(explore, repeat, products, share, excluded))
     pairs = (
         chunk.select("store_id").with_row_index("b").join(plan, on="store_id")
     )  # (K,) a context's promoted products at its store this week
-    if pairs.height == 0 or out.shelf is None:  # nothing promoted, or a model without prices
-        return held, held
     bk = torch.tensor(pairs["b"].to_numpy()).long()
     tk = torch.tensor(pairs["token"].to_numpy()).long()
+    return held_units(model, batch, bk, tk, without_promotion)
+
+
+def held_units(
+    model: WorldModel,
+    batch: Batch,
+    b: torch.Tensor,
+    t: torch.Tensor,
+    change: Callable[[torch.Tensor], torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, V') held units of each context's basket as the batch's shelf has it, and with the
+    shelf cells (b, t) (K,) replaced by ``change`` of them ((K, S) -> (K, S)): the changed
+    products' and their substitutes' price terms move, the basket is mixed again. The same
+    tensor twice where nothing changes or the model reads no prices."""
+    out = model.query_pass(batch)
+    n = len(batch["basket_labels"])
+    explore, repeat, products, share, excluded = model.slot_terms(
+        out, torch.arange(n), torch.zeros(n, dtype=torch.long)
+    )
+    held = units_of(out.size_logits, mixture_log_probs(explore, repeat, products, share, excluded))
+    if len(b) == 0 or out.shelf is None:
+        return held, held
     shelf = batch["shelf"]  # (B, V, S)
-    delta = price_change(model.price_response, out, shelf, bk, tk, without_promotion(shelf[bk, tk]))
+    delta = price_change(model.price_response, out, shelf, b, t, change(shelf[b, t]))
     explore = explore + delta
     repeat = repeat + delta.gather(1, products) if repeat is not None else None
-    held_off = units_of(
+    changed = units_of(
         out.size_logits, mixture_log_probs(explore, repeat, products, share, excluded)
     )
-    return held, held_off
+    return held, changed

@@ -8,13 +8,14 @@ from pathlib import Path
 
 from retailsim_core.datasets.model_inputs import ModelInputs
 from retailsim_core.datasets.tensors import TensorConfig
+from retailsim_core.demand.world.plan_forecast import DemandInputs
 from retailsim_core.next_basket.methods import REFRESHED
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.serving.context import ServingData, served_weeks
 from retailsim_core.serving.onnx_scoring import OnnxScorer, scoring_graph_for
 from retailsim_core.serving.service import WorldModelService
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.tables import CHECKPOINT_TABLE, ONNX_TABLE, SAMPLES_TABLE
+from retailsim_core.tables import CHECKPOINT_TABLE, ONNX_TABLE, SAMPLES_TABLE, WORLD_DEMAND_TABLE
 from retailsim_core.training.checkpoint import load_model, read_json
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,9 @@ def load_serving_data(
 def load_service(
     warehouse: Warehouse, checkpoint: Path, report: Path | None = None, onnx: bool = False
 ) -> WorldModelService:
-    """Model, inputs of the weeks after the checkpoint's validation weeks, and its evaluation's
-    headline metrics when ``report`` (the report folder) has them. ``onnx``: score next baskets
+    """Model, inputs of the weeks after the checkpoint's validation weeks, its evaluation's
+    headline metrics when ``report`` (the report folder) has them, and the demand forecast's
+    inputs for plans when ``world_model_demand`` has written them. ``onnx``: score next baskets
     with the exported graph when it is this checkpoint's (else PyTorch, said in ``info``)."""
     model, vocab, config = load_model(checkpoint, CHECKPOINT_TABLE)
     checkpoint_id = config["checkpoint_id"]
@@ -53,8 +55,9 @@ def load_service(
     if onnx:
         scorer, note = _onnx_scorer(warehouse.table_dir(ONNX_TABLE), checkpoint_id)
     evaluation = evaluation_of(report, checkpoint_id) if report else {}
+    demand = DemandInputs.read(warehouse.table_dir(WORLD_DEMAND_TABLE))
     return WorldModelService(
-        model, vocab, config, data, checkpoint_id, categories, scorer, note, evaluation
+        model, vocab, config, data, checkpoint_id, categories, scorer, note, evaluation, demand
     )
 
 

@@ -7,20 +7,12 @@ import json
 import polars as pl
 import pytest
 
-from retailsim_core.pipeline.demand_run import run_demand_check
-from retailsim_core.pipeline.trips_run import run_trip_check
-from retailsim_core.pipeline.world_demand_run import WORLD, run_world_demand
+from retailsim_core.pipeline.world_demand_run import WORLD
 
 
 @pytest.fixture(scope="module")
-def world_demand(tiny_warehouse, tiny_checkpoint, tmp_path_factory):
-    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
-    root = tmp_path_factory.mktemp("world_demand")
-    run_demand_check(wh, split, root / "demand", n_boot=20)
-    run_trip_check(wh, split, root / "trips", n_boot=20)
-    scores = run_world_demand(wh, split, root / "out", demand=root / "demand",
-                              trips=root / "trips", n_boot=20)  # fmt: skip
-    return root, scores, split
+def world_demand(tiny_world_demand):
+    return tiny_world_demand["root"], tiny_world_demand["scores"], tiny_world_demand["split"]
 
 
 def test_every_cell_week_gets_the_world_models_forecast(world_demand):
@@ -75,3 +67,17 @@ def test_the_median_forecast_is_the_poisson_median_of_the_buyers(world_demand, t
     buyers = frame["world_model_buyers"].to_numpy()
     expected = poisson.median(buyers) * frame["line"].to_numpy()
     assert frame["world_model_median"].to_numpy() == pytest.approx(expected, nan_ok=False)
+
+
+def test_the_inputs_of_a_plan_forecast_are_written(world_demand):
+    """The test weeks' forecast contexts, the units per line and the calibration: what the
+    service forecasts a plan of those weeks with."""
+    from retailsim_core.demand.world.plan_forecast import DemandInputs
+
+    root, scores, split = world_demand
+    inputs = DemandInputs.read(root / "out")
+    assert inputs is not None and inputs.factor == scores["calibration"]["factor"]
+    weeks = sorted(inputs.contexts["week"].unique().to_list())
+    assert weeks[0] == split.valid_end + 1 and weeks[-1] == scores["test_weeks"][1]
+    assert inputs.contexts.height == scores["contexts"] and (inputs.contexts["weight"] > 0).all()
+    assert DemandInputs.read(root / "demand") is None  # a folder without them: no forecast
