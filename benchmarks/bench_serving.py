@@ -8,7 +8,9 @@ load generator is an httpx async client in this one; on a 2-core machine they sh
 Requests are the test weeks' real trips (customer, store, date) at random hours. With
 ``--heavy N`` the single requests are measured again beside N clients that keep the heavy
 slots full (largest simulations, elasticity sets and batches; 503 answers retried after their
-Retry-After), and only that table is recorded (``serving_under_load``).
+Retry-After), and only that table is recorded (``serving_under_load``). With ``--forecasts N``
+only N ``/v1/forecast`` requests are timed, one at a time (``serving_forecast``): a warehouse
+with ``world_model_demand``'s plan inputs.
 
 The app serves the newest refresh where there is one (D111), and the ONNX graph is exported from
 ``trained_checkpoint``: with refreshes published, the ``onnx`` mode has no graph of the served
@@ -28,12 +30,14 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import polars as pl
 
 from retailsim_core.calendar import monday_of
+from retailsim_core.demand.world.plan_forecast import DemandInputs
 from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
 from retailsim_core.serving.onnx_scoring import scoring_graph_for
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.tables import ONNX_TABLE, SAMPLES_TABLE
+from retailsim_core.tables import ONNX_TABLE, SAMPLES_TABLE, WORLD_DEMAND_TABLE
 from retailsim_core.training.checkpoint import verified_id
 
 
@@ -162,6 +166,46 @@ def batch_scoring(url: str, requests: list[dict], k: int, rounds: int) -> float:
         return rounds * len(requests) / (time.perf_counter() - start)
 
 
+def forecast_requests(warehouse: Warehouse, n: int, products: int, seed: int) -> list[dict]:
+    """``/v1/forecast`` bodies for ``n`` store-weeks of the demand forecast drawn at random (one
+    plan each: the first product on display at 0.8 of its price), each for ``products`` of the
+    store-week's panel cells, with its count of forecast shoppers."""
+    folder = warehouse.table_dir(WORLD_DEMAND_TABLE)
+    inputs = DemandInputs.read(folder)
+    if inputs is None:
+        raise SystemExit("no world_model_demand plan inputs: materialize world_model_demand")
+    store_weeks = inputs.contexts.group_by("store_id", "week").agg(
+        shoppers=pl.len(), date=pl.col("date").first()
+    ).sort("store_id", "week").sample(n, with_replacement=True, seed=seed)  # fmt: skip
+    cells = pl.read_parquet(folder / "world_model_demand.parquet")
+    bodies = []
+    for row in store_weeks.iter_rows(named=True):
+        here = cells.filter(
+            (pl.col("store_id") == row["store_id"]) & (pl.col("week") == row["week"])
+        )
+        asked = here.sort("product_id").head(products)["product_id"].to_list()
+        body = {"store_id": row["store_id"], "date": row["date"].isoformat(), "product_ids": asked,
+                "plan": {asked[0]: {"display": True, "price_multiplier": 0.8}}}  # fmt: skip
+        bodies.append({"body": body, "shoppers": row["shoppers"]})
+    return bodies
+
+
+def forecast_latency(url: str, bodies: list[dict]) -> dict:
+    """One client, one request at a time: each forecast's seconds (the store-week's shoppers
+    are its cost)."""
+    seconds = []
+    with httpx.Client(timeout=120) as http:
+        for b in bodies:
+            start = time.perf_counter()
+            answer = http.post(f"{url}/v1/forecast", json=b["body"])
+            seconds.append(time.perf_counter() - start)
+            answer.raise_for_status()
+    ms, shoppers = np.asarray(seconds) * 1e3, [b["shoppers"] for b in bodies]
+    return {"p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
+            "max_ms": float(ms.max()), "median_shoppers": float(np.median(shoppers)),
+            "max_shoppers": int(max(shoppers))}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--warehouse", type=Path, default=Path("data/warehouse"))
@@ -172,6 +216,10 @@ def main() -> None:
     parser.add_argument(
         "--heavy", type=int, default=0, help="also measure beside this many heavy clients"
     )
+    parser.add_argument(
+        "--forecasts", type=int, default=0,
+        help="only time this many /v1/forecast requests (20 products, a plan each; PyTorch)",
+    )  # fmt: skip
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--modes", default="pytorch,onnx")
     parser.add_argument(
@@ -190,6 +238,8 @@ def main() -> None:
         print("exporting the ONNX scoring graph ...", flush=True)
         export_checkpoint_graph(warehouse)
     url = f"http://127.0.0.1:{args.port}"
+    if args.forecasts:
+        return forecasts_only(args, warehouse, url)
     header = ("scoring", "p50 ms", "p95 ms", "p99 ms", "req/s", "batch ctx/s")
     print(f"{header[0]:<10} " + " ".join(f"{h:>8}" for h in header[1:5]) + f" {header[5]:>12}")
     for mode in args.modes.split(","):
@@ -267,6 +317,31 @@ def main() -> None:
         f"{args.clients} concurrent clients, {args.requests} requests, top-{args.k}; "
         f"batches of {args.batch} contexts; served checkpoint {served}"
     )
+
+
+def forecasts_only(args, warehouse: Warehouse, url: str) -> None:
+    """Time ``args.forecasts`` plan forecasts over HTTP; recorded as ``serving_forecast``."""
+    from benchmarks.results import record, table
+
+    bodies = forecast_requests(warehouse, args.forecasts, products=20, seed=0)
+    server = start_server(args.warehouse, args.port, onnx=False)
+    try:
+        got = forecast_latency(url, bodies)
+    finally:
+        server.terminate()
+        server.wait(30)
+    print(got)
+    if args.record:
+        cols = ["requests", "products", "median shoppers", "most shoppers", "p50 ms", "p95 ms"]
+        cols += ["max ms"]
+        row = [args.forecasts, 20, got["median_shoppers"], got["max_shoppers"], got["p50_ms"],
+               got["p95_ms"], got["max_ms"]]  # fmt: skip
+        record(
+            "serving_forecast",
+            title="Serving, forecasts for a plan",
+            command=f"python -m benchmarks.bench_serving --forecasts {args.forecasts} --record",
+            tables={"latency": table(cols, [row], {c: ".1f" for c in cols[4:]})},
+        )
 
 
 if __name__ == "__main__":
