@@ -62,16 +62,48 @@ def next_basket_tables(metrics: dict, intervals: dict, slice_name: str) -> dict:
 
 
 def simulation_table(sim: dict) -> dict:
-    """Simulated baskets against the real ones of the same test contexts: mean sizes, their
-    ratio against its target (within 10%), and the size distributions' distances."""
+    """Simulated baskets against the real ones of the same test contexts: the drawn baskets'
+    mean size and the size head's expectation over every scored context (D131), each ratio
+    against its target (within 10%), and the drawn size distribution's distances."""
+
+    def verdict(ratio: float) -> str:
+        return "within 10%: " + ("met" if abs(ratio - 1) <= 0.1 else "not met")
+
     ratio = sim["mean_size_ratio"]
-    verdict = "within 10%: " + ("met" if abs(ratio - 1) <= 0.1 else "not met")
-    row = [sim["baskets"], sim["simulated_mean_size"], sim["real_mean_size"], ratio, verdict]
-    row += [sim["size_ks_statistic"], sim["size_total_variation"]]
-    cols = ["baskets", "simulated mean size", "real mean size", "ratio", "target"]
-    cols += ["KS", "total variation"]
-    fmt = {c: ".2f" for c in cols[1:3]} | {"ratio": ".3f", "KS": ".3f", "total variation": ".3f"}
-    return table(cols, [row], fmt)
+    rows = [
+        [
+            "drawn baskets",
+            sim["baskets"],
+            sim["simulated_mean_size"],
+            sim["real_mean_size"],
+            ratio,
+            None,
+            verdict(ratio),
+            sim["size_ks_statistic"],
+            sim["size_total_variation"],
+        ]
+    ]
+    if "expected_size_ratio" in sim:
+        expected = sim["expected_size_ratio"]
+        low, high = (v if v is not None else float("nan") for v in
+                     sim["expected_size_ratio_interval"])  # fmt: skip
+        rows.append(
+            [
+                "size head's expectation",
+                sim["expected_contexts"],
+                sim["expected_mean_size"],
+                sim["expected_real_mean_size"],
+                expected,
+                f"{low:.3f} … {high:.3f}",
+                verdict(expected),
+                None,
+                None,
+            ]
+        )
+    cols = ["simulated sizes", "baskets", "simulated mean size", "real mean size", "ratio"]
+    cols += ["95% interval", "target", "KS", "total variation"]
+    fmt = {c: ".2f" for c in cols[2:4]} | {"ratio": ".3f", "KS": ".3f", "total variation": ".3f"}
+    return table(cols, rows, fmt)  # fmt: skip
 
 
 def price_event_tables(events: dict) -> dict:

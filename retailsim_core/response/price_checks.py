@@ -17,7 +17,12 @@ import polars as pl
 from retailsim_core.counterfactual.simulate import sizes_and_units
 from retailsim_core.next_basket.tasks import EvalTasks
 from retailsim_core.response.observed_response import observed_check
-from retailsim_core.response.price_response import price_response, rows_of, simulation_check
+from retailsim_core.response.price_response import (
+    expected_size_check,
+    price_response,
+    rows_of,
+    simulation_check,
+)
 from retailsim_core.storage.heap import release_free_heap
 from retailsim_core.synth.world import PlantedTruth
 
@@ -71,6 +76,7 @@ def price_checks(
         seed=seed,
         chunk=chunk,
     )
+    simulation["summary"] |= expected_size_check(model, data, rows, seed=seed, chunk=chunk)
     release_free_heap()
     response["observed"] = observed_response(inputs, tasks, rows, seed, chunk)
     log(

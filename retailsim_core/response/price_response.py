@@ -4,7 +4,9 @@
   all test contexts if too few), over the products with the most expected units; on synthetic
   data, compared with the generator's planted own-price elasticities.
 - Simulated baskets for test contexts (no mission given) vs the real ones: mean size, the size
-  distribution (total variation distance, Kolmogorov-Smirnov statistic) and repeat share.
+  distribution (total variation distance, Kolmogorov-Smirnov statistic) and repeat share; and
+  the mean size a simulated basket is drawn with (the size head's expectation) over every
+  scored test context, with a context-resample interval of its ratio to the real mean (D131).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from scipy.stats import spearmanr
 from retailsim_core.counterfactual.simulate import (
     Contexts,
     elasticities,
+    expected_basket_size,
     generate,
     jacobian_rows,
     price_book,
@@ -25,6 +28,7 @@ from retailsim_core.counterfactual.simulate import (
 from retailsim_core.datasets.tensors import TrainingSet
 from retailsim_core.ingest.lgsr import PRICE_SENSITIVITY_CODES, STORE_FORMAT_CODES
 from retailsim_core.models.world_model import WorldModel
+from retailsim_core.response.response_metrics import percentile_interval, product_resamples
 from retailsim_core.storage.heap import release_free_heap
 from retailsim_core.synth.world import PlantedTruth
 
@@ -234,4 +238,38 @@ def simulation_check(
     return {
         "summary": summary,
         "sizes": {"real": real_hist.tolist(), "simulated": sim_hist.tolist()},
+    }
+
+
+@torch.no_grad()
+def expected_size_check(
+    model: WorldModel,
+    data: TrainingSet,
+    rows: np.ndarray,
+    *,
+    seed: int,
+    chunk: int | None = None,
+    n_boot: int = 1000,
+) -> dict:
+    """The size head's expected basket size over the contexts of ``rows`` against the real
+    sizes of those baskets (every product, out-of-vocabulary ones too). A simulated basket
+    holds the size drawn from the head (tested), so this is the simulated mean size without
+    the draws' noise, over every scored context rather than a sample of them (D131). The
+    ratio's 95% interval resamples the contexts; ``chunk``: contexts per forward pass."""
+    step = max(chunk or len(rows), 1)
+    expected = np.concatenate(
+        [expected_basket_size(model, data[rows[lo : lo + step]]).double().numpy()
+         for lo in range(0, len(rows), step)]
+    )  # fmt: skip
+    real = (data.item_counts[rows] + data.item_oov[rows]).astype(np.float64)
+    weights = product_resamples(len(rows), n_boot, seed)  # (N, C) context resamples
+    ratio = expected.mean() / max(real.mean(), 1e-12)
+    return {
+        "expected_contexts": len(rows),
+        "expected_mean_size": float(expected.mean()),
+        "expected_real_mean_size": float(real.mean()),
+        "expected_size_ratio": float(ratio),
+        "expected_size_ratio_interval": percentile_interval(
+            (weights @ expected) / np.maximum(weights @ real, 1e-12)
+        ),
     }

@@ -83,10 +83,16 @@ def test_simulated_basket_sizes_are_judged_against_the_ten_percent_target():
     sim = {"baskets": 512, "simulated_mean_size": 9.2, "real_mean_size": 10.7,
            "mean_size_ratio": 9.2 / 10.7, "size_ks_statistic": 0.05,
            "size_total_variation": 0.1}  # fmt: skip
-    (row,) = simulation_table(sim)["rows"]
-    assert row[0] == 512 and row[4] == "within 10%: not met"
+    (row,) = simulation_table(sim)["rows"]  # a check of before D131: the drawn baskets only
+    assert row[:2] == ["drawn baskets", 512] and row[6] == "within 10%: not met"
     (row,) = simulation_table(sim | {"mean_size_ratio": 0.95})["rows"]
-    assert row[4] == "within 10%: met"
+    assert row[6] == "within 10%: met"
+    expected = {"expected_contexts": 6000, "expected_mean_size": 9.9,
+                "expected_real_mean_size": 10.2, "expected_size_ratio": 9.9 / 10.2,
+                "expected_size_ratio_interval": [0.95, 0.99]}  # fmt: skip
+    drawn, head = simulation_table(sim | expected)["rows"]
+    assert drawn[6] == "within 10%: not met" and head[1] == 6000
+    assert head[5] == "0.950 … 0.990" and head[6] == "within 10%: met"
 
 
 def test_slices_sort_their_numbers_as_numbers():

@@ -60,3 +60,53 @@ def test_contexts_built_a_chunk_at_a_time_give_the_whole_batchs_response(
     parts = jacobian_rows(tasks.model, contexts, size, products, 7)
     np.testing.assert_allclose(parts, whole, rtol=1e-3, atol=1e-6)
     assert np.abs(whole).max() > 0  # a real response is compared, not zeros
+
+
+def test_the_expected_size_check_is_the_size_heads_mean_over_every_context(
+    tiny_warehouse, tiny_checkpoint
+):
+    """D131: the size head's expected size over the contexts (in chunks or not) against the
+    real sizes of their baskets, with a resample interval around the ratio."""
+    from retailsim_core.counterfactual.simulate import expected_basket_size
+    from retailsim_core.next_basket.eval_config import EvalConfig
+    from retailsim_core.pipeline.evaluation_run import load_tasks
+    from retailsim_core.response.price_response import expected_size_check
+
+    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
+    tasks = load_tasks(wh, split, EvalConfig(), tiny_checkpoint)
+    rows = tasks.test_rows[:50]
+    whole = expected_size_check(tasks.model, tasks.data, rows, seed=1)
+    parts = expected_size_check(tasks.model, tasks.data, rows, seed=1, chunk=9)
+    head = expected_basket_size(tasks.model, tasks.data[rows]).double().numpy()
+    real = tasks.data.item_counts[rows] + tasks.data.item_oov[rows]
+    assert whole["expected_contexts"] == 50
+    np.testing.assert_allclose(whole["expected_mean_size"], head.mean(), rtol=1e-6)
+    np.testing.assert_allclose(parts["expected_mean_size"], head.mean(), rtol=1e-5)
+    assert whole["expected_real_mean_size"] == real.mean()
+    low, high = whole["expected_size_ratio_interval"]
+    assert low < whole["expected_size_ratio"] < high
+
+
+def test_a_simulated_basket_holds_the_size_drawn_from_the_head(tiny_warehouse, tiny_checkpoint):
+    """What lets the expected size stand for the simulated mean size (D131): the simulation
+    fills exactly the drawn number of slots, so its mean size is the mean of draws from the
+    size head."""
+    import torch
+
+    from retailsim_core.counterfactual import simulate
+    from retailsim_core.next_basket.eval_config import EvalConfig
+    from retailsim_core.pipeline.evaluation_run import load_tasks
+    from retailsim_core.pipeline.readers.price_reader import read_price_features
+
+    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
+    tasks = load_tasks(wh, split, EvalConfig(), tiny_checkpoint)
+    rows = tasks.test_rows[:30]
+    samples = tasks.samples[rows]
+    stores, weeks = samples["store_id"].to_list(), samples["week"].to_list()
+    prices = read_price_features(wh, sorted(set(weeks)), stores=sorted(set(stores)))
+    batch = tasks.data[rows]
+    book = simulate.price_book(prices, stores, weeks, tasks.data.vocab)
+    probs = simulate.size_distribution(tasks.model, batch)
+    drawn = torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(5))[:, 0] + 1
+    baskets = simulate.generate(tasks.model, batch, book, seed=5)
+    assert [len(b) for b in baskets] == drawn.tolist()
