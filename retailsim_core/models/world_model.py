@@ -45,6 +45,7 @@ from retailsim_core.models.heads import (
 from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion, visible_labels
 from retailsim_core.models.mamba import MambaBlock, MambaConfig
 from retailsim_core.models.outputs import Encoded, ModelOutput
+from retailsim_core.models.size_head import SizeHead
 from retailsim_core.models.weight_cache import WeightCache
 
 # Auxiliary heads: name -> (column of the T6 codes, number of classes). Codes are 1-based, 0
@@ -236,7 +237,7 @@ class WorldModel(nn.Module):
         self.aux = nn.ModuleDict(
             {name: nn.Linear(cfg.d_model, n) for name, (_, n) in AUX_HEADS.items()}
         )
-        self.size_head = nn.Linear(cfg.d_model, cfg.max_items)
+        self.size_head = SizeHead(cfg.d_model, cfg.max_items)  # calibrated after training
         self.cache = WeightCache()
 
     @property

@@ -45,6 +45,7 @@ from retailsim_core.training import checkpoint as ckpt
 from retailsim_core.training import distributed
 from retailsim_core.training.loop import train
 from retailsim_core.training.model_setup import build_model, fit_feature_scaling
+from retailsim_core.training.size_calibration import calibrate_size
 from retailsim_core.training.train_config import TrainConfig, phase_schedule
 from retailsim_core.training.validation import popularity_scores
 
@@ -163,6 +164,8 @@ def train_world_model(
         fingerprint=fingerprint,
     )
     model.load_state_dict(result.best_weights)
+    calibration = calibrate_size(model, valid_data, seed=train_cfg.seed)  # D131
+    log(f"size head calibrated on validation baskets: {calibration}")
     summary = _summary(model, result.state, len(train_data), len(valid_data), vocab.n_products)
     if distributed.rank_and_world()[0] == 0:
         split_weeks = {"train_end": split.train_end, "valid_end": split.valid_end}
@@ -175,6 +178,7 @@ def train_world_model(
             train_cfg,
             summary,
             result.state.history,
+            calibration,
         )
         shutil.rmtree(
             folder / "training_state", ignore_errors=True
@@ -221,6 +225,7 @@ def write_checkpoint(
     train_cfg: TrainConfig,
     summary: dict,
     history: list[dict],
+    calibration: dict,
 ) -> None:
     ckpt.save_tensors(folder / "model.safetensors", model.state_dict())
     ckpt.write_json(
@@ -234,6 +239,7 @@ def write_checkpoint(
             "split": split,
             "summary": summary,
             "history": history,
+            "calibration": calibration,  # the size head's tilt (D131): ``load_model`` sets it
         },
     )
     atomic_write_parquet(vocab.frame(), folder / "vocabulary.parquet")

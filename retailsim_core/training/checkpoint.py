@@ -192,6 +192,8 @@ def load_model(folder: Path, asset: str | None = None) -> tuple[WorldModel, Prod
         weights["price_response.category_of"],  # sizes the category responses
     )
     model.load_state_dict(weights)
+    # The size head's calibration (D131); a checkpoint from before it has none: the raw head.
+    model.size_head.tilt.fill_(config.get("calibration", {}).get("size_tilt", 0.0))
     model.train(False)
     return model, read_vocab(folder), config
 

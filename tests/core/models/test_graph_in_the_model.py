@@ -73,6 +73,6 @@ def _save(model, folder):
     vocab = ProductVocab(tuple(f"P{i:05d}" for i in range(model.vocab_size - 3)))
     split = {"train_end": 8, "valid_end": 11}
     write_checkpoint(
-        folder, model, split, vocab, TensorConfig(), TrainConfig.preset("tiny"), {}, []
+        folder, model, split, vocab, TensorConfig(), TrainConfig.preset("tiny"), {}, [], {}
     )
     return folder / "model.safetensors"
