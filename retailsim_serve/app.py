@@ -22,7 +22,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from retailsim_core.demand.world.plan_forecast import PlanChange
+from retailsim_core.serving.plan import PlanChange
 from retailsim_core.serving.service import Context, RequestError, WorldModelService
 from retailsim_serve import schemas as s
 from retailsim_serve.runtime import Admission, Busy, MicroBatcher, ServeSettings, ServiceHolder

@@ -248,8 +248,8 @@ def price_sections(response: dict, tuning: dict) -> list[str]:
         parts += [
             "<h2>Simulated baskets vs real (test contexts, nothing of the basket given)</h2>",
             "<p>Sizes are drawn from the size head, then each slot from the model (decision D53). "
-            f"Mean size ratio simulated / real: <b>{sim['mean_size_ratio']:.3f}</b> over "
-            f"{sim['baskets']} drawn baskets{_expected_size(sim)} (target within 10%: "
+            f"Mean size ratio simulated / real: <b>{sim['mean_size_ratio']:.3f}</b> over the "
+            f"drawn baskets{_expected_size(sim)} (target within 10%: "
             f"{'met' if abs(_size_ratio(sim) - 1) <= 0.1 else 'NOT met'}).</p>",
             frame_table(
                 pl.DataFrame([{k: float(v) for k, v in sim.items() if not isinstance(v, list)}])

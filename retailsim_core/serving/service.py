@@ -21,16 +21,12 @@ from retailsim_core.counterfactual.simulate import elasticities as price_elastic
 from retailsim_core.counterfactual.simulate import expected_basket_size, generate
 from retailsim_core.datasets.batch import Batch
 from retailsim_core.datasets.shelf import SHELF_FEATURES
-from retailsim_core.demand.world.plan_forecast import (
-    DemandInputs,
-    PlanChange,
-    plan_forecast,
-    shelf_cells,
-)
 from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData
 from retailsim_core.serving.onnx_scoring import OnnxScorer
+from retailsim_core.serving.plan import PlanChange, Planner, shelf_cells
 from retailsim_core.serving.scorer import world_model_scorer
 from retailsim_core.settings import load_settings
+from retailsim_core.tables import WORLD_DEMAND_TABLE
 
 CHUNK = 128  # contexts scored together in a large batch
 
@@ -68,7 +64,7 @@ class WorldModelService:
         onnx: OnnxScorer | None = None,
         onnx_note: str = "",
         evaluation: dict | None = None,
-        demand: DemandInputs | None = None,
+        demand: Planner | None = None,
     ):
         self.model, self.vocab, self.config, self.data = model, vocab, config, data
         self.checkpoint_id = checkpoint_id
@@ -221,13 +217,13 @@ class WorldModelService:
         its trips for can be planned: their shoppers are forecast, not observed."""
         self.contexts_frame([Context(None, store_id, date)], "")
         if self.demand is None:
-            raise RequestError("date", "no demand forecast in the warehouse: materialize "
-                               "world_model_demand", 404)  # fmt: skip
+            raise RequestError("date", f"no demand forecast in the warehouse: materialize "
+                               f"{WORLD_DEMAND_TABLE}", 404)  # fmt: skip
         week = self.data.calendar.week_of_date(date)
-        weeks = set(self.demand.contexts["week"].unique().to_list())
+        weeks = self.demand.weeks()
         if week not in weeks:
             raise RequestError(
-                "date", f"week {week} is not a forecast week ({min(weeks)}..{max(weeks)})"
+                "date", f"week {week} is not a forecast week ({weeks[0]}..{weeks[-1]})"
             )
         unknown = [p for p in plan if p not in set(product_ids)]
         if unknown:
@@ -242,11 +238,8 @@ class WorldModelService:
                     404,
                 )  # fmt: skip
         changes = [plan.get(p, PlanChange()) for p in product_ids]
-        table = plan_forecast(self.model, self.data, self.demand, store_id, date, tokens, changes)
-        trips = self.demand.contexts.filter(
-            (pl.col("store_id") == store_id) & (pl.col("week") == week)
-        )["weight"].sum()
-        return week, float(trips), table
+        table = self.demand.forecast(self.model, self.data, store_id, date, tokens, changes)
+        return week, self.demand.expected_trips(store_id, week), table
 
     def info(self) -> dict:
         first, last = self.data.dates

@@ -216,6 +216,11 @@ def test_evaluation_report_opens_in_a_real_browser(browser, tmp_path):
             "simulated_mean_size": 5.0,
             "real_mean_size": 5.2,
             "mean_size_ratio": 5.0 / 5.2,
+            "expected_contexts": 100,
+            "expected_mean_size": 5.1,
+            "expected_real_mean_size": 5.2,
+            "expected_size_ratio": 5.1 / 5.2,
+            "expected_size_ratio_interval": [0.95, 1.01],
         },
     }
     page = tmp_path / "report.html"
@@ -234,6 +239,7 @@ def test_evaluation_report_opens_in_a_real_browser(browser, tmp_path):
     ):
         assert section in text, section
     assert "NOT better" in text  # world_model below P-TopFreq here: said plainly
+    assert "expected size over all 100 scored contexts" in text and "0.981" in text  # D131
     assert len(browser.find_elements(By.CSS_SELECTOR, "table.verdict tr")) == 1 + 2 * 3
     assert "Against held-out promotions" not in text and "real-LGSR target" not in text
     _no_empty_section(browser)

@@ -7,7 +7,7 @@ import shutil
 import pytest
 from hypothesis import given
 
-from retailsim_core.demand.world.plan_forecast import PlanChange
+from retailsim_core.serving.plan import PlanChange
 from retailsim_core.serving.service import Context
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import CHECKPOINT_TABLE, WORLD_DEMAND_TABLE

@@ -31,7 +31,8 @@ from retailsim_core.datasets.shelf import SHELF_FEATURES, with_price_multipliers
 from retailsim_core.demand.world.shopper_units import held_units
 from retailsim_core.demand.world.world_demand import CONTEXT_COLUMNS, cell_quantity, median_units
 from retailsim_core.models.world_model import WorldModel
-from retailsim_core.serving.context import CONTEXT_SCHEMA, ServingData
+from retailsim_core.serving.context import ServingData
+from retailsim_core.serving.plan import PlanChange, shelf_cells
 from retailsim_core.storage.io import atomic_write_parquet
 from retailsim_core.training.checkpoint import read_json, write_json
 
@@ -56,8 +57,23 @@ class DemandInputs:
         atomic_write_parquet(self.lines, folder / LINES_FILE)
         write_json(folder / INPUTS_FILE, {
             "coefficients": self.coefficients, "mean_quantity": self.mean_quantity,
-            "factor": self.factor, "weeks": sorted(self.contexts["week"].unique().to_list()),
+            "factor": self.factor, "weeks": self.weeks(),
         })  # fmt: skip
+
+    def weeks(self) -> list[int]:
+        return sorted(self.contexts["week"].unique().to_list())
+
+    def expected_trips(self, store_id: str, week: int) -> float:
+        """The trip forecast's trips of every shopper to the store that week."""
+        here = (pl.col("store_id") == store_id) & (pl.col("week") == week)
+        return float(self.contexts.filter(here)["weight"].sum())
+
+    def forecast(
+        self, model: WorldModel, data: ServingData, store_id: str, date: dt.date,
+        tokens: np.ndarray, changes: list[PlanChange],
+    ) -> pl.DataFrame:  # fmt: skip
+        """``plan_forecast`` with these inputs (the service's ``Planner``)."""
+        return plan_forecast(model, data, self, store_id, date, tokens, changes)
 
     @classmethod
     def read(cls, folder: Path) -> DemandInputs | None:
@@ -69,19 +85,6 @@ class DemandInputs:
             pl.read_parquet(folder / CONTEXTS_FILE), pl.read_parquet(folder / LINES_FILE),
             meta["coefficients"], float(meta["mean_quantity"]), float(meta["factor"]),
         )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class PlanChange:
-    """One product's plan at the store that week; None keeps the plan on file."""
-
-    display: bool | None = None
-    mailer: bool | None = None
-    price_multiplier: float = 1.0  # of the shelf price on file
-
-    @property
-    def changes(self) -> bool:
-        return self != PlanChange()
 
 
 def planned_cells(cells: torch.Tensor, changes: list[PlanChange]) -> torch.Tensor:
@@ -96,18 +99,6 @@ def planned_cells(cells: torch.Tensor, changes: list[PlanChange]) -> torch.Tenso
         value = torch.tensor([bool(f) for f in flags], dtype=cells.dtype) * cells[:, AVAILABLE]
         out[:, column] = torch.where(told, value, out[:, column])
     return out
-
-
-def shelf_cells(
-    data: ServingData, store_id: str, date: dt.date, tokens: np.ndarray
-) -> torch.Tensor:
-    """(P, S) the shelf cells of ``tokens`` at the store in the week of ``date``: the plan on
-    file, the prices known before the week (every context of a store-week reads the same)."""
-    one = pl.DataFrame(
-        {"customer_id": [None], "store_id": [store_id], "date": [date], "hour": [12]},
-        schema=CONTEXT_SCHEMA,
-    )
-    return data.batch(one)["shelf"][0, torch.as_tensor(np.asarray(tokens, dtype=np.int64))]
 
 
 @torch.no_grad()

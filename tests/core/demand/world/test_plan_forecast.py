@@ -12,13 +12,9 @@ import torch
 
 from retailsim_core.counterfactual.simulate import basket_units
 from retailsim_core.datasets.shelf import SHELF_FEATURES
-from retailsim_core.demand.world.plan_forecast import (
-    DemandInputs,
-    PlanChange,
-    plan_forecast,
-    planned_cells,
-)
+from retailsim_core.demand.world.plan_forecast import DemandInputs, plan_forecast, planned_cells
 from retailsim_core.demand.world.world_demand import CONTEXT_COLUMNS
+from retailsim_core.serving.plan import PlanChange
 
 AVAILABLE, DISPLAY = SHELF_FEATURES.index("available"), SHELF_FEATURES.index("display")
 
