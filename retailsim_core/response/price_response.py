@@ -256,11 +256,11 @@ def expected_size_check(
     holds the size drawn from the head (tested), so this is the simulated mean size without
     the draws' noise, over every scored context rather than a sample of them (D131). The
     ratio's 95% interval resamples the contexts; ``chunk``: contexts per forward pass."""
-    step = max(chunk or len(rows), 1)
-    expected = np.concatenate(
-        [expected_basket_size(model, data[rows[lo : lo + step]]).double().numpy()
-         for lo in range(0, len(rows), step)]
-    )  # fmt: skip
+    step, sizes = max(chunk or len(rows), 1), []
+    for lo in range(0, len(rows), step):
+        sizes.append(expected_basket_size(model, data[rows[lo : lo + step]]).double().numpy())
+        release_free_heap()  # each chunk's batch given back before the next (D126)
+    expected = np.concatenate(sizes)
     real = (data.item_counts[rows] + data.item_oov[rows]).astype(np.float64)
     weights = product_resamples(len(rows), n_boot, seed)  # (N, C) context resamples
     ratio = expected.mean() / max(real.mean(), 1e-12)
