@@ -20,7 +20,7 @@ import torch
 
 
 def spec_scale_inputs(seed: int = 0):
-    from retailsim_core.models.graphsage import NodeIds
+    from retailsim_core.models.gnn.graphsage import NodeIds
 
     g = torch.Generator().manual_seed(seed)
     n_prod, n_cat = 5_000, 300
@@ -52,7 +52,7 @@ def spec_scale_inputs(seed: int = 0):
 
 
 def run(case: str, warehouse: Path, epochs: int) -> dict:
-    from retailsim_core.models.graphsage import GraphSAGEConfig, model_graph, train
+    from retailsim_core.models.gnn.graphsage import GraphSAGEConfig, model_graph, train
 
     cfg = GraphSAGEConfig(epochs=epochs)
     if case == "default":

@@ -1,8 +1,8 @@
 """Benchmark: Mamba encoder forward+backward vs a Transformer encoder of the same width and depth,
 and the scans against each other, on CPU with one thread (the issue's reference setting).
 
-Encoders: ``MambaBlock`` stacks with the compiled C scan (``models/scan_compiled.py``, when a
-C compiler is present), the fast PyTorch scan (``models/scan.py``), the sequential
+Encoders: ``MambaBlock`` stacks with the compiled C scan (``models/sequence/scan_compiled.py``,
+when a C compiler is present), the fast PyTorch scan (``models/sequence/scan.py``), the sequential
 reference scan, and a Hillis-Steele parallel scan over the whole sequence (the pure-PyTorch
 "parallel pscan" family of mambapy, reimplemented here because mambapy is not installable in
 this workplace); PyTorch's ``nn.TransformerEncoder`` (pre-norm, GELU, 4x FFN, ``d_model // 64``
@@ -23,8 +23,8 @@ import time
 import torch
 import torch.nn as nn
 
-from retailsim_core.models import mamba, scan_compiled
-from retailsim_core.models.mamba import MambaBlock, MambaConfig
+from retailsim_core.models.sequence import mamba, scan_compiled
+from retailsim_core.models.sequence.mamba import MambaBlock, MambaConfig
 
 
 def _prefix_scan(a: torch.Tensor, b: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:

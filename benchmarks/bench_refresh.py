@@ -22,8 +22,8 @@ def main() -> None:
     from retailsim_core.pipeline.model_refresh import refresh_weeks
     from retailsim_core.settings import load_settings
     from retailsim_core.storage.warehouse import Warehouse
-    from retailsim_core.training.refresh import RefreshConfig
-    from retailsim_core.training.train_config import TrainConfig
+    from retailsim_core.training.adapt.refresh import RefreshConfig
+    from retailsim_core.training.run.train_config import TrainConfig
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--warehouse", type=Path, required=True)

@@ -63,9 +63,9 @@ from retailsim_core.next_basket.tasks import first_day_of_week
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.settings import load_settings
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.training.checkpoint import load_model
-from retailsim_core.training.metrics import ndcg_at, recall_at
-from retailsim_core.training.validation import eval_batches
+from retailsim_core.training.checkpoints.checkpoint import load_model
+from retailsim_core.training.scoring.metrics import ndcg_at, recall_at
+from retailsim_core.training.scoring.validation import eval_batches
 
 VARIANTS = {
     "features": (),

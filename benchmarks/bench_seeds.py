@@ -32,7 +32,7 @@ from retailsim_core.pipeline.evaluation_run import evaluate
 from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.settings import load_settings
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.training.train_config import TrainConfig
+from retailsim_core.training.run.train_config import TrainConfig
 
 METRICS = (("next_basket", "R@20"), ("next_basket", "NDCG@10"), ("masked_item", "Hit@10"))
 

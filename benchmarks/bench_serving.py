@@ -38,7 +38,7 @@ from retailsim_core.pipeline.scoring_graph import export_checkpoint_graph
 from retailsim_core.serving.onnx_scoring import scoring_graph_for
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import ONNX_TABLE, SAMPLES_TABLE, WORLD_DEMAND_TABLE
-from retailsim_core.training.checkpoint import verified_id
+from retailsim_core.training.checkpoints.checkpoint import verified_id
 
 
 def contexts(warehouse: Warehouse, first_date: str, n: int, seed: int) -> list[dict]:

@@ -63,7 +63,7 @@ def main() -> None:
     from retailsim_core.pipeline.world_model_training import train_world_model
     from retailsim_core.settings import load_settings
     from retailsim_core.storage.warehouse import Warehouse
-    from retailsim_core.training.train_config import TrainConfig
+    from retailsim_core.training.run.train_config import TrainConfig
 
     monitor = RssMonitor()
     train_cfg = TrainConfig.preset(args.preset)

@@ -24,11 +24,11 @@ from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.training.corruption import corrupt
-from retailsim_core.training.loop import TrainStep, train
-from retailsim_core.training.model_setup import build_model
-from retailsim_core.training.train_config import TrainConfig
-from retailsim_core.training.validation import masked_item_ranks, popularity_scores
+from retailsim_core.training.run.corruption import corrupt
+from retailsim_core.training.run.loop import TrainStep, train
+from retailsim_core.training.run.model_setup import build_model
+from retailsim_core.training.run.train_config import TrainConfig
+from retailsim_core.training.scoring.validation import masked_item_ranks, popularity_scores
 
 
 def main() -> None:

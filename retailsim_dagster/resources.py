@@ -23,8 +23,8 @@ from retailsim_core.settings import Settings, SettingsError, check_environment, 
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.locks import exclusive
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.training.refresh import RefreshConfig
-from retailsim_core.training.train_config import TrainConfig
+from retailsim_core.training.adapt.refresh import RefreshConfig
+from retailsim_core.training.run.train_config import TrainConfig
 
 MODEL_STEP_LOCK = ".model_step.lock"  # in the warehouse root
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from retailsim_core.serving.service import Context, WorldModelService
 from retailsim_core.settings import Settings, load_settings
-from retailsim_core.training.checkpoint import check_manifest
+from retailsim_core.training.checkpoints.checkpoint import check_manifest
 
 log = logging.getLogger("retailsim_serve")
 

@@ -52,7 +52,7 @@ def tiny_warehouse(tiny_dataset, tmp_path_factory):
     import torch
 
     from retailsim_core.graph.product_embeddings import Embeddings
-    from retailsim_core.models.graphsage import GraphSAGEConfig
+    from retailsim_core.models.gnn.graphsage import GraphSAGEConfig
     from retailsim_core.pipeline.data.embeddings import all_products, write_embeddings
     from retailsim_core.pipeline.data.feature_weeks import store_feature_weeks
     from retailsim_core.pipeline.data.training_data_weeks import training_data_weeks
@@ -88,7 +88,7 @@ def tiny_checkpoint(tiny_warehouse, tmp_path_factory):
     from retailsim_core.models.world_model import WorldModelConfig
     from retailsim_core.pipeline.world_model_training import train_world_model
     from retailsim_core.tables import CHECKPOINT_TABLE
-    from retailsim_core.training.train_config import TrainConfig
+    from retailsim_core.training.run.train_config import TrainConfig
 
     wh = tiny_warehouse["warehouse"]
 

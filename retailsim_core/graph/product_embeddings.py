@@ -17,7 +17,13 @@ import torch
 
 from retailsim_core.features.brands import TIERS
 from retailsim_core.graph.graph_frames import ProductGraph
-from retailsim_core.models.graphsage import RELATIONS, GraphSAGEConfig, NodeIds, model_graph, train
+from retailsim_core.models.gnn.graphsage import (
+    RELATIONS,
+    GraphSAGEConfig,
+    NodeIds,
+    model_graph,
+    train,
+)
 
 ID_MAP_SCHEMA = pl.Schema(
     {"row": pl.Int32, "product_id": pl.String, "prod_code_10": pl.String, "source": pl.String}

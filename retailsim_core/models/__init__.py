@@ -1,1 +1,1 @@
-"""Pure-PyTorch models (GraphSAGE here; the world model later)."""
+"""PyTorch models: the world model, its heads, sequence blocks and GraphSAGE (rooms below)."""

@@ -36,16 +36,16 @@ from retailsim_core.datasets.tensors import (
     SIZES,
 )
 from retailsim_core.datasets.tokens import MAX_ITEMS, PAD, eos_token, mask_token
-from retailsim_core.models.heads import (
+from retailsim_core.models.heads.products import (
     CopurchaseResponse,
     PriceResponse,
     RepeatHead,
     mixture_log_probs,
 )
+from retailsim_core.models.heads.size import SizeHead
 from retailsim_core.models.inputs import ContextFusion, InputConfig, ProductFusion, visible_labels
-from retailsim_core.models.mamba import MambaBlock, MambaConfig
 from retailsim_core.models.outputs import Encoded, ModelOutput
-from retailsim_core.models.size_head import SizeHead
+from retailsim_core.models.sequence.mamba import MambaBlock, MambaConfig
 from retailsim_core.models.weight_cache import WeightCache
 
 # Auxiliary heads: name -> (column of the T6 codes, number of classes). Codes are 1-based, 0

@@ -20,9 +20,9 @@ from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.next_basket.methods import CONDITIONAL
 from retailsim_core.serving.scorer import MaskedScorer, Scorer
 from retailsim_core.storage.heap import release_free_heap
-from retailsim_core.training.corruption import evaluation_mask
-from retailsim_core.training.metrics import next_basket_metrics, truth_matrix
-from retailsim_core.training.validation import shuffled
+from retailsim_core.training.run.corruption import evaluation_mask
+from retailsim_core.training.scoring.metrics import next_basket_metrics, truth_matrix
+from retailsim_core.training.scoring.validation import shuffled
 
 
 def masked_ranks(

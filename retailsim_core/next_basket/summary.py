@@ -10,7 +10,7 @@ from retailsim_core.ingest.lgsr import STORE_FORMAT_CODES
 from retailsim_core.next_basket.bootstrap import interval, resample_weights
 from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.next_basket.scoring import MethodResults
-from retailsim_core.training.metrics import masked_item_summary, summarise
+from retailsim_core.training.scoring.metrics import masked_item_summary, summarise
 
 
 def week_ranges(

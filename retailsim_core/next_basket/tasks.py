@@ -21,7 +21,7 @@ from retailsim_core.datasets.tensors import TensorConfig, TrainingSet
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.split import TemporalSplit
-from retailsim_core.training.metrics import ranked_hits, recall_at, truth_matrix
+from retailsim_core.training.scoring.metrics import ranked_hits, recall_at, truth_matrix
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.next_basket.tasks import EvalTasks
 from retailsim_core.next_basket.tuning import TunedBaselines
 from retailsim_core.tables import BASELINES_TABLE
-from retailsim_core.training import checkpoint as ckpt
+from retailsim_core.training.checkpoints import checkpoint as ckpt
 
 TUNING_FILE = "tuning.json"
 WEIGHTS = {"sasrec": "sasrec.safetensors", "bert4rec": "bert4rec.safetensors"}

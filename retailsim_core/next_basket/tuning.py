@@ -25,9 +25,9 @@ from retailsim_core.datasets.tokens import PAD
 from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.next_basket.scoring import masked_ranks
 from retailsim_core.next_basket.tasks import EvalTasks
-from retailsim_core.training.corruption import evaluation_mask
-from retailsim_core.training.metrics import masked_item_summary
-from retailsim_core.training.validation import shuffled
+from retailsim_core.training.run.corruption import evaluation_mask
+from retailsim_core.training.scoring.metrics import masked_item_summary
+from retailsim_core.training.scoring.validation import shuffled
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from retailsim_core.pipeline.evaluation_run import load_tasks
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import BASELINES_TABLE
-from retailsim_core.training import checkpoint as ckpt
+from retailsim_core.training.checkpoints import checkpoint as ckpt
 
 
 def fit_baselines(

@@ -51,8 +51,8 @@ from retailsim_core.tables import (
     REPORT_TABLE,
     SAMPLES_TABLE,
 )
-from retailsim_core.training.checkpoint import load_model
-from retailsim_core.training.week_models import WeekModels
+from retailsim_core.training.checkpoints.checkpoint import load_model
+from retailsim_core.training.checkpoints.week_models import WeekModels
 
 
 def evaluate(

@@ -2,7 +2,7 @@
 
 Partition W is the model to predict week W + 1 with: the previous partition's model (W - 1; the
 trained checkpoint before the first) fine-tuned on the samples of the weeks it has not learned,
-through W (``training/refresh.py``). The chain starts at the last validation week, whose
+through W (``training/adapt/refresh.py``). The chain starts at the last validation week, whose
 refresh catches up on every week after the training weeks; the partitions before it hold no
 model of their own (``refresh.json`` says the trained checkpoint is the freshest). Each
 partition folder is a checkpoint (safetensors + JSON + vocabulary + manifest) and
@@ -27,9 +27,9 @@ from retailsim_core.storage.io import atomic_write_parquet
 from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import CHECKPOINT_TABLE, REFRESH_TABLE, SAMPLES_TABLE
-from retailsim_core.training import checkpoint as ckpt
-from retailsim_core.training.refresh import RefreshConfig, fine_tune, refresh_samples
-from retailsim_core.training.train_config import TrainConfig
+from retailsim_core.training.adapt.refresh import RefreshConfig, fine_tune, refresh_samples
+from retailsim_core.training.checkpoints import checkpoint as ckpt
+from retailsim_core.training.run.train_config import TrainConfig
 
 MARKER = "refresh.json"
 log = logging.getLogger(__name__)

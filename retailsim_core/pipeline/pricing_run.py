@@ -45,9 +45,9 @@ from retailsim_core.storage.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import PRICES_TABLE, SAMPLES_TABLE
-from retailsim_core.training import checkpoint as ckpt
-from retailsim_core.training.checkpoint import load_model
-from retailsim_core.training.train_config import TrainConfig
+from retailsim_core.training.checkpoints import checkpoint as ckpt
+from retailsim_core.training.checkpoints.checkpoint import load_model
+from retailsim_core.training.run.train_config import TrainConfig
 
 RESULTS_FILE = "results.json"
 HOLDOUT_SHARE = 0.5  # of the training customers the held-out simulator learns from

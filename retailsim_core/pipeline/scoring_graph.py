@@ -10,7 +10,7 @@ from retailsim_core.pipeline.readers.serving_inputs import checkpoint_weeks, loa
 from retailsim_core.serving.onnx_scoring import write_scoring_graph
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import CHECKPOINT_TABLE, ONNX_TABLE
-from retailsim_core.training.checkpoint import load_model
+from retailsim_core.training.checkpoints.checkpoint import load_model
 
 EXAMPLE_CONTEXTS = 16
 

@@ -27,7 +27,7 @@ from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import PROMOTION_CELLS_TABLE, TRIPS_TABLE
-from retailsim_core.training.checkpoint import write_json
+from retailsim_core.training.checkpoints.checkpoint import write_json
 
 
 def run_trip_check(

@@ -38,8 +38,8 @@ from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import CHECKPOINT_TABLE, RAW_TABLE, TRIPS_TABLE
-from retailsim_core.training.checkpoint import read_json, write_json
-from retailsim_core.training.week_models import WeekModels
+from retailsim_core.training.checkpoints.checkpoint import read_json, write_json
+from retailsim_core.training.checkpoints.week_models import WeekModels
 
 WORLD = ("world_model", "world_model_median")
 NOT_FORECASTS = ("quantity", "world_model_buyers", "world_model_no_promotion", "poisson_fe_off")

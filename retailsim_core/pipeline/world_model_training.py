@@ -24,7 +24,7 @@ import torch
 from retailsim_core.datasets.model_inputs import ModelInputs
 from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.datasets.tokens import ProductVocab
-from retailsim_core.models.heads import PriceResponse
+from retailsim_core.models.heads.products import PriceResponse
 from retailsim_core.models.world_model import WorldModel, WorldModelConfig, parameter_count
 from retailsim_core.pipeline.data.price_weeks import regional_cuts
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs, promotion_plan
@@ -41,13 +41,13 @@ from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import (
     CHECKPOINT_TABLE,
 )
-from retailsim_core.training import checkpoint as ckpt
-from retailsim_core.training import distributed
-from retailsim_core.training.loop import train
-from retailsim_core.training.model_setup import build_model, fit_feature_scaling
-from retailsim_core.training.size_calibration import calibrate_size
-from retailsim_core.training.train_config import TrainConfig, phase_schedule
-from retailsim_core.training.validation import popularity_scores
+from retailsim_core.training.adapt.size_calibration import calibrate_size
+from retailsim_core.training.checkpoints import checkpoint as ckpt
+from retailsim_core.training.run import distributed
+from retailsim_core.training.run.loop import train
+from retailsim_core.training.run.model_setup import build_model, fit_feature_scaling
+from retailsim_core.training.run.train_config import TrainConfig, phase_schedule
+from retailsim_core.training.scoring.validation import popularity_scores
 
 
 def start_responses(

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from retailsim_core.datasets.shelf import SHELF_FEATURES, with_price_multipliers
 from retailsim_core.datasets.tokens import PAD
-from retailsim_core.models.heads import NEG
+from retailsim_core.models.heads.products import NEG
 from retailsim_core.models.world_model import ModelOutput, WorldModel
 
 _LOG_PRICE, _DEPTH, _PROMO = (SHELF_FEATURES.index(f) for f in SHELF_FEATURES[:3])

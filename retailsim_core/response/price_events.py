@@ -37,7 +37,7 @@ from retailsim_core.datasets.shelf import (
     with_price_multipliers,
 )
 from retailsim_core.datasets.tensors import TrainingSet
-from retailsim_core.models.heads import PriceResponse, mixture_log_probs
+from retailsim_core.models.heads.products import PriceResponse, mixture_log_probs
 from retailsim_core.models.outputs import ModelOutput
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.response.planted_events import planted_check, planted_event_units

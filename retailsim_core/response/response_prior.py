@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.models.heads import POOLED_RESPONSES, PRODUCT_RESPONSES, PriceResponse
+from retailsim_core.models.heads.products import POOLED_RESPONSES, PRODUCT_RESPONSES, PriceResponse
 from retailsim_core.response.promotion_events import (
     CELL,
     PROMOTIONS_SCHEMA,

@@ -24,7 +24,7 @@ import torch
 from retailsim_core.datasets.batch import Batch
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.storage.io import atomic_write
-from retailsim_core.training.checkpoint import (
+from retailsim_core.training.checkpoints.checkpoint import (
     MANIFEST,
     check_manifest,
     read_json,

@@ -1,0 +1,1 @@
+"""Training the world model: a run, its checkpoints, its scoring, and what follows it."""

@@ -18,8 +18,8 @@ from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.settings import load_settings
 from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.training import distributed
-from retailsim_core.training.train_config import TrainConfig
+from retailsim_core.training.run import distributed
+from retailsim_core.training.run.train_config import TrainConfig
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,7 +9,7 @@ from retailsim_core.features.brands import PSEUDO_BRANDS_SCHEMA
 from retailsim_core.features.feature_tables import STORE_FEATURES_SCHEMA
 from retailsim_core.graph.product_embeddings import nearest_neighbours, train_embeddings
 from retailsim_core.ingest.completejourney_source import manufacturers
-from retailsim_core.models.graphsage import GraphSAGEConfig
+from retailsim_core.models.gnn.graphsage import GraphSAGEConfig
 from retailsim_core.pipeline.data.embeddings import all_products, write_embeddings
 from retailsim_core.pipeline.data.feature_weeks import (
     build_pseudo_brands,

@@ -27,7 +27,7 @@ from retailsim_core.tables import (
     STORE_FEATURES_TABLE,
     TRIPS_TABLE,
 )
-from retailsim_core.training.checkpoint import read_json
+from retailsim_core.training.checkpoints.checkpoint import read_json
 from retailsim_dagster.metadata import markdown_table
 from retailsim_dagster.partitions import CPU_HEAVY, CPU_POOL
 from retailsim_dagster.resources import PipelineConfigResource, RawSourceResource, WarehouseResource

@@ -88,7 +88,7 @@ def pricing_policy(
     asset=pricing_policy, description="no policy's price path breaks the range or the weekly cap"
 )
 def pricing_constraints_hold(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    from retailsim_core.training.checkpoint import read_json
+    from retailsim_core.training.checkpoints.checkpoint import read_json
 
     results = read_json(warehouse.warehouse.table_dir(PRICING_TABLE) / RESULTS_FILE)
     hits = sum(

@@ -7,7 +7,7 @@ import pytest
 
 from retailsim_core import native
 from retailsim_core.derived_prices import kernel as price_kernel
-from retailsim_core.models import scan_compiled
+from retailsim_core.models.sequence import scan_compiled
 
 KERNELS = [
     (price_kernel.SOURCE, price_kernel.COMPILE_FLAGS, price_kernel.LINK_FLAGS),

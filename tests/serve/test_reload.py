@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import torch
 
-from retailsim_core.training.checkpoint import (
+from retailsim_core.training.checkpoints.checkpoint import (
     load_tensors,
     published_id,
     save_tensors,

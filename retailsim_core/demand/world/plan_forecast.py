@@ -34,7 +34,7 @@ from retailsim_core.models.world_model import WorldModel
 from retailsim_core.serving.context import ServingData
 from retailsim_core.serving.plan import PlanChange, shelf_cells
 from retailsim_core.storage.io import atomic_write_parquet
-from retailsim_core.training.checkpoint import read_json, write_json
+from retailsim_core.training.checkpoints.checkpoint import read_json, write_json
 
 CONTEXTS_FILE, LINES_FILE, INPUTS_FILE = (
     "forecast_contexts.parquet", "line_quantities.parquet", "plan_inputs.json"

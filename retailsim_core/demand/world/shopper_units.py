@@ -27,7 +27,7 @@ import torch
 from retailsim_core.counterfactual.simulate import units_of
 from retailsim_core.datasets.batch import Batch
 from retailsim_core.demand.world.world_demand import CONTEXT_COLUMNS
-from retailsim_core.models.heads import mixture_log_probs
+from retailsim_core.models.heads.products import mixture_log_probs
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.response.price_events import price_change, without_promotion
 from retailsim_core.serving.context import ServingData

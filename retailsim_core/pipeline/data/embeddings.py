@@ -23,7 +23,7 @@ from safetensors.torch import save as st_save
 from retailsim_core.report.svg_charts import loss_curve_svg
 from retailsim_core.graph.product_embeddings import Embeddings
 from retailsim_core.ingest.lgsr import RAW_TRANSACTIONS_SCHEMA
-from retailsim_core.models.graphsage import GraphSAGEConfig
+from retailsim_core.models.gnn.graphsage import GraphSAGEConfig
 from retailsim_core.storage.io import atomic_write_bytes, atomic_write_text
 from retailsim_core.storage.warehouse import CorruptPartitionError, Warehouse
 from retailsim_core.tables import EMBEDDINGS_TABLE, RAW_TABLE

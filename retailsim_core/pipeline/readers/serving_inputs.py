@@ -16,7 +16,7 @@ from retailsim_core.serving.onnx_scoring import OnnxScorer, scoring_graph_for
 from retailsim_core.serving.service import WorldModelService
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import CHECKPOINT_TABLE, ONNX_TABLE, SAMPLES_TABLE, WORLD_DEMAND_TABLE
-from retailsim_core.training.checkpoint import load_model, read_json
+from retailsim_core.training.checkpoints.checkpoint import load_model, read_json
 
 log = logging.getLogger(__name__)
 

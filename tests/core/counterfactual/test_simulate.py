@@ -21,7 +21,7 @@ from retailsim_core.counterfactual.simulate import (
 from retailsim_core.datasets.shelf import SHELF_FEATURES, ShelfPrices, with_price_multipliers
 from retailsim_core.datasets.tokens import ProductVocab
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
-from retailsim_core.training.checkpoint import load_model
+from retailsim_core.training.checkpoints.checkpoint import load_model
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import pytest
 
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
-from retailsim_core.training.model_setup import build_model
+from retailsim_core.training.run.model_setup import build_model
 
 CFG = WorldModelConfig.preset("tiny")
 

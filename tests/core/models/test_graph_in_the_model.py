@@ -3,8 +3,8 @@ co-purchase edges a checkpoint carries."""
 
 import torch
 
-from retailsim_core.models.heads import PRODUCT_RESPONSES
-from retailsim_core.training.model_setup import build_model
+from retailsim_core.models.heads.products import PRODUCT_RESPONSES
+from retailsim_core.training.run.model_setup import build_model
 from tests.core.models.conftest import CFG, rows_with_history
 
 
@@ -32,7 +32,7 @@ def test_a_substitutes_price_cut_lowers_a_products_probability_when_the_weight_s
 
 
 def test_substitute_edges_travel_with_the_weights(tiny, tmp_path):
-    from retailsim_core.training import checkpoint as ckpt
+    from retailsim_core.training.checkpoints import checkpoint as ckpt
 
     inputs, data, _ = tiny
     for edges in (torch.zeros(2, 0, dtype=torch.long), torch.tensor([[1, 2, 5], [2, 1, 7]])):
@@ -45,8 +45,8 @@ def test_substitute_edges_travel_with_the_weights(tiny, tmp_path):
 
 
 def test_copurchase_edges_travel_with_the_weights(tiny, tmp_path):
-    from retailsim_core.training import checkpoint as ckpt
-    from retailsim_core.training.checkpoint import load_model
+    from retailsim_core.training.checkpoints import checkpoint as ckpt
+    from retailsim_core.training.checkpoints.checkpoint import load_model
 
     inputs, data, _ = tiny
     assert inputs.copurchase[0].shape[1] == len(inputs.copurchase[1]) > 0
@@ -68,7 +68,7 @@ def _save(model, folder):
     from retailsim_core.datasets.tensors import TensorConfig
     from retailsim_core.datasets.tokens import ProductVocab
     from retailsim_core.pipeline.world_model_training import write_checkpoint
-    from retailsim_core.training.train_config import TrainConfig
+    from retailsim_core.training.run.train_config import TrainConfig
 
     vocab = ProductVocab(tuple(f"P{i:05d}" for i in range(model.vocab_size - 3)))
     split = {"train_end": 8, "valid_end": 11}

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from retailsim_core.datasets.tokens import PAD
-from retailsim_core.models.heads import NEG
+from retailsim_core.models.heads.products import NEG
 from retailsim_core.models.losses import LossWeights, world_model_loss
 from retailsim_core.models.world_model import WorldModelConfig, parameter_count
 from retailsim_core.pipeline.data.embeddings import load_embeddings
-from retailsim_core.training.corruption import basket_queries, corrupt
-from retailsim_core.training.model_setup import build_model
+from retailsim_core.training.run.corruption import basket_queries, corrupt
+from retailsim_core.training.run.model_setup import build_model
 from tests.core.models.conftest import CFG, rows_with_history
 
 
@@ -305,8 +305,8 @@ def test_a_customer_without_history_gets_the_popular_products_first(tiny):
     its ranking for an empty history follows popularity."""
     from scipy.stats import spearmanr
 
-    from retailsim_core.training.corruption import basket_queries
-    from retailsim_core.training.validation import popularity_scores
+    from retailsim_core.training.run.corruption import basket_queries
+    from retailsim_core.training.scoring.validation import popularity_scores
 
     inputs, data, _ = tiny
     model = build_model(CFG, inputs.product_table, data.customer_numeric.shape[1], seed=0)

@@ -10,7 +10,7 @@ from retailsim_core.models.world_model import AUX_HEADS
 from retailsim_core.next_basket.calibration import _aux_probs, aux_calibration
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.report.calibration_section import _reliability
-from retailsim_core.training.checkpoint import load_model
+from retailsim_core.training.checkpoints.checkpoint import load_model
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from retailsim_core.pipeline.baseline_fitting import fit_baselines
 from retailsim_core.pipeline.evaluation_run import evaluate
 from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.tables import CHECKPOINT_TABLE, REPORT_TABLE
-from retailsim_core.training.metrics import next_basket_metrics
-from retailsim_core.training.train_config import TrainConfig
+from retailsim_core.training.run.train_config import TrainConfig
+from retailsim_core.training.scoring.metrics import next_basket_metrics
 
 METHODS = {
     "world_model",

@@ -18,8 +18,8 @@ from retailsim_core.pipeline.baseline_fitting import fit_baselines
 from retailsim_core.pipeline.evaluation_run import load_tasks
 from retailsim_core.pipeline.world_model_training import train_world_model
 from retailsim_core.tables import CHECKPOINT_TABLE
-from retailsim_core.training.metrics import next_basket_metrics, truth_matrix
-from retailsim_core.training.train_config import TrainConfig
+from retailsim_core.training.run.train_config import TrainConfig
+from retailsim_core.training.scoring.metrics import next_basket_metrics, truth_matrix
 
 CFG = EvalConfig(
     max_test_samples=200,

@@ -17,9 +17,9 @@ from retailsim_core.pipeline.model_refresh import (
 from retailsim_core.serving.scorer import weekly_scorer
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import CHECKPOINT_TABLE, REFRESH_TABLE
-from retailsim_core.training import checkpoint as ckpt
-from retailsim_core.training.refresh import RefreshConfig
-from retailsim_core.training.train_config import TrainConfig
+from retailsim_core.training.adapt.refresh import RefreshConfig
+from retailsim_core.training.checkpoints import checkpoint as ckpt
+from retailsim_core.training.run.train_config import TrainConfig
 
 CFG = RefreshConfig(replay_weeks=3)
 

@@ -16,8 +16,8 @@ from retailsim_core.pipeline.pricing_run import (
     run_pricing,
 )
 from retailsim_core.pipeline.world_model_training import sample_customers
-from retailsim_core.training.checkpoint import UnverifiedCheckpointError, verified_id
-from retailsim_core.training.train_config import TrainConfig
+from retailsim_core.training.checkpoints.checkpoint import UnverifiedCheckpointError, verified_id
+from retailsim_core.training.run.train_config import TrainConfig
 
 
 def test_a_customer_share_keeps_whole_customers_drawn_by_the_seed():

@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from retailsim_core.models.heads import PRODUCT_RESPONSES, PriceResponse
+from retailsim_core.models.heads.products import PRODUCT_RESPONSES, PriceResponse
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.pipeline.world_model_training import start_responses
 from retailsim_core.response.response_prior import FLOOR

@@ -9,7 +9,7 @@ import torch
 from retailsim_core.pipeline.pricing_run import priced_categories
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.pricing.panel import build_panel
-from retailsim_core.training.checkpoint import load_model
+from retailsim_core.training.checkpoints.checkpoint import load_model
 
 
 @pytest.fixture(scope="package")

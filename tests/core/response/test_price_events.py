@@ -11,7 +11,7 @@ import torch
 
 from retailsim_core.counterfactual.simulate import basket_units
 from retailsim_core.datasets.shelf import SHELF_FEATURES, with_price_multipliers
-from retailsim_core.models.heads import POOLED_RESPONSES
+from retailsim_core.models.heads.products import POOLED_RESPONSES
 from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.pipeline.evaluation_run import load_tasks
 from retailsim_core.response.price_events import SHELF_DEPTH, model_event_units

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from scipy.optimize import minimize_scalar
 
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
-from retailsim_core.models.heads import PRODUCT_RESPONSES, PriceResponse
+from retailsim_core.models.heads.products import PRODUCT_RESPONSES, PriceResponse
 from retailsim_core.response import response_prior
 from retailsim_core.response.promotion_events import PROMOTIONS_SCHEMA
 from retailsim_core.response.response_prior import (

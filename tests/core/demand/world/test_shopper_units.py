@@ -15,7 +15,7 @@ from retailsim_core.demand.world.world_demand import CONTEXT_COLUMNS
 from retailsim_core.pipeline.readers.serving_inputs import load_serving_data
 from retailsim_core.response.price_events import without_promotion
 from retailsim_core.tables import CHECKPOINT_TABLE, TRIPS_TABLE
-from retailsim_core.training.checkpoint import load_model
+from retailsim_core.training.checkpoints.checkpoint import load_model
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,1 @@
+"""GraphSAGE product embeddings and their compiled pair products."""

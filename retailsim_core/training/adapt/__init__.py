@@ -1,0 +1,1 @@
+"""After training: fine-tuning a model on new weeks (refresh) and calibrating its size head."""

@@ -1,0 +1,1 @@
+"""Checkpoints: safetensors + JSON written and verified, and the model of each week."""

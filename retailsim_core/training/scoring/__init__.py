@@ -1,0 +1,1 @@
+"""What a run is judged by: validation scoring and the training metrics."""
