@@ -1,21 +1,35 @@
-"""The simulation check in chunks: the real baskets' figures do not depend on the chunking, and
-one chunk of every context draws what an unchunked check draws."""
+"""The price checks on the tiny warehouse: the simulation check in chunks (the real baskets'
+figures do not depend on the chunking, one chunk of every context draws what an unchunked check
+draws), contexts built a chunk at a time, and the expected-size check (D131)."""
 
 import numpy as np
+import pytest
 
 
-def test_the_simulation_check_in_chunks_keeps_the_real_figures(tiny_warehouse, tiny_checkpoint):
+@pytest.fixture(scope="module")
+def tasks(tiny_warehouse, tiny_checkpoint):
     from retailsim_core.next_basket.eval_config import EvalConfig
     from retailsim_core.pipeline.evaluation_run import load_tasks
-    from retailsim_core.pipeline.readers.price_reader import read_price_features
-    from retailsim_core.response.price_response import simulation_check
 
     wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
-    tasks = load_tasks(wh, split, EvalConfig(), tiny_checkpoint)
-    rows = tasks.test_rows[:40]
+    return load_tasks(wh, split, EvalConfig(), tiny_checkpoint)
+
+
+def _priced(tasks, warehouse, n: int):
+    """The first ``n`` test rows, their stores and weeks, and those store-weeks' price features."""
+    from retailsim_core.pipeline.readers.price_reader import read_price_features
+
+    rows = tasks.test_rows[:n]
     samples = tasks.samples[rows]
     stores, weeks = samples["store_id"].to_list(), samples["week"].to_list()
-    prices = read_price_features(wh, sorted(set(weeks)), stores=sorted(set(stores)))
+    prices = read_price_features(warehouse, sorted(set(weeks)), stores=sorted(set(stores)))
+    return rows, stores, weeks, prices
+
+
+def test_the_simulation_check_in_chunks_keeps_the_real_figures(tiny_warehouse, tasks):
+    from retailsim_core.response.price_response import simulation_check
+
+    rows, stores, weeks, prices = _priced(tasks, tiny_warehouse["warehouse"], 40)
 
     def check(chunk):
         return simulation_check(tasks.model, tasks.data, rows, prices, stores, weeks, 3, chunk)
@@ -31,18 +45,12 @@ def test_the_simulation_check_in_chunks_keeps_the_real_figures(tiny_warehouse, t
     )
 
 
-def test_contexts_built_a_chunk_at_a_time_give_the_whole_batchs_response(
-    tiny_warehouse, tiny_checkpoint
-):
+def test_contexts_built_a_chunk_at_a_time_give_the_whole_batchs_response(tasks):
     """D127: the elasticity contexts' batch is built a chunk at a time (each chunk its own
     padding), never all at once; sizes, units and Jacobian rows are the whole batch's."""
     from retailsim_core.counterfactual.simulate import jacobian_rows, sizes_and_units
-    from retailsim_core.next_basket.eval_config import EvalConfig
-    from retailsim_core.pipeline.evaluation_run import load_tasks
     from retailsim_core.response.price_response import rows_of
 
-    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
-    tasks = load_tasks(wh, split, EvalConfig(), tiny_checkpoint)
     rows = tasks.test_rows[:30]
     built = []
 
@@ -62,18 +70,12 @@ def test_contexts_built_a_chunk_at_a_time_give_the_whole_batchs_response(
     assert np.abs(whole).max() > 0  # a real response is compared, not zeros
 
 
-def test_the_expected_size_check_is_the_size_heads_mean_over_every_context(
-    tiny_warehouse, tiny_checkpoint
-):
+def test_the_expected_size_check_is_the_size_heads_mean_over_every_context(tasks):
     """D131: the size head's expected size over the contexts (in chunks or not) against the
     real sizes of their baskets, with a resample interval around the ratio."""
     from retailsim_core.counterfactual.simulate import expected_basket_size
-    from retailsim_core.next_basket.eval_config import EvalConfig
-    from retailsim_core.pipeline.evaluation_run import load_tasks
     from retailsim_core.response.price_response import expected_size_check
 
-    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
-    tasks = load_tasks(wh, split, EvalConfig(), tiny_checkpoint)
     rows = tasks.test_rows[:50]
     whole = expected_size_check(tasks.model, tasks.data, rows, seed=1)
     parts = expected_size_check(tasks.model, tasks.data, rows, seed=1, chunk=9)
@@ -87,23 +89,15 @@ def test_the_expected_size_check_is_the_size_heads_mean_over_every_context(
     assert low < whole["expected_size_ratio"] < high
 
 
-def test_a_simulated_basket_holds_the_size_drawn_from_the_head(tiny_warehouse, tiny_checkpoint):
+def test_a_simulated_basket_holds_the_size_drawn_from_the_head(tiny_warehouse, tasks):
     """What lets the expected size stand for the simulated mean size (D131): the simulation
     fills exactly the drawn number of slots, so its mean size is the mean of draws from the
     size head."""
     import torch
 
     from retailsim_core.counterfactual import simulate
-    from retailsim_core.next_basket.eval_config import EvalConfig
-    from retailsim_core.pipeline.evaluation_run import load_tasks
-    from retailsim_core.pipeline.readers.price_reader import read_price_features
 
-    wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
-    tasks = load_tasks(wh, split, EvalConfig(), tiny_checkpoint)
-    rows = tasks.test_rows[:30]
-    samples = tasks.samples[rows]
-    stores, weeks = samples["store_id"].to_list(), samples["week"].to_list()
-    prices = read_price_features(wh, sorted(set(weeks)), stores=sorted(set(stores)))
+    rows, stores, weeks, prices = _priced(tasks, tiny_warehouse["warehouse"], 30)
     batch = tasks.data[rows]
     book = simulate.price_book(prices, stores, weeks, tasks.data.vocab)
     probs = simulate.size_distribution(tasks.model, batch)
