@@ -192,7 +192,23 @@ def demand_table(scores: dict) -> dict:
         out["poisson_fe"] = table(list(coef), [[_coef(v) for v in coef.values()]])
     if "quantity" in scores:
         out |= quantity_tables(scores["quantity"])
+    if "planted_quantity" in scores:
+        out["planted"] = planted_table({"units per line": scores["planted_quantity"]})
     return out
+
+
+def planted_table(parts: dict[str, dict]) -> dict:
+    """The forecasts' response against the planted one (synthetic data, D132): the correlation
+    of the log lifts with its interval, and the mean lift forecast and planted."""
+    rows = [
+        [name, r["rows"], r["correlation"], _span(r["correlation_interval"]),
+         r["forecast_mean_lift"], _span(r["forecast_mean_lift_interval"]), r["planted_mean_lift"]]
+        for name, r in parts.items()
+    ]  # fmt: skip
+    cols = ["response", "rows", "correlation", "95%", "forecast mean lift", "95%",
+            "planted mean lift"]  # fmt: skip
+    formats = {"correlation": ".3f", "forecast mean lift": ".4f", "planted mean lift": ".4f"}
+    return table(cols, rows, formats)
 
 
 def quantity_tables(q: dict) -> dict:
@@ -238,7 +254,10 @@ def trips_table(scores: dict) -> dict:
     ]  # fmt: skip
     scope = [[visits["customer_weeks"], visits["visit_rate"], stores["trips"],
               stores["half_life"]]]  # fmt: skip
-    return {
+    planted = {}
+    if "planted_traffic" in scores:
+        planted["planted"] = planted_table({"visits (the mailer)": scores["planted_traffic"]})
+    return planted | {
         "visits": table(["method", "log-loss", "95%", "model − method (95%)"], v_rows),
         "stores": table(["method", "accuracy", "95%", "model − last store (95%)"], s_rows),
         "scope": table(

@@ -126,6 +126,11 @@ def week_file_stem(week: int) -> str:
     return f"transactions_{shop_week_of(week)}"
 
 
+def plan_file_stem(week: int) -> str:
+    """The week's promotion plan beside its transactions (an LGSR-format source may have one)."""
+    return f"promotions_{shop_week_of(week)}"
+
+
 def easter_sunday(year: int) -> dt.date:
     """Gregorian Easter (anonymous Gregorian algorithm)."""
     a, b, c = year % 19, year // 100, year % 100

@@ -157,6 +157,10 @@ class PromotionTable:
             self._stats[PRODUCTS_FILE] = settled_stat(self.folder / PRODUCTS_FILE, limits)
             self.sha256 = sha256_of(self.path)
 
+    def has(self, week: int) -> bool:
+        """Whether ``week``'s plan is known: one table covers every week."""
+        return self.present
+
     def week(self, week: int) -> tuple[pl.DataFrame, pl.DataFrame, int]:
         """(cells, quarantine, rows read) of ``week``; empty where the source has no table."""
         if not self.present:

@@ -4,7 +4,8 @@ Reads ``raw_transactions`` and the promotion plan, writes ``demand_forecast.parq
 test cell-week: product, store, week, promotion kind, observed units and each method's
 forecast), ``quantity_forecast.parquet`` (each test line's units and their forecasts) and
 ``scores.json`` (WAPE, bias, MASE, RMSE, chain WAPE with product-resample intervals, over all
-and over promoted cell-weeks; the Poisson fixed-effects coefficients; the quantity check).
+and over promoted cell-weeks; the Poisson fixed-effects coefficients; the quantity check and,
+on synthetic data, the planted stock-up's recovery).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from retailsim_core.demand.cells.check import (
     with_library_forecasts,
 )
 from retailsim_core.demand.cells.unit_panel import KEY, weekly_units
+from retailsim_core.demand.response_recovery import lift_recovery, planted_quantity_lift
 from retailsim_core.demand.world.quantity import line_frame, quantity_forecasts, quantity_scores
 from retailsim_core.ingest.promotion_plan import SOURCE_PROMOTIONS_SCHEMA
 from retailsim_core.split import TemporalSplit
@@ -42,9 +44,12 @@ def run_demand_check(
     n_boot: int = 500,
     seed: int = 0,
     cfg: DemandConfig | None = None,
+    world=None,
 ) -> dict:
     """Forecast every test week of every cell that sold before them, a chunk of products at a
-    time; write and return the scores (``seconds`` included)."""
+    time; write and return the scores (``seconds`` included). ``world``: the planted world the
+    data was generated from, whose stock-up the quantity model's is scored against (None: real
+    data)."""
     start = time.perf_counter()
     cfg = cfg or DemandConfig()
     first, last = split.valid_end + 1, max(warehouse.weeks(RAW_TABLE))
@@ -85,6 +90,9 @@ def run_demand_check(
         lines, first_forecast_week=first, cfg=cfg.quantity
     )
     scores["quantity"] = quantity_scores(quantities, n_boot=n_boot, seed=seed) | quantity_fit
+    if world is not None:  # the planted stock-up response (D132)
+        lifts = planted_quantity_lift(world, quantities)
+        scores["planted_quantity"] = lift_recovery(lifts, "product_id", n_boot=n_boot, seed=seed)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_parquet(pl.concat(tests).sort(KEY), folder / "demand_forecast.parquet")
     atomic_write_parquet(quantities, folder / "quantity_forecast.parquet")

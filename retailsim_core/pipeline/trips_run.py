@@ -1,10 +1,12 @@
 """``trip_forecast``: the trips check over the warehouse's test weeks (issue #61).
 
-Reads ``customer_trips`` and the promotion plan; writes ``trip_forecast.parquet`` (each test
-customer-week: visited, trips, the model's visit probability, expected trips and the baselines'
-rates), ``store_shares.parquet`` (each test customer-week's stores and their shares, from the
+Reads ``customer_trips``, the promotion plan and, on synthetic data, the planted world; writes
+``trip_forecast.parquet`` (each test customer-week: visited, trips, the model's visit
+probability with and without the week's mailer, expected trips and the baselines' rates),
+``store_shares.parquet`` (each test customer-week's stores and their shares, from the
 tuned half-life: where the world model's demand puts the expected trips) and ``scores.json``
-(visit log-loss, store-choice accuracy, intervals, the tuned half-life).
+(visit log-loss, store-choice accuracy, intervals, the tuned half-life; the planted traffic
+response's recovery where a world is given).
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import time
 from pathlib import Path
 
 from retailsim_core.demand.cells.known_inputs import calendar_frame
+from retailsim_core.demand.response_recovery import lift_recovery, planted_visit_lift
 from retailsim_core.demand.trips.trip_check import store_scores, tuned_store_choice, visit_scores
 from retailsim_core.demand.trips.visits import (
     TripsConfig,
     mailer_products,
+    mailer_staples,
     store_shares,
     visit_features,
     visit_forecasts,
@@ -37,9 +41,11 @@ def run_trip_check(
     n_boot: int = 500,
     seed: int = 0,
     cfg: TripsConfig | None = None,
+    world=None,
 ) -> dict:
     """Forecast every test week's visits and every test trip's store; write and return the
-    scores (``seconds`` included)."""
+    scores (``seconds`` included). ``world``: the planted world the data was generated from,
+    whose traffic response the visit model's is scored against (None: real data)."""
     start = time.perf_counter()
     cfg = cfg or TripsConfig(seed=seed)
     first, last = split.valid_end + 1, max(warehouse.weeks(TRIPS_TABLE))
@@ -47,16 +53,21 @@ def run_trip_check(
         "customer_id", "week", "basket_id", "store_id", "shop_date", "shop_hour"
     )
     plan = warehouse.scan(PROMOTION_CELLS_TABLE, schema=SOURCE_PROMOTIONS_SCHEMA)
-    frame = (
-        visit_panel(trips, first_forecast_week=first, last_week=last)
-        .pipe(
-            visit_features,
-            calendar_frame(warehouse.calendar, range(1, last + 1)),
-            mailer_products(plan),
-            smoothing=cfg.smoothing,
-        )
-        .collect()
-    )
+    panel = visit_panel(trips, first_forecast_week=first, last_week=last)
+    staples = mailer_staples(
+        panel,
+        warehouse.scan(TRIPS_TABLE).select(*trips.collect_schema().names(), "store_region",
+                                           "products"),
+        plan,
+        weeks=(first - cfg.train_weeks, last),
+    )  # fmt: skip
+    frame = panel.pipe(
+        visit_features,
+        calendar_frame(warehouse.calendar, range(1, last + 1)),
+        mailer_products(plan),
+        staples,
+        smoothing=cfg.smoothing,
+    ).collect()
     visits = visit_forecasts(frame, first_forecast_week=first, cfg=cfg)
     stores, half_life, valid_accuracy = tuned_store_choice(
         trips, valid_weeks=(split.train_end + 1, split.valid_end), test_weeks=(first, last),
@@ -71,6 +82,9 @@ def run_trip_check(
         },
         "test_weeks": [first, last],
     }
+    if world is not None:  # the planted traffic response (D132)
+        lifts = planted_visit_lift(world, visits)
+        scores["planted_traffic"] = lift_recovery(lifts, "customer_id", n_boot=n_boot, seed=seed)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_parquet(visits, folder / "trip_forecast.parquet")
     at = visits.lazy().select("customer_id", "week")

@@ -5,7 +5,9 @@ mission focus, price mode, size) and the demand model the baskets were drawn fro
 (``synth.demand``: a product's weight in its slot is (price / regular) ** (elasticity x k_mode),
 and a slot's pull is the sum of its members'). A path's price multipliers replace the planted
 promotion depths of the category's products in every region (depth = 1 - multiplier, so a rise
-is a negative depth); units are the planted probabilities that each basket holds each product.
+is a negative depth); units are the planted probabilities that each basket holds each product
+times the planted stock-up of a cut (a line below its regular price holds more units, D132).
+The mailer's traffic is not judged: a path sets prices, the plan's mailer is the retailer's.
 The lift is the objective under the path over the objective at the planted historical prices,
 with the same money (regular prices, unit costs) as the simulator's figures.
 """
@@ -19,6 +21,7 @@ import polars as pl
 
 from retailsim_core.pricing.environment import PricingConfig, week_values
 from retailsim_core.synth.oracle import purchase_probabilities, week_demand
+from retailsim_core.synth.plan_response import units_multiplier
 from retailsim_core.synth.world import PlantedTruth
 
 
@@ -32,9 +35,16 @@ class PlantedDemand:
         self.contexts = [truth.context(s) for s in weekly_samples]
 
     def units(self, week: int, ctx: pl.DataFrame, multiplier: np.ndarray | None) -> np.ndarray:
-        """(B, n) planted expected units (the probability that each basket holds each product);
-        ``multiplier`` (n,) the path's prices / regular (None: the planted historical prices)."""
+        """(B, n) planted expected units: the probability that each basket holds each product
+        times the planted stock-up at its price (units per line relative to the drawn units,
+        ``plan_response.units_multiplier``); ``multiplier`` (n,) the path's prices / regular
+        (None: the planted historical prices, each basket at its own region's)."""
         world = self.world
+        if multiplier is None:
+            regions = world.catalogue.store_region[ctx["store_idx"].to_numpy()]
+            ratio = 1.0 - world.prices.depth[week][self.index][:, regions].T.astype(np.float64)
+        else:
+            ratio = np.broadcast_to(multiplier, (ctx.height, len(self.index)))
         if multiplier is not None:
             depth = world.prices.depth[week].astype(np.float64).copy()  # (P, R)
             depth[self.index] = 1.0 - multiplier[:, None]
@@ -50,7 +60,7 @@ class PlantedDemand:
             ctx["basket_size"].to_list(),
             week_demand(world, week),
         )
-        return probs[:, self.index]
+        return probs[:, self.index] * units_multiplier(self.world, ratio)
 
     def lift(
         self, weeks: list[int], path: np.ndarray, regular: np.ndarray, cfg: PricingConfig

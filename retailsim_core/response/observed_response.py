@@ -124,6 +124,8 @@ def observed_check(
             "own_observed_uplift_mean": float(observed.mean()),
             "own_predicted_uplift_mean": float(predicted.mean()),
         }
+    else:  # a rank correlation of fewer than three products says nothing
+        out["note"] = f"{own.height} products promoted in enough held-out store-weeks (3 needed)"
     fx = fx.join(
         uplift.select("product_id", "depth"), left_on="a", right_on="product_id", how="left"
     )

@@ -20,6 +20,7 @@ from retailsim_core.synth.demand import (
     product_avail,
     slot_factor,
 )
+from retailsim_core.synth.plan_response import stocked_up, visit_multiplier
 from retailsim_core.synth.sampling import categorical, rowwise_choice
 
 HOURS = np.arange(8, 23)
@@ -49,14 +50,21 @@ class WeekBaskets:
     l_spend: np.ndarray
 
 
-def _visits(world, week: int, rng) -> np.ndarray:
+def expected_visits(world, week: int, *, mailer: bool = True) -> np.ndarray:
+    """(C,) each shopper's Poisson visit rate in ``week`` before the weekly cap: their rate,
+    Christmas, whether they shop at all that week and (``mailer``) the week's mailer."""
     pop, beh = world.population, world.cfg.behaviour
     monday = monday_of(week)
     xmas = dt.date(monday.year, 12, 25)
     factor = beh.christmas_visit_factor if 0 <= (xmas - monday).days < 7 else 1.0
     active = (pop.first_week <= week) & (week <= pop.last_week)
-    n = np.minimum(rng.poisson(pop.visit_rate * factor * active), MAX_VISITS_PER_WEEK)
-    return np.repeat(np.arange(pop.n_customers), n)
+    rate = pop.visit_rate * factor * active
+    return rate * visit_multiplier(world, week, np.arange(pop.n_customers)) if mailer else rate
+
+
+def _visits(world, week: int, rng) -> np.ndarray:
+    n = np.minimum(rng.poisson(expected_visits(world, week)), MAX_VISITS_PER_WEEK)
+    return np.repeat(np.arange(world.population.n_customers), n)
 
 
 def _stores(world, week: int, customer: np.ndarray, rng) -> np.ndarray:
@@ -87,7 +95,9 @@ def simulate_week(world, week: int) -> WeekBaskets:
     date = monday + ((weekday - lgsr_weekday(monday_of(week))) % 7).astype("timedelta64[D]")
     hour = HOURS[categorical(rng, HOUR_PROBS[mtype])]
 
-    l_b, l_p, l_q = draw_basket_lines(world, week, customer, store, focus, mode, size, rng)
+    l_b, l_p, drawn = draw_basket_lines(world, week, customer, store, focus, mode, size, rng)
+    depth = world.prices.depth[week, l_p, cat.store_region[store[l_b]]]
+    l_q = stocked_up(world, drawn, depth, rng)
     price = world.prices.shelf(cat, week, l_p, store[l_b])
     return WeekBaskets(
         b_customer=customer,

@@ -50,6 +50,13 @@ class BehaviourParams:
     weekday_probs: tuple[float, ...] = (0.12, 0.12, 0.12, 0.13, 0.15, 0.17, 0.19)
     # Christmas week visit multiplier.
     christmas_visit_factor: float = 1.35
+    # A mailer brings a shopper in: the visit rate is multiplied by exp(lift x n), n the
+    # shopper's favourite slots in their home region's mailer that week, at most the cap.
+    mailer_visit_lift: float = 0.15
+    mailer_favourites_cap: int = 4
+    # Stocking up: a line on a cut to r x the regular price holds r^(-s) x its drawn units on
+    # average (1.5: a quarter off sells ~1.5x the units per line).
+    stock_up_elasticity: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,7 @@ class SynthConfig:
     national_promo_share: float = 0.5  # promotions that run in every region at once
     promo_depths: tuple[float, ...] = (0.10, 0.15, 0.20, 0.25, 0.33, 0.50)
     promo_depth_probs: tuple[float, ...] = (0.25, 0.20, 0.25, 0.15, 0.10, 0.05)
+    mailer_min_depth: float = 0.25  # the plan: a cut this deep is in its region's mailer
     price_rise_share: float = 0.15  # products with one permanent list-price rise
     novel_product_share: float = 0.04  # launched after the training weeks (weeks 81..110)
     late_customer_share: float = 0.20  # first visit after week 1 (cold start)

@@ -24,7 +24,7 @@ from retailsim_core.synth.config import DIVISIONS, BehaviourParams, SynthConfig
 from retailsim_core.synth.price_plan import N_REGIONS, PricePlan, build_price_plan
 from retailsim_core.synth.shoppers import SEGMENT_CODES, Population, build_population
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"  # 2: the promotion plan and the responses to it
 CONFIG_FILE = "config.json"  # the generator's configuration: a folder without it has no world
 PROMOTIONS_FILE = "promotions.parquet"  # the planted promotion calendar
 SUBSTITUTES_FILE = "substitute_pairs.parquet"

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from retailsim_core.calendar import N_WEEKS, shop_week_of, week_file_stem
+from retailsim_core.calendar import N_WEEKS, plan_file_stem, shop_week_of, week_file_stem
 from retailsim_core.ingest.lgsr import (
     FULL_HEADER,
     LIFESTAGE_TO_SEG_2,
@@ -35,6 +35,7 @@ from retailsim_core.storage.io import (
 )
 from retailsim_core.synth.baskets import WeekBaskets, simulate_week
 from retailsim_core.synth.config import BASKET_SIZES, PRICE_MODES, SynthConfig
+from retailsim_core.synth.plan_response import plan_frame
 from retailsim_core.synth.shoppers import SEGMENT_CODES
 from retailsim_core.synth.world import (
     FINGERPRINT_FILE,
@@ -171,6 +172,10 @@ def generate(
     for week in weeks or range(1, N_WEEKS + 1):
         lines, truth = week_frame(world, week, simulate_week(world, week))
         atomic_write_parquet(truth, basket_file(truth_dir, week))
+        # The plan is known before the week: written even where the week's sales are missing.
+        write_week_csv(
+            plan_frame(world, week), raw_dir / f"{plan_file_stem(week)}.csv", compress=False
+        )
         rows, baskets = rows + lines.height, baskets + truth.height
         if week in missing:
             continue

@@ -75,6 +75,24 @@ def test_the_demand_and_trips_areas_are_read_from_their_own_scores(tmp_path):
     assert areas["demand"][1]["quantity_fit"]["rows"] == [["-1.200", "dropped", 40, 1.3]]
     visits = areas["trips"][1]["visits"]["rows"]
     assert visits[1] == ["recent_rate_4", "0.6000", "+0.1000 … +0.2000", "-0.2000 … -0.1000"]
+    assert "planted" not in areas["trips"][1] and "planted" not in areas["demand"][1]  # real data
+
+
+def test_the_planted_responses_recovery_is_a_table_of_its_own(tmp_path):
+    recovery = {"rows": 9, "correlation": 0.8, "correlation_interval": [0.7, 0.9],
+                "planted_mean_lift": 1.1, "forecast_mean_lift": 1.05,
+                "forecast_mean_lift_interval": [1.0, 1.1]}  # fmt: skip
+    trips = {
+        "visits": {"customer_weeks": 1, "visit_rate": 0.4},
+        "stores": {"trips": 1, "half_life": 4.0},
+        "planted_traffic": recovery,
+    }
+    (tmp_path / "trip_forecast").mkdir()
+    (tmp_path / "trip_forecast" / "scores.json").write_text(json.dumps(trips))
+    planted = area_tables(tmp_path, "all")["trips"][1]["planted"]
+    assert planted["rows"] == [
+        ["visits (the mailer)", 9, 0.8, "+0.7000 … +0.9000", 1.05, "+1.0000 … +1.1000", 1.1]
+    ]
 
 
 def test_simulated_basket_sizes_are_judged_against_the_ten_percent_target():

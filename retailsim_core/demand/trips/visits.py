@@ -5,8 +5,10 @@ model's demand (units = trips × basket × quantity).
   from their first trip on: ``visited`` (at least one trip that week) and ``trips``. A week's
   visit probability is forecast from the weeks before it: the customer's visit rates over the
   last 4 and 13 weeks and since their first trip, the weeks since their last trip, their
-  trips per visited week, the calendar (``known_inputs.calendar_frame``) and the number of
-  products the plan puts in the mailer that week (known before the week). The model is LightGBM
+  trips per visited week, the calendar (``known_inputs.calendar_frame``), the number of
+  products the plan puts in the mailer that week and how many of them are the customer's own
+  staples (``mailer_staples``: a mailer brings in the shoppers whose staples it advertises;
+  both known before the week). The model is LightGBM
   (binary log-loss) fitted on the weeks before the forecast weeks; the baselines are the
   customer's recent weekly rates, smoothed so that a log-loss exists.
 - **Stores.** A trip's store is forecast as the store the customer visited most, each earlier
@@ -27,8 +29,10 @@ from retailsim_core.demand.libraries.gbm import lightgbm_params
 RATE_WINDOWS = (4, 13)  # a month and a quarter of weeks
 VISIT_FEATURES = (
     "rate_4", "rate_13", "rate_all", "weeks_since", "tenure", "trips_per_visit",
-    "week_sin", "week_cos", "holidays", "mailer_products",
+    "week_sin", "week_cos", "holidays", "mailer_products", "mailer_staples",
 )  # fmt: skip
+MAILER_FEATURES = ("mailer_products", "mailer_staples")  # zero: the week without its mailer
+STAPLE_TRIPS = 2  # trips with a product before week W that make it one of the customer's staples
 
 
 @dataclass(frozen=True)
@@ -77,11 +81,16 @@ def _before(expr: pl.Expr) -> pl.Expr:
 
 
 def visit_features(
-    panel: pl.LazyFrame, calendar: pl.LazyFrame, mailer: pl.LazyFrame, *, smoothing: float
+    panel: pl.LazyFrame,
+    calendar: pl.LazyFrame,
+    mailer: pl.LazyFrame,
+    staples: pl.LazyFrame,
+    *,
+    smoothing: float,
 ) -> pl.LazyFrame:
     """``panel`` with VISIT_FEATURES and the baselines ``recent_rate_<n>``: every value of a
     row of week W reads weeks < W (``calendar``: week, week_sin, week_cos, holidays; ``mailer``:
-    week, mailer_products)."""
+    week, mailer_products; ``staples``: customer_id, week, mailer_staples)."""
     seen = pl.col("visited").cast(pl.Float64)
     tenure = pl.int_range(pl.len()).over("customer_id")  # weeks before W since the first trip
     rates = {}
@@ -102,7 +111,8 @@ def visit_features(
         )
         .join(calendar, on="week", how="left")
         .join(mailer, on="week", how="left")
-        .with_columns(pl.col("mailer_products").fill_null(0))
+        .join(staples, on=["customer_id", "week"], how="left")
+        .with_columns(pl.col(MAILER_FEATURES).fill_null(0))
     )
 
 
@@ -115,10 +125,70 @@ def mailer_products(plan: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def mailer_staples(
+    panel: pl.LazyFrame, trips: pl.LazyFrame, plan: pl.LazyFrame, *, weeks: tuple[int, int]
+) -> pl.LazyFrame:
+    """customer_id, week, mailer_staples for the ``panel`` rows of ``weeks`` (first, last): how
+    many products of week W's mailer, at the stores of the region of the customer's last trip
+    before W, they bought on ``STAPLE_TRIPS`` trips before W. A source without regions (The
+    Complete Journey) reads the mailer of any store. Cost grows with the customers' purchases
+    of mailer products, never with customers x products x weeks. (``trips``: customer_id,
+    week, shop_date, shop_hour, basket_id, store_id, store_region, products; ``plan``: week,
+    product_id, store_id, mailer.)"""
+    lo, hi = weeks
+    region = pl.col("store_region").fill_null("")
+    stores = trips.select("store_id", region).unique("store_id")
+    mailer = (
+        plan.filter(pl.col("mailer") & pl.col("week").is_between(lo, hi))
+        .join(stores, on="store_id")
+        .select(pl.col("week").cast(pl.Int16), "product_id", "store_region")
+        .unique()
+    )
+    staples = (
+        trips.filter(pl.col("week") < hi)
+        .select("customer_id", "week", pl.col("products").alias("product_id"))
+        .explode("product_id", empty_as_null=False)
+        .join(mailer.select("product_id").unique(), on="product_id", how="semi")
+        .group_by("customer_id", "product_id")
+        .agg(since=pl.col("week").sort().slice(STAPLE_TRIPS - 1, 1).first())
+        .filter(pl.col("since").is_not_null())
+    )
+    # The region of each customer's last trip, known from the week after it.
+    last = (
+        trips.sort("customer_id", "shop_date", "shop_hour", "basket_id")
+        .group_by("customer_id", "week", maintain_order=True)
+        .agg(region.last())
+        .select("customer_id", "store_region", known=(pl.col("week") + 1).cast(pl.Int16))
+        .sort("customer_id", "known")
+    )
+    rows = (
+        panel.filter(pl.col("week").is_between(lo, hi))
+        .select("customer_id", pl.col("week").cast(pl.Int16))
+        .sort("customer_id", "week")
+        .join_asof(
+            last,
+            left_on="week",
+            right_on="known",
+            by="customer_id",
+            strategy="backward",
+            check_sortedness=False,
+        )  # both sorted just above
+        .select("customer_id", "week", "store_region")
+    )
+    return (
+        staples.join(mailer, on="product_id")
+        .filter(pl.col("week") > pl.col("since"))
+        .join(rows, on=["customer_id", "week", "store_region"], how="semi")
+        .group_by("customer_id", "week")
+        .agg(mailer_staples=pl.len().cast(pl.Int32))
+    )
+
+
 def visit_forecasts(
     frame: pl.DataFrame, *, first_forecast_week: int, cfg: TripsConfig
 ) -> pl.DataFrame:
-    """customer_id, week, visited, p_visit and the recent-rate baselines for every forecast
+    """customer_id, week, visited, p_visit, p_visit_no_mailer (the same week without its mailer)
+    and the recent-rate baselines for every forecast
     week of ``frame`` (``visit_features``); the model is fitted on the ``train_weeks`` before
     the forecast weeks, each customer's first week left out (a visit by construction)."""
     import lightgbm as lgb  # heavy import: only this check needs it
@@ -131,13 +201,19 @@ def visit_forecasts(
     model.fit(fit.select(VISIT_FEATURES).to_numpy(), fit["visited"].to_numpy())
     test = frame.filter(pl.col("week") >= first_forecast_week)
     p = model.predict_proba(test.select(VISIT_FEATURES).to_numpy())[:, 1]
+    # The same weeks without their mailer: the forecast's traffic lift from the plan.
+    bare = test.with_columns(pl.lit(0).alias(c) for c in MAILER_FEATURES)
+    p_bare = model.predict_proba(bare.select(VISIT_FEATURES).to_numpy())[:, 1]
     # A customer's trips per visited week before W (one where they never visited before):
     # with the visit probability, the trips they are expected to make (the world model's sum).
     per_visit = pl.col("trips_per_visit").fill_nan(None).fill_null(1.0)
     return test.select(
         "customer_id", "week", "visited", "trips", *(f"recent_rate_{n}" for n in RATE_WINDOWS),
         trips_per_visit=per_visit,
-    ).with_columns(p_visit=pl.Series(p, dtype=pl.Float64)).with_columns(
+    ).with_columns(
+        p_visit=pl.Series(p, dtype=pl.Float64),
+        p_visit_no_mailer=pl.Series(p_bare, dtype=pl.Float64),
+    ).with_columns(
         expected_trips=pl.col("p_visit") * pl.col("trips_per_visit")
     )  # fmt: skip
 

@@ -119,6 +119,10 @@ def quantity_forecasts(
             quantity_model=pl.when(pl.col("alpha").is_not_null())
             .then(1.0 + (pl.col("alpha") + index).exp())
             .otherwise(pl.lit(overall)),
+            # The same line without its promotion (price index 1, no display, no mailer).
+            quantity_no_promotion=pl.when(pl.col("alpha").is_not_null())
+            .then(1.0 + pl.col("alpha").exp())
+            .otherwise(pl.lit(overall)),
         )
         .drop("alpha")
     )

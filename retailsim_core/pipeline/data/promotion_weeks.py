@@ -10,12 +10,14 @@ from pathlib import Path
 import polars as pl
 
 from retailsim_core.ingest.file_reader import ReadLimits
+from retailsim_core.ingest.lgsr_plan import LgsrPlanFiles
 from retailsim_core.ingest.promotion_plan import (
     PROMOTIONS_QUARANTINE_SCHEMA,
     SOURCE_PROMOTIONS_SCHEMA,
     PromotionTable,
 )
 from retailsim_core.pipeline.data.ingest_weeks import reason_counts
+from retailsim_core.storage.io import sha256_of
 from retailsim_core.storage.warehouse import Warehouse
 from retailsim_core.tables import PROMOTION_CELLS_TABLE, PROMOTIONS_QUARANTINE_TABLE
 
@@ -44,14 +46,20 @@ def ingest_promotions(
     log: Callable[[str], None] = lambda _: None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Write each week's promotion cells and quarantine; returns (per-week report, quarantine
-    reason counts). A source without a promotion table (LGSR), or an export without
-    ``promotions.parquet``, writes empty weeks whose manifest says ``no_table``: a reader can
-    tell "nothing promoted" from "nothing known"."""
-    table = PromotionTable(raw_dir, limits) if source in SOURCES_WITH_A_TABLE else None
-    present = table is not None and table.present
+    reason counts). A week without a plan (an LGSR week without its ``promotions_YYYYWW.csv``,
+    dunnhumby's files never have one; an export without ``promotions.parquet``) is written
+    empty with the manifest status ``no_table``: a reader can tell "nothing promoted" from
+    "nothing known"."""
+    # An LGSR-format source has a plan file per week where it has one (D132).
+    table = (
+        PromotionTable(raw_dir, limits)
+        if source in SOURCES_WITH_A_TABLE
+        else LgsrPlanFiles(raw_dir, limits)
+    )
     reports, reasons = [], []
     for week in weeks:
         start = time.perf_counter()
+        present = table.has(week)
         if present:
             cells, quarantine, read = table.week(week)
         else:
@@ -77,8 +85,7 @@ def ingest_promotions(
             {
                 **row,
                 "source": source,
-                "source_sha256": table.sha256 if present else None,
-                "source_rows": table.source_rows if present else None,
+                **_source(table, week, present),
             },
         )
         reports.append({**row, "seconds": time.perf_counter() - start})
@@ -86,6 +93,16 @@ def ingest_promotions(
             reasons.append(quarantine.select(pl.col("reason").str.split(";")).explode("reason"))
         log(f"week {week}: {row['status']}, {read:,} read, {quarantine.height:,} rejected")
     return pl.DataFrame(reports, schema=PROMOTION_REPORT_SCHEMA), reason_counts(reasons)
+
+
+def _source(table: PromotionTable | LgsrPlanFiles, week: int, present: bool) -> dict:
+    """The manifest's source fields: one table's checksum and rows (accounted over the whole
+    source), or the week's own file's checksum (a file per week is accounted in its week)."""
+    if not present:
+        return {"source_sha256": None, "source_rows": None}
+    if isinstance(table, PromotionTable):
+        return {"source_sha256": table.sha256, "source_rows": table.source_rows}
+    return {"source_sha256": sha256_of(table.path(week)), "source_rows": None}
 
 
 def known_promotion_weeks(warehouse: Warehouse, weeks: Iterable[int]) -> list[int]:

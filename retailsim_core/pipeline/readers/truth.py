@@ -17,7 +17,13 @@ from pathlib import Path
 import polars as pl
 
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.synth.world import FINGERPRINT_FILE, SUBSTITUTES_FILE, PlantedTruth
+from retailsim_core.synth.world import (
+    FINGERPRINT_FILE,
+    SUBSTITUTES_FILE,
+    PlantedTruth,
+    World,
+    load_world,
+)
 from retailsim_core.tables import RAW_TABLE
 
 
@@ -69,6 +75,13 @@ def bind_truth(truth_dir: Path | None, warehouse: Warehouse) -> TruthBinding:
 def read_truth(binding: TruthBinding) -> PlantedTruth | None:
     """The bound planted truth, read once for a run and passed down (None when none is bound)."""
     return None if binding.truth_dir is None else PlantedTruth.read(binding.truth_dir)
+
+
+def bound_world(truth_dir: Path | None, warehouse: Warehouse) -> World | None:
+    """The planted world of ``truth_dir`` when it is bound to the warehouse's files, else None
+    (its tables only: the planted baskets are not read)."""
+    binding = bind_truth(truth_dir, warehouse)
+    return None if binding.truth_dir is None else load_world(binding.truth_dir)
 
 
 def planted_substitutes(binding: TruthBinding) -> pl.DataFrame | None:

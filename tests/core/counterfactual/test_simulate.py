@@ -1,6 +1,8 @@
 """Basket generation, expected units, autograd elasticities and shelf prices (the pricing
 environment: tests/core/pricing)."""
 
+import copy
+
 import numpy as np
 import polars as pl
 import pytest
@@ -20,6 +22,7 @@ from retailsim_core.counterfactual.simulate import (
 )
 from retailsim_core.datasets.shelf import SHELF_FEATURES, ShelfPrices, with_price_multipliers
 from retailsim_core.datasets.tokens import ProductVocab
+from retailsim_core.models.heads.products import CONTEXT_SHELF_FEATURES
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.training.checkpoints.checkpoint import load_model
 
@@ -78,9 +81,15 @@ def test_counterfactual_prices_change_the_simulation(world):
     assert base != sale  # a 70% sale on everything: product-level responses
     from retailsim_core.counterfactual.simulate import first_slot_distribution
 
-    # The product whose own-depth response the training weeks made largest (D88): its own price
-    # cut helps it wherever it is on the shelf. (A context's weight on the price level has a
-    # free sign, a tier preference, so a product with a weak own response may not gain.)
+    # A product's own price cut helps it wherever it is on the shelf through its own-depth
+    # response, which is never negative (D45). A context's weight on the price level has a
+    # free sign (a tier preference) that can outweigh it, so the mechanism is checked with
+    # that weight at zero.
+    model = copy.deepcopy(model)
+    level = CONTEXT_SHELF_FEATURES.index("log_relative_price")
+    with torch.no_grad():
+        model.price_response.context_weights.weight[level] = 0.0
+        model.price_response.context_weights.bias[level] = 0.0
     available = batch["shelf"][..., 3] > 0  # (B, V)
     own = model.price_response.product_weights[:, 0].detach()
     product = int(torch.where(available.any(0), own, -1.0).argmax())

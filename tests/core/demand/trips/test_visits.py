@@ -10,6 +10,7 @@ from retailsim_core.demand.trips.trip_check import store_scores, visit_scores
 from retailsim_core.demand.trips.visits import (
     TripsConfig,
     log_loss,
+    mailer_staples,
     store_choice,
     visit_features,
     visit_forecasts,
@@ -21,6 +22,9 @@ CAL = pl.LazyFrame(
      "holidays": pl.Series([0] * 79, dtype=pl.Int8)}
 )  # fmt: skip
 NO_MAILER = pl.LazyFrame(schema={"week": pl.Int16, "mailer_products": pl.Int32})
+NO_STAPLES = pl.LazyFrame(
+    schema={"customer_id": pl.String, "week": pl.Int16, "mailer_staples": pl.Int32}
+)
 
 
 def _trips(rows) -> pl.LazyFrame:
@@ -38,7 +42,7 @@ def test_the_visit_panel_starts_at_the_first_trip_and_the_features_read_earlier_
     panel = visit_panel(trips, first_forecast_week=5, last_week=6)
     # B's first trip falls in a forecast week: not a customer known before, not forecast
     assert panel.collect()["customer_id"].unique().to_list() == ["A"]
-    out = visit_features(panel, CAL, NO_MAILER, smoothing=0.5).collect()
+    out = visit_features(panel, CAL, NO_MAILER, NO_STAPLES, smoothing=0.5).collect()
     assert out["week"].to_list() == [2, 3, 4, 5, 6]
     assert out["trips"].to_list() == [2, 0, 1, 0, 0]
     assert out["tenure"].to_list() == [0, 1, 2, 3, 4]
@@ -50,7 +54,7 @@ def test_the_visit_panel_starts_at_the_first_trip_and_the_features_read_earlier_
     # changing week 5 and later leaves week 5's features as they were
     more = _trips([("A", 2, 1, "S"), ("A", 2, 2, "S"), ("A", 4, 3, "S"), ("A", 5, 9, "S")])
     again = visit_features(visit_panel(more, first_forecast_week=5, last_week=6), CAL,
-                           NO_MAILER, smoothing=0.5).collect()  # fmt: skip
+                           NO_MAILER, NO_STAPLES, smoothing=0.5).collect()  # fmt: skip
     cols = ["rate_4", "rate_13", "rate_all", "weeks_since", "trips_per_visit", "recent_rate_13"]
     assert (
         again.filter(pl.col("week") == 5)
@@ -69,7 +73,7 @@ def test_the_visit_model_learns_who_comes_more_often_than_a_flat_rate():
                 basket += 1
                 rows.append((f"C{c:03d}", w, basket, "S"))
     frame = visit_features(visit_panel(_trips(rows), first_forecast_week=51, last_week=60), CAL,
-                           NO_MAILER, smoothing=0.5).collect()  # fmt: skip
+                           NO_MAILER, NO_STAPLES, smoothing=0.5).collect()  # fmt: skip
     cfg = TripsConfig(train_weeks=40, n_estimators=80)
     visits = visit_forecasts(frame, first_forecast_week=51, cfg=cfg)
     assert visits.height == 300 * 10
@@ -98,3 +102,81 @@ def test_the_store_forecast_counts_recent_trips_and_the_baseline_is_the_last_sto
 def test_log_loss_is_finite_at_certain_forecasts():
     got = log_loss(np.array([1.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
     assert np.isfinite(got).all() and got[2] == pytest.approx(-np.log(1e-6))
+
+
+def _product_trips(rows) -> pl.LazyFrame:
+    """(customer, week, basket, store, region, products) trips."""
+    return pl.DataFrame(
+        [(c, w, b, s, r, ps, dt.date(2020, 1, 1) + dt.timedelta(days=b), 10)
+         for c, w, b, s, r, ps in rows],
+        schema={"customer_id": pl.String, "week": pl.Int16, "basket_id": pl.Int64,
+                "store_id": pl.String, "store_region": pl.String,
+                "products": pl.List(pl.String), "shop_date": pl.Date, "shop_hour": pl.Int8},
+        orient="row",
+    ).lazy()  # fmt: skip
+
+
+def _plan(rows) -> pl.LazyFrame:
+    return pl.DataFrame(
+        rows, schema={"week": pl.Int16, "product_id": pl.String, "store_id": pl.String,
+                      "mailer": pl.Boolean}, orient="row",
+    ).lazy()  # fmt: skip
+
+
+def test_mailer_staples_count_products_bought_twice_before_the_week_in_the_regions_mailer():
+    trips = _product_trips([
+        ("A", 1, 1, "S1", "N", ["P1", "P2"]),
+        ("A", 2, 2, "S1", "N", ["P1", "P2", "P3"]),
+        ("A", 3, 3, "S2", "S", ["P3"]),  # P3's second trip; A's last store is now in S
+        ("A", 4, 4, "S1", "N", ["P1", "P3"]),  # week 4's own trip: never read for week 4
+        ("B", 1, 5, "S1", "N", ["P1"]),
+    ])  # fmt: skip
+    plan = _plan([
+        (3, "P1", "S1", True), (3, "P2", "S1", True), (3, "P3", "S2", True),
+        (4, "P1", "S1", True), (4, "P3", "S1", True), (4, "P3", "S2", False),
+        (4, "P2", "S2", True),
+    ])  # fmt: skip
+    panel = visit_panel(trips.select("customer_id", "week", "basket_id"), first_forecast_week=3,
+                        last_week=4)  # fmt: skip
+    got = mailer_staples(panel, trips, plan, weeks=(3, 4)).collect().sort("customer_id", "week")
+    # week 3: A's last trip (week 2) was in region N, whose mailer has P1 and P2, both bought on
+    # two trips before week 3; P3 is in S's mailer and had one trip before week 3.
+    # week 4: A's last trip (week 3) was in S, whose mailer has P2 (a staple); P1 and P3 are
+    # in N's mailer only. B bought P1 once: no staple.
+    assert got.rows() == [("A", 3, 2), ("A", 4, 1)]
+
+
+def test_mailer_staples_read_nothing_of_the_week_they_describe():
+    base = [("A", 1, 1, "S1", "N", ["P1"]), ("A", 2, 2, "S1", "N", ["P1"])]
+    plan = _plan([(3, "P1", "S1", True), (3, "P2", "S1", True)])
+    later = base + [("A", 3, 3, "S1", "N", ["P2"]), ("A", 3, 4, "S1", "N", ["P2"])]
+    out = []
+    for rows in (base, later):
+        trips = _product_trips(rows)
+        panel = visit_panel(trips.select("customer_id", "week", "basket_id"),
+                            first_forecast_week=3, last_week=3)  # fmt: skip
+        out.append(mailer_staples(panel, trips, plan, weeks=(3, 3)).collect())
+    assert out[0].equals(out[1]) and out[0]["mailer_staples"].to_list() == [1]
+
+
+def test_the_visit_forecast_reports_the_same_week_without_its_mailer():
+    rng = np.random.default_rng(1)
+    rows, staples, basket = [], [], 0
+    for c in range(300):
+        for w in range(1, 61):
+            n = int(rng.integers(0, 3))  # the week's mailer holds n of the customer's staples
+            staples.append((f"C{c:03d}", w, n))
+            if rng.random() < 0.15 + 0.3 * n:
+                basket += 1
+                rows.append((f"C{c:03d}", w, basket, "S"))
+    panel = visit_panel(_trips(rows), first_forecast_week=51, last_week=60)
+    lazy = pl.DataFrame(staples, schema=NO_STAPLES.collect_schema(), orient="row").lazy()
+    frame = visit_features(panel, CAL, NO_MAILER, lazy, smoothing=0.5).collect()
+    visits = visit_forecasts(frame, first_forecast_week=51,
+                             cfg=TripsConfig(train_weeks=40, n_estimators=80))  # fmt: skip
+    got = visits.join(lazy.collect(), on=["customer_id", "week"])
+    lift = got.group_by("mailer_staples").agg((pl.col("p_visit") / pl.col("p_visit_no_mailer"))
+                                              .mean()).sort("mailer_staples")  # fmt: skip
+    # no staple in the mailer: the same week as without it; more staples, a larger lift
+    assert lift["p_visit"].to_list()[0] == pytest.approx(1.0)
+    assert lift["p_visit"].to_list()[2] > lift["p_visit"].to_list()[1] > 1.2

@@ -72,6 +72,11 @@ def test_the_stock_up_model_recovers_a_planted_price_response_and_beats_the_mean
     model, mean = scores["promoted"]["quantity_model"], scores["promoted"]["product_mean"]
     assert model["mae"] < mean["mae"] and model["mae_minus_product_mean_interval"][1] < 0
     assert abs(model["bias"]) < 0.05 and scores["all"]["lines"] == test.height
+    # without its promotion a line is forecast at its unpromoted level: the model's own lift
+    plain = test.filter(pl.col("log_price_index") == 0.0)
+    assert (plain["quantity_model"] - plain["quantity_no_promotion"]).abs().max() < 1e-12
+    cut = test.filter(pl.col("log_price_index") < 0.0)
+    assert (cut["quantity_model"] > cut["quantity_no_promotion"]).all()
 
 
 def test_with_no_response_planted_the_model_finds_none():
