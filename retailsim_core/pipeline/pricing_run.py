@@ -22,13 +22,14 @@ import numpy as np
 import polars as pl
 
 from retailsim_core.datasets.tensors import TensorConfig
+from retailsim_core.demand.world.world_demand import line_quantities
 from retailsim_core.models.world_model import WorldModelConfig
 from retailsim_core.pipeline.data.price_weeks import DERIVED_PRICES_SCHEMA
 from retailsim_core.pipeline.readers.truth import bind_truth, read_truth
 from retailsim_core.pipeline.readers.warehouse_inputs import load_model_inputs
 from retailsim_core.pipeline.world_model_training import TrainingSummary, train_world_model
 from retailsim_core.pricing.environment import PricingConfig, historical_values
-from retailsim_core.pricing.panel import build_panel, category_prices
+from retailsim_core.pricing.panel import UnitsPerLine, build_panel, category_prices
 from retailsim_core.pricing.planted import PlantedDemand
 from retailsim_core.pricing.policies import (
     evaluate,
@@ -44,7 +45,7 @@ from retailsim_core.split import TemporalSplit
 from retailsim_core.storage.io import atomic_write_parquet, atomic_write_text
 from retailsim_core.storage.mapped import MappedArrays
 from retailsim_core.storage.warehouse import Warehouse
-from retailsim_core.tables import PRICES_TABLE, SAMPLES_TABLE
+from retailsim_core.tables import DEMAND_TABLE, PRICES_TABLE, RAW_TABLE, SAMPLES_TABLE
 from retailsim_core.training.checkpoints import checkpoint as ckpt
 from retailsim_core.training.checkpoints.checkpoint import load_model
 from retailsim_core.training.run.train_config import TrainConfig
@@ -198,6 +199,8 @@ def run_pricing(
     top = _top_categories(products, cfg.categories)
     weeks, weekly, batches = _contexts(inputs, TensorConfig(**config["tensors"]), weeks, cfg)
     log(f"contexts: {sum(len(b['basket_labels']) for b in batches):,} over weeks {weeks}")
+    quantity = _quantity_fit(warehouse, split)
+    log("units per line: " + ("the demand forecast's stock-up model" if quantity else "one"))
     results, paths = {}, []
     for category in top:
         rows = (  # its best sellers; the rest of the category keeps its historical shelf
@@ -207,8 +210,9 @@ def run_pricing(
             .sort("product_id")
         )
         planted = PlantedDemand(truth, weekly, rows["product_id"]) if truth else None
+        per_line = None if quantity is None else _units_per_line(rows, *quantity)
         results[category], found = _price_category(
-            model, second, weeks, batches, rows, cfg, planted
+            model, second, weeks, batches, rows, cfg, planted, per_line
         )
         for name, agent in found.pop("agents").items():  # e.g. ppo_seed0
             family, seed = name.rsplit("_", 1)
@@ -225,6 +229,12 @@ def run_pricing(
         "held_out_simulator": second is not None,
         "checkpoints": checkpoints,  # the verified ids of the simulators' models (D113)
         "planted_truth": truth is not None,
+        "units_per_line": None
+        if quantity is None
+        else {
+            "elasticity": quantity[1],
+            "mean_quantity": quantity[2],
+        },  # fmt: skip
         "planted_note": binding.note,
         "held_out_note": (
             "holdout_checkpoint: another seed on half of the training customers"
@@ -242,13 +252,36 @@ def run_pricing(
     return summary
 
 
-def _price_category(model, second, weeks, batches, rows, cfg: PricingRunConfig, planted):
+def _quantity_fit(warehouse: Warehouse, split: TemporalSplit):
+    """(each product's mean units per line before the test weeks, the quantity model's
+    elasticity on the log price index, every line's mean units) from ``demand_forecast`` (D117,
+    D133); None where it has not run or fitted no price effect."""
+    scores = warehouse.table_dir(DEMAND_TABLE) / "scores.json"
+    if not scores.exists():
+        return None
+    fit = ckpt.read_json(scores)["quantity"]
+    elasticity = fit["coefficients"].get("log_price_index")
+    if elasticity is None:
+        return None
+    raw = warehouse.scan(RAW_TABLE).select("product_id", "week", "quantity")
+    lines = line_quantities(raw, first_forecast_week=split.valid_end + 1).collect()
+    return lines, float(elasticity), float(fit["mean_quantity"])
+
+
+def _units_per_line(rows: pl.DataFrame, lines, elasticity, overall) -> UnitsPerLine:
+    mean = rows.select("product_id").join(lines, on="product_id", how="left", maintain_order="left")
+    return UnitsPerLine(mean["mean_quantity"].fill_null(overall).to_numpy(), elasticity)
+
+
+def _price_category(model, second, weeks, batches, rows, cfg: PricingRunConfig, planted, per_line):
     """Every policy of one category, found on the training simulator and judged on both."""
     env, tokens = cfg.env, rows["token"].to_numpy()
     train, held = (
         None
         if m is None
-        else build_panel(m, weeks, batches, tokens, rows, env.floor_markup, env.cost_share)
+        else build_panel(
+            m, weeks, batches, tokens, rows, env.floor_markup, env.cost_share, per_line
+        )  # fmt: skip
         for m in (model, second)
     )
     found = {

@@ -88,7 +88,7 @@ def run_world_demand(
     model_units = units.totals[first - 1]
     factor = float(observed) / model_units if model_units > 0 else 1.0
     frame = world_forecasts(test, lines, quantity_fit, units.buyers, units.buyers_unpromoted,
-                            factor=factor)  # fmt: skip
+                            units.depth, factor=factor)  # fmt: skip
     scores = _scores(frame, demand_scores["mase_scale"], n_boot=n_boot, seed=seed)
     pairs = {"world_model": ("world_model", "world_model_no_promotion")}
     if "poisson_fe" in demand_scores:

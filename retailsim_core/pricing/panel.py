@@ -10,15 +10,17 @@ plan. The historical prices are the stores' own shelf of the week, promotions in
 (multiplier 1 - depth per context), so they are not a point of the policy's action space (D89).
 
 Units are the chance each basket holds the product (``simulation.held`` of the expected basket
-size and the first-slot probability, as ``simulation.expected_units``): the trips and their
-sizes are fixed, only the choice responds.
+size and the first-slot probability, as ``simulation.expected_units``) times the units a line
+holds at that price (``UnitsPerLine``, the quantity model's stock-up, where the demand forecast
+has fitted one, D133): the trips and their sizes are fixed, the choice and the units per line
+respond.
 
 Glossary: W weeks, B contexts of a week, V vocabulary, S shelf features, n category products.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -91,6 +93,21 @@ class WeekPanel:
 
 
 @dataclass(frozen=True)
+class UnitsPerLine:
+    """Units a line holds at a price: 1 + (mean - 1) · m^b, the quantity model's stock-up
+    (D117) at price multiplier m of the regular price, from the product's mean units per line
+    (``mean``) and the model's elasticity ``b`` of the units beyond the first (D133)."""
+
+    mean: np.ndarray  # (n,) mean units per line before the test weeks
+    elasticity: float  # b: the quantity model's coefficient on the log price index
+
+    def at(self, log_m: torch.Tensor) -> torch.Tensor:
+        """(..., n) units per line at log multipliers ``log_m`` (..., n); differentiable."""
+        extra = torch.as_tensor(self.mean, dtype=torch.float64).clamp(min=0.0) - 1.0
+        return 1.0 + extra.clamp(min=0.0) * torch.exp(self.elasticity * log_m.double())
+
+
+@dataclass(frozen=True)
 class PricingPanel:
     model: WorldModel
     weeks: tuple[int, ...]
@@ -99,6 +116,7 @@ class PricingPanel:
     regular_price: np.ndarray  # (n,) money
     low: np.ndarray  # (n,) lowest allowed log multiplier
     high: np.ndarray  # (n,) highest allowed log multiplier
+    per_line: UnitsPerLine | None = None  # None: a line holds one unit at any price
 
     @property
     def n(self) -> int:
@@ -121,7 +139,8 @@ class PricingPanel:
         """(K, B, n) each context's expected units under K price vectors (K, n): the cost grows
         with the category's columns, not with the vocabulary (``slot_cache``)."""
         p = self.panels[week]
-        return held(p.size.double()[None, :, None], slot_probs(self.model, p.cache, log_m))
+        units = held(p.size.double()[None, :, None], slot_probs(self.model, p.cache, log_m))
+        return units if self.per_line is None else units * self.per_line.at(log_m)[:, None, :]
 
 
 @torch.no_grad()
@@ -144,12 +163,13 @@ def build_panel(
     prices: pl.DataFrame,
     floor_markup: float | None = None,
     cost_share: float = 0.7,
+    per_line: UnitsPerLine | None = None,
 ) -> PricingPanel:
     """A panel of ``weeks`` from each week's context batch; ``products`` (n,) tokens in the
     order of ``prices`` (``CATEGORY_PRICES_SCHEMA`` rows). The allowed range is the observed one
     (training weeks); with ``floor_markup`` the price also stays >= cost x (1 + floor_markup),
     cost = ``cost_share`` x regular price. The range always holds the regular price (the
-    episode's start)."""
+    episode's start). ``per_line``: the units a line holds at each price (None: one)."""
     tokens = torch.tensor(
         np.asarray(products), dtype=torch.long
     )  # a copy: polars arrays are read-only
@@ -158,6 +178,11 @@ def build_panel(
     if floor_markup is not None:
         low = np.maximum(low, min(np.log(cost_share * (1 + floor_markup)), 0.0))
     panels = tuple(week_panel(model, b, tokens) for b in batches)
+    if per_line is not None:  # the historical baskets' lines at their own shelf's prices
+        panels = tuple(
+            replace(p, context_units=p.context_units * per_line.at(p.context_multiplier.log()))
+            for p in panels
+        )
     return PricingPanel(
         model=model,
         weeks=tuple(weeks),
@@ -166,4 +191,5 @@ def build_panel(
         regular_price=prices["regular_price"].to_numpy().copy(),  # writable
         low=low,
         high=high,
+        per_line=per_line,
     )

@@ -5,7 +5,7 @@ on both."""
 import dagster as dg
 
 from retailsim_core.pipeline.pricing_run import RESULTS_FILE, run_pricing, train_holdout
-from retailsim_core.tables import CHECKPOINT_TABLE, HOLDOUT_TABLE, PRICING_TABLE
+from retailsim_core.tables import CHECKPOINT_TABLE, DEMAND_TABLE, HOLDOUT_TABLE, PRICING_TABLE
 from retailsim_dagster.assets.model import (
     FITTED_ON_INPUTS,
     JUDGES_CHECKPOINT,
@@ -49,10 +49,11 @@ def holdout_checkpoint(
 @dg.asset(
     **JUDGES_CHECKPOINT,
     kinds={"pytorch", "safetensors"},
-    deps=[trained_checkpoint, holdout_checkpoint],
+    deps=[trained_checkpoint, holdout_checkpoint, DEMAND_TABLE],
     description="Historical, best static, myopic (Jacobian) and PPO prices for the top "
     "categories by revenue, constrained (observed range, 10% weekly cap), judged on the world "
-    "model and on the held-out simulator: results.json, price paths, PPO weights, report.md.",
+    "model and on the held-out simulator, units per line from the demand forecast's stock-up "
+    "model: results.json, price paths, PPO weights, report.md.",
 )
 def pricing_policy(
     context: dg.AssetExecutionContext,

@@ -9,9 +9,8 @@ The shoppers and their expected trips are the trip forecast's for that store-wee
 ``world_model_demand`` wrote them (``DemandInputs``), with its calibration factor c and the
 units per line before the forecast weeks. A plan moves what goes in the baskets (the changed
 products' and their substitutes' price terms, ``shopper_units.held_units``) and the units per
-line (the quantity model's display and mailer effects), not who comes: the visit model reads
-the mailer only as the count of products in it, so one product more or less moves no visit
-forecast measurably (D130).
+line (the quantity model's display, mailer and stock-up effects), not who comes: the visit
+forecast is the trip forecast's of the plan on file (D130).
 
 Glossary: B contexts of a batch, P asked products, K changed (context, product) cells, S shelf
 features.
@@ -39,7 +38,9 @@ from retailsim_core.training.checkpoints.checkpoint import read_json, write_json
 CONTEXTS_FILE, LINES_FILE, INPUTS_FILE = (
     "forecast_contexts.parquet", "line_quantities.parquet", "plan_inputs.json"
 )  # fmt: skip
-DISPLAY, MAILER, AVAILABLE = (SHELF_FEATURES.index(f) for f in ("display", "mailer", "available"))
+DISPLAY, MAILER, AVAILABLE, DEPTH = (
+    SHELF_FEATURES.index(f) for f in ("display", "mailer", "available", "discount_depth")
+)
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,11 @@ def _kind(display: np.ndarray, mailer: np.ndarray) -> list[str]:
 def _table(data, inputs, tokens, changes, shelf, buyers, planned) -> pl.DataFrame:
     """The forecast rows (see ``plan_forecast``)."""
     display, mailer = shelf[:, DISPLAY].numpy() > 0, shelf[:, MAILER].numpy() > 0
+    # The discounts on file and under the plan: units per line stock up on a cut.
+    depth_on_file = shelf[:, DEPTH].double().numpy()
+    repriced = np.array([c.price_multiplier != 1.0 for c in changes])  # the rest keep their bits
+    planned_depth = planned_cells(shelf, changes)[:, DEPTH].double().numpy()
+    depth = np.where(repriced, planned_depth, depth_on_file)
     plan_display = [
         d if c.display is None else c.display for d, c in zip(display, changes, strict=True)
     ]
@@ -161,13 +167,15 @@ def _table(data, inputs, tokens, changes, shelf, buyers, planned) -> pl.DataFram
         "product_id": products,
         "promotion_on_file": _kind(display, mailer),
         "promotion": _kind(np.asarray(plan_display), np.asarray(plan_mailer)),
+        "depth_on_file": depth_on_file, "depth": depth,
     })  # fmt: skip
     coef, overall = inputs.coefficients, inputs.mean_quantity
     lines = inputs.lines.lazy()
 
     def per_line(kind: str) -> pl.Series:
+        depth = "depth_on_file" if kind == "promotion_on_file" else "depth"
         return cell_quantity(
-            rows.lazy().select("product_id", promotion=kind), lines, coef, overall
+            rows.lazy().select("product_id", promotion=kind, depth=depth), lines, coef, overall
         ).collect()["quantity"]
 
     median = rows.join(inputs.lines, on="product_id", how="left", maintain_order="left")[
@@ -182,4 +190,4 @@ def _table(data, inputs, tokens, changes, shelf, buyers, planned) -> pl.DataFram
         units_on_file=pl.col("buyers_on_file") * pl.col("units_per_line_on_file"),
         units=pl.col("buyers") * pl.col("units_per_line"),
         units_median=median_units(plan, median.to_numpy()),
-    )  # fmt: skip
+    ).drop("depth_on_file", "depth")  # fmt: skip

@@ -26,6 +26,7 @@ import torch
 
 from retailsim_core.counterfactual.simulate import units_of
 from retailsim_core.datasets.batch import Batch
+from retailsim_core.datasets.shelf import SHELF_FEATURES
 from retailsim_core.demand.world.world_demand import CONTEXT_COLUMNS
 from retailsim_core.models.heads.products import mixture_log_probs
 from retailsim_core.models.world_model import WorldModel
@@ -39,6 +40,7 @@ KEY = ["product_id", "store_id", "week"]
 class ShopperUnits:
     buyers: np.ndarray  # (N,) expected baskets holding each cell's product
     buyers_unpromoted: np.ndarray  # (N,) the same with the promoted cells' promotions removed
+    depth: np.ndarray  # (N,) each cell's discount depth on its store's shelf that week
     totals: dict[int, float]  # week -> sum of weight · held · quantity over every product
 
 
@@ -60,7 +62,7 @@ def shopper_units(
     tokens = data.vocab.frame().select("product_id", "token")
     keyed = _tokens(cells, tokens).with_row_index("cell")
     plan = _tokens(promoted if promoted is not None else cells.clear(), tokens).drop_nulls("token")
-    on, off = np.zeros(cells.height), np.zeros(cells.height)
+    on, off, depth = np.zeros(cells.height), np.zeros(cells.height), np.zeros(cells.height)
     totals = {}
     q = torch.tensor(np.asarray(quantity, dtype=np.float64))  # (V,) the vocabulary's tokens
     for (week,), part in contexts.sort("week").group_by("week", maintain_order=True):
@@ -78,13 +80,15 @@ def shopper_units(
         # (S, V') V' = the model's columns: the vocabulary and its special tokens after it
         acc = torch.zeros(stores.len(), model.vocab_size, dtype=torch.float64)
         acc_off = acc.clone()
+        shelf_depth = torch.zeros(stores.len(), data.vocab.size)  # (S, V) a store-week's shelf
         for lo in range(0, part.height, batch_size):
             chunk = part.slice(lo, batch_size)
-            held, held_off = _basket_units(model, data, chunk, week_plan)
+            held, held_off, cut = _basket_units(model, data, chunk, week_plan)
             weight = torch.tensor(chunk["weight"].to_numpy())[:, None]  # (B, 1)
             rows = torch.tensor(chunk["row"].to_numpy())
             acc.index_add_(0, rows, held.double() * weight)
             acc_off.index_add_(0, rows, held_off.double() * weight)
+            shelf_depth[rows] = cut  # every context of a store-week sees its one shelf
         totals[int(week)] = float((acc[:, : len(q)].sum(0) * q).sum())
         found = (
             keyed.filter(pl.col("week") == week)
@@ -94,7 +98,8 @@ def shopper_units(
         at = (found["row"].to_numpy(), found["token"].to_numpy())
         on[found["cell"].to_numpy()] = acc[at].numpy()
         off[found["cell"].to_numpy()] = acc_off[at].numpy()
-    return ShopperUnits(on, off, totals)
+        depth[found["cell"].to_numpy()] = shelf_depth[at].numpy()
+    return ShopperUnits(on, off, depth, totals)
 
 
 def _tokens(cells: pl.DataFrame, tokens: pl.DataFrame) -> pl.DataFrame:
@@ -105,16 +110,18 @@ def _tokens(cells: pl.DataFrame, tokens: pl.DataFrame) -> pl.DataFrame:
 
 def _basket_units(
     model: WorldModel, data: ServingData, chunk: pl.DataFrame, plan: pl.DataFrame
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(B, V') held units of each context's basket, as the shelf has it and with the
-    promotions of ``plan``'s cells at the context's store removed (the same where none)."""
+    promotions of ``plan``'s cells at the context's store removed (the same where none); (B, V)
+    the discount depth of each product on the context's shelf."""
     batch = data.batch(chunk.select(CONTEXT_COLUMNS))
+    cut = batch["shelf"][..., SHELF_FEATURES.index("discount_depth")]
     pairs = (
         chunk.select("store_id").with_row_index("b").join(plan, on="store_id")
     )  # (K,) a context's promoted products at its store this week
     bk = torch.tensor(pairs["b"].to_numpy()).long()
     tk = torch.tensor(pairs["token"].to_numpy()).long()
-    return held_units(model, batch, bk, tk, without_promotion)
+    return *held_units(model, batch, bk, tk, without_promotion), cut
 
 
 def held_units(

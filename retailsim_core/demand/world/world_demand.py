@@ -10,7 +10,8 @@ predicted baskets"). For a cell (product p, store s) in week W, made before W:
   customer's trips of weeks < W, the store's shelf of week W (the plan's promotions included),
   the weekday and hour of their last trip before the forecast weeks;
 - E[q]: the product's mean units per line before the forecast weeks, the units beyond the first
-  scaled by the quantity model's display and mailer effects where the week's plan has them;
+  scaled by the quantity model's display and mailer effects where the week's plan has them and
+  by its stock-up effect of the cell's discount on the week's shelf;
 - c: one calibration factor, the units every shopper bought in the last week before the
   forecast weeks over the model's units for that week's trips of known customers (what known
   customers' modelled baskets miss: shoppers without a card, new ones, the size head's bias).
@@ -105,20 +106,26 @@ def line_quantities(raw: pl.LazyFrame, *, first_forecast_week: int) -> pl.LazyFr
 def cell_quantity(
     cells: pl.LazyFrame, means: pl.LazyFrame, coefficients: dict[str, float], overall: float
 ) -> pl.LazyFrame:
-    """``cells`` (product_id, promotion: none/display/mailer/display+mailer) with ``quantity``:
-    E[units per line] = 1 + (mean - 1) · exp(b_display · display + b_mailer · mailer), the
-    quantity model's plan effects on the units beyond the first (the mean of all lines,
-    ``overall``, for a product never seen)."""
+    """``cells`` (product_id, promotion: none/display/mailer/display+mailer, and optionally
+    depth: the cell's discount on the shelf) with ``quantity``: E[units per line] = 1 + (mean -
+    1) · exp(b_display · display + b_mailer · mailer + b_price · log(1 - depth)), the quantity
+    model's plan and stock-up effects on the units beyond the first (the mean of all lines,
+    ``overall``, for a product never seen). The model's price index is the shelf price over the
+    product's typical price; a cell's discount is that index's log where the typical price is
+    the regular one."""
     effect = sum(
         pl.col("promotion").str.contains(flag).cast(pl.Float64) * (coefficients.get(flag) or 0.0)
         for flag in ("display", "mailer")
     )
+    if "depth" in cells.collect_schema().names():
+        index = (1.0 - pl.col("depth").fill_null(0.0).clip(0.0, 0.95)).log()
+        effect = effect + index * (coefficients.get("log_price_index") or 0.0)
     mean = pl.col("mean_quantity").fill_null(overall)
     return (
         cells.join(means.select("product_id", "mean_quantity"), on="product_id", how="left",
                    maintain_order="left")
         .with_columns(quantity=1.0 + (mean - 1.0).clip(lower_bound=0.0) * effect.exp())
-        .drop("mean_quantity")
+        .drop("mean_quantity", strict=False)
     )  # fmt: skip
 
 
@@ -144,17 +151,22 @@ def world_forecasts(
     quantity_fit: dict,
     buyers: np.ndarray,
     buyers_unpromoted: np.ndarray,
+    depth: np.ndarray,
     *,
     factor: float,
 ) -> pl.DataFrame:
-    """``cells`` (the demand forecast's rows) with ``quantity`` (units per line under the plan),
-    ``world_model_buyers`` (factor × buyers), the mean forecast ``world_model``, the median
-    ``world_model_median`` and ``world_model_no_promotion`` (the promotions removed: their
-    buyers and units per line without the plan's effects). ``lines``: ``line_quantities``'s
-    rows; ``quantity_fit``: the quantity model's coefficients and mean_quantity."""
+    """``cells`` (the demand forecast's rows) with ``quantity`` (units per line under the plan
+    and the shelf's discount ``depth`` (N,)), ``world_model_buyers`` (factor × buyers), the
+    mean forecast ``world_model``, the median ``world_model_median`` and
+    ``world_model_no_promotion`` (the promotions removed: their buyers, and units per line
+    without the plan's effects or the promoted cells' discounts). ``lines``:
+    ``line_quantities``'s rows; ``quantity_fit``: the quantity model's coefficients and
+    mean_quantity."""
     coef, overall = quantity_fit["coefficients"], float(quantity_fit["mean_quantity"])
     scaled, scaled_off = factor * np.asarray(buyers), factor * np.asarray(buyers_unpromoted)
-    plain = cells.lazy().select("product_id", promotion=pl.lit("none"))
+    cells = cells.with_columns(depth=pl.Series(np.asarray(depth, dtype=np.float64)))
+    kept = pl.when(pl.col("promotion") == "none").then(pl.col("depth")).otherwise(0.0)
+    plain = cells.lazy().select("product_id", promotion=pl.lit("none"), depth=kept)
     unpromoted = cell_quantity(plain, lines.lazy(), coef, overall).collect()["quantity"]
     line_median = (
         cells.select("product_id")
@@ -165,6 +177,7 @@ def world_forecasts(
     return (
         cell_quantity(cells.lazy(), lines.lazy(), coef, overall)
         .collect()
+        .drop("depth")
         .with_columns(
             world_model_buyers=pl.Series(scaled),
             world_model=pl.Series(scaled) * pl.col("quantity"),

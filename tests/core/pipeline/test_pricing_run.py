@@ -123,3 +123,29 @@ def test_pricing_refuses_a_damaged_simulator(tiny_checkpoint, tiny_warehouse, tm
     wh, split = tiny_warehouse["warehouse"], tiny_warehouse["split"]
     with pytest.raises(UnverifiedCheckpointError, match=f"materialize {damaged}_checkpoint"):
         run_pricing(wh, split, folders["trained"], folders["holdout"], tmp_path / "out")
+
+
+def test_units_per_line_come_from_the_demand_forecasts_quantity_fit(tiny_warehouse, tmp_path):
+    from retailsim_core.pipeline.pricing_run import _quantity_fit, _units_per_line
+    from retailsim_core.storage.warehouse import Warehouse
+    from retailsim_core.tables import DEMAND_TABLE, RAW_TABLE
+
+    root = tmp_path / "wh"
+    shutil.copytree(tiny_warehouse["warehouse"].root, root)
+    wh, split = Warehouse(root), tiny_warehouse["split"]
+    assert _quantity_fit(wh, split) is None  # no demand forecast: one unit a line
+    folder = wh.table_dir(DEMAND_TABLE)
+    folder.mkdir(parents=True)
+    fit = {"coefficients": {"log_price_index": None, "display": 0.1}, "mean_quantity": 1.3}
+    (folder / "scores.json").write_text(json.dumps({"quantity": fit}))
+    assert _quantity_fit(wh, split) is None  # no price effect fitted: nothing to scale
+    fit["coefficients"]["log_price_index"] = -0.8
+    (folder / "scores.json").write_text(json.dumps({"quantity": fit}))
+    lines, elasticity, overall = _quantity_fit(wh, split)
+    assert elasticity == -0.8 and overall == 1.3
+    raw = wh.scan(RAW_TABLE).filter(pl.col("week") <= split.valid_end).collect()
+    some = raw["product_id"][0]
+    expected = raw.filter((pl.col("product_id") == some) & (pl.col("quantity") > 0))["quantity"]
+    rows = pl.DataFrame({"product_id": [some, "PRD_NEVER_SOLD"]})
+    per_line = _units_per_line(rows, lines, elasticity, overall)
+    assert per_line.mean.tolist() == pytest.approx([expected.cast(pl.Float64).mean(), 1.3])

@@ -98,3 +98,31 @@ def test_a_margin_floor_raises_the_lowest_allowed_price(tiny_pricing):
     assert (floor.low >= free.low).all() and (floor.high == free.high).all()
     high_floor = build_panel(model, [12, 13, 14], batches, tokens, rows, floor_markup=1.0)
     assert (high_floor.low == 0.0).all()
+
+
+def test_units_per_line_scale_each_lines_units_by_the_stock_up_at_its_price(tiny_pricing):
+    from retailsim_core.pricing.panel import UnitsPerLine, build_panel
+
+    model, rows, batches = tiny_pricing["model"], tiny_pricing["rows"], tiny_pricing["batches"]
+    free = tiny_pricing["panel"]
+    mean = np.linspace(1.0, 2.0, free.n)
+    per_line = UnitsPerLine(mean, elasticity=-1.5)
+    panel = build_panel(model, [12, 13, 14], batches, rows["token"].to_numpy(), rows,
+                        per_line=per_line)  # fmt: skip
+    log_m = torch.linspace(-0.3, 0.2, free.n, dtype=torch.float64)
+    factor = 1 + (mean - 1) * np.exp(-1.5 * log_m.numpy())  # (n,)
+    with torch.no_grad():
+        got, plain = panel.units(1, log_m).numpy(), free.units(1, log_m).numpy()
+    np.testing.assert_allclose(got, plain * factor, rtol=1e-10)
+    # the historical baskets at their own shelf: each context's own price multiplier
+    week = free.panels[0]
+    own = 1 + (mean - 1) * week.context_multiplier.numpy() ** -1.5  # (B, n)
+    np.testing.assert_allclose(
+        panel.panels[0].context_units.numpy(), week.context_units.numpy() * own, rtol=1e-10
+    )
+    # a product with one unit a line (mean 1) never stocks up; a cut sells more per line
+    one = UnitsPerLine(np.ones(2), elasticity=-1.5)
+    assert one.at(torch.tensor([-0.5, 0.5], dtype=torch.float64)).tolist() == [1.0, 1.0]
+    two = UnitsPerLine(np.full(2, 2.0), elasticity=-1.5)
+    cut, rise = two.at(torch.tensor([np.log(0.5), np.log(1.2)], dtype=torch.float64)).tolist()
+    assert cut == pytest.approx(1 + 0.5**-1.5) and rise == pytest.approx(1 + 1.2**-1.5)

@@ -14,7 +14,7 @@ from retailsim_core.counterfactual.simulate import basket_units
 from retailsim_core.datasets.shelf import SHELF_FEATURES
 from retailsim_core.demand.world.plan_forecast import DemandInputs, plan_forecast, planned_cells
 from retailsim_core.demand.world.world_demand import CONTEXT_COLUMNS
-from retailsim_core.serving.plan import PlanChange
+from retailsim_core.serving.plan import PlanChange, shelf_cells
 
 AVAILABLE, DISPLAY = SHELF_FEATURES.index("available"), SHELF_FEATURES.index("display")
 
@@ -104,6 +104,22 @@ def test_units_per_line_follow_the_planned_promotion(planning, tiny_service):
     assert table["promotion"][0] == "display+mailer"
     assert table["units_per_line"][0] == pytest.approx(1 + (mean - 1) * np.exp(0.75))
     assert table["units"][0] == pytest.approx(table["buyers"][0] * table["units_per_line"][0])
+
+
+def test_units_per_line_stock_up_on_a_planned_cut(planning, tiny_service):
+    inputs, at, _, tokens = planning
+    inputs = dataclasses.replace(inputs, coefficients={"log_price_index": -1.5})
+    changes = [PlanChange(price_multiplier=0.5)] + [PlanChange()] * (len(tokens) - 1)
+    table = _forecast(tiny_service, inputs, at, tokens, changes)
+    shelf = shelf_cells(tiny_service.data, at["store_id"], at["date"], np.asarray(tokens[:1]))
+    depth = SHELF_FEATURES.index("discount_depth")
+    on_file, planned = float(shelf[0, depth]), float(planned_cells(shelf, changes[:1])[0, depth])
+    assert planned > on_file
+    mean = inputs.lines.filter(pl.col("product_id") == table["product_id"][0])["mean_quantity"]
+    mean = float(mean[0]) if len(mean) else inputs.mean_quantity
+    for column, d in (("units_per_line_on_file", on_file), ("units_per_line", planned)):
+        assert table[column][0] == pytest.approx(1 + (mean - 1) * (1 - d) ** -1.5, rel=1e-5)
+    assert table["units_per_line"][1:].equals(table["units_per_line_on_file"][1:])
 
 
 def test_planned_cells_keep_what_the_plan_does_not_say():

@@ -91,6 +91,11 @@ def test_units_per_line_scale_the_units_beyond_the_first_by_the_plan():
                           "promotion": ["none", "display+mailer", "mailer"]})  # fmt: skip
     out = cell_quantity(cells, means, {"display": 0.5, "mailer": None}, overall=1.4).collect()
     assert out["quantity"].to_list() == pytest.approx([2.0, 1 + np.exp(0.5), 1.4])
+    # a cut on the shelf: the stock-up effect of log(1 - depth), none without a coefficient
+    cut = cells.with_columns(depth=pl.Series([0.5, 0.0, None]))
+    coef = {"display": 0.5, "log_price_index": -1.5}
+    out = cell_quantity(cut, means, coef, overall=1.4).collect()
+    assert out["quantity"].to_list() == pytest.approx([1 + 0.5**-1.5, 1 + np.exp(0.5), 1.4])
 
 
 def test_the_median_forecast_is_the_buyers_poisson_median_times_a_lines_median():
@@ -104,13 +109,18 @@ def test_the_forecasts_combine_buyers_units_per_line_and_the_factor():
     cells = pl.DataFrame({"product_id": ["P", "P", "Q"], "store_id": ["S", "S", "S"],
                           "week": [5, 6, 5], "promotion": ["none", "mailer", "none"]})  # fmt: skip
     lines = pl.DataFrame({"product_id": ["P"], "mean_quantity": [1.5], "median_quantity": [1.0]})
-    fit = {"coefficients": {"display": None, "mailer": 0.4}, "mean_quantity": 1.2}
+    fit = {"coefficients": {"display": None, "mailer": 0.4, "log_price_index": -1.0},
+           "mean_quantity": 1.2}  # fmt: skip
+    depth = np.array([0.0, 0.2, 0.5])  # Q is cut without a display or mailer
     out = world_forecasts(cells, lines, fit, np.array([0.5, 1.0, 0.2]), np.array([0.5, 0.6, 0.2]),
-                          factor=2.0)  # fmt: skip
-    mailer_q = 1 + 0.5 * np.exp(0.4)
+                          depth, factor=2.0)  # fmt: skip
+    mailer_q = 1 + 0.5 * np.exp(0.4) / 0.8
+    q_cut = 1 + 0.2 / 0.5
     assert out["world_model_buyers"].to_list() == pytest.approx([1.0, 2.0, 0.4])
-    assert out["world_model"].to_list() == pytest.approx([1.5, 2 * mailer_q, 0.4 * 1.2])
+    assert out["world_model"].to_list() == pytest.approx([1.5, 2 * mailer_q, 0.4 * q_cut])
     # Poisson medians of 1, 2 and 0.4 buyers × a line's median (1; Q has no line: 1)
     assert out["world_model_median"].to_list() == [1.0, 2.0, 0.0]
-    # without the promotion: fewer buyers and the units per line without the mailer's effect
-    assert out["world_model_no_promotion"].to_list() == pytest.approx([1.5, 1.2 * 1.5, 0.48])
+    # without the promotion: fewer buyers and the units per line without the mailer's effect or
+    # the promoted cell's cut; Q was not promoted, so its cut stays
+    assert out["world_model_no_promotion"].to_list() == pytest.approx([1.5, 1.2 * 1.5, 0.4 * q_cut])
+    assert "depth" not in out.columns
