@@ -17,10 +17,10 @@ from pathlib import Path
 from retailsim_core.demand.cells.known_inputs import calendar_frame
 from retailsim_core.demand.response_recovery import lift_recovery, planted_visit_lift
 from retailsim_core.demand.trips.trip_check import store_scores, tuned_store_choice, visit_scores
+from retailsim_core.demand.trips.mailer import mailer_products, mailer_staples
 from retailsim_core.demand.trips.visits import (
     TripsConfig,
-    mailer_products,
-    mailer_staples,
+    chosen_features,
     store_shares,
     visit_features,
     visit_forecasts,
@@ -68,7 +68,9 @@ def run_trip_check(
         staples,
         smoothing=cfg.smoothing,
     ).collect()
-    visits = visit_forecasts(frame, first_forecast_week=first, cfg=cfg)
+    valid_weeks = (split.train_end + 1, split.valid_end)
+    features, valid_losses = chosen_features(frame, valid_weeks=valid_weeks, cfg=cfg)
+    visits = visit_forecasts(frame, first_forecast_week=first, cfg=cfg, features=features)
     stores, half_life, valid_accuracy = tuned_store_choice(
         trips, valid_weeks=(split.train_end + 1, split.valid_end), test_weeks=(first, last),
         cfg=cfg,
@@ -81,6 +83,7 @@ def run_trip_check(
             "validation_accuracy": {str(k): v for k, v in valid_accuracy.items()},
         },
         "test_weeks": [first, last],
+        "visit_features": {"chosen": list(features), "validation_log_loss": valid_losses},
     }
     if world is not None:  # the planted traffic response (D132)
         lifts = planted_visit_lift(world, visits)

@@ -6,11 +6,13 @@ import numpy as np
 import polars as pl
 import pytest
 
+from retailsim_core.demand.trips.mailer import mailer_staples
 from retailsim_core.demand.trips.trip_check import store_scores, visit_scores
 from retailsim_core.demand.trips.visits import (
+    VISIT_FEATURES,
     TripsConfig,
+    chosen_features,
     log_loss,
-    mailer_staples,
     store_choice,
     visit_features,
     visit_forecasts,
@@ -23,8 +25,9 @@ CAL = pl.LazyFrame(
 )  # fmt: skip
 NO_MAILER = pl.LazyFrame(schema={"week": pl.Int16, "mailer_products": pl.Int32})
 NO_STAPLES = pl.LazyFrame(
-    schema={"customer_id": pl.String, "week": pl.Int16, "mailer_staples": pl.Int32}
-)
+    schema={"customer_id": pl.String, "week": pl.Int16, "mailer_staples": pl.Int32,
+            "mailer_staple_share": pl.Float64}
+)  # fmt: skip
 
 
 def _trips(rows) -> pl.LazyFrame:
@@ -143,7 +146,9 @@ def test_mailer_staples_count_products_bought_twice_before_the_week_in_the_regio
     # two trips before week 3; P3 is in S's mailer and had one trip before week 3.
     # week 4: A's last trip (week 3) was in S, whose mailer has P2 (a staple); P1 and P3 are
     # in N's mailer only. B bought P1 once: no staple.
-    assert got.rows() == [("A", 3, 2), ("A", 4, 1)]
+    assert got.select("customer_id", "week", "mailer_staples").rows() == [("A", 3, 2), ("A", 4, 1)]
+    # their share of A's staples: P1 and P2 before week 3; P3 too before week 4
+    assert got["mailer_staple_share"].to_list() == pytest.approx([1.0, 1 / 3])
 
 
 def test_mailer_staples_read_nothing_of_the_week_they_describe():
@@ -159,24 +164,50 @@ def test_mailer_staples_read_nothing_of_the_week_they_describe():
     assert out[0].equals(out[1]) and out[0]["mailer_staples"].to_list() == [1]
 
 
-def test_the_visit_forecast_reports_the_same_week_without_its_mailer():
+def _staple_frame(informative: bool):
+    """300 customers x 60 weeks whose mailer holds n of their staples (share n / 4); a visit's
+    chance grows with n where ``informative``, else n is noise."""
     rng = np.random.default_rng(1)
     rows, staples, basket = [], [], 0
     for c in range(300):
         for w in range(1, 61):
-            n = int(rng.integers(0, 3))  # the week's mailer holds n of the customer's staples
-            staples.append((f"C{c:03d}", w, n))
-            if rng.random() < 0.15 + 0.3 * n:
+            n = int(rng.integers(0, 3))
+            staples.append((f"C{c:03d}", w, n, n / 4))
+            if rng.random() < 0.15 + (0.3 * n if informative else 0.3):
                 basket += 1
                 rows.append((f"C{c:03d}", w, basket, "S"))
     panel = visit_panel(_trips(rows), first_forecast_week=51, last_week=60)
     lazy = pl.DataFrame(staples, schema=NO_STAPLES.collect_schema(), orient="row").lazy()
-    frame = visit_features(panel, CAL, NO_MAILER, lazy, smoothing=0.5).collect()
+    return visit_features(panel, CAL, NO_MAILER, lazy, smoothing=0.5).collect(), lazy.collect()
+
+
+def test_the_visit_forecast_reports_the_same_week_without_its_mailer():
+    frame, staples = _staple_frame(informative=True)
     visits = visit_forecasts(frame, first_forecast_week=51,
                              cfg=TripsConfig(train_weeks=40, n_estimators=80))  # fmt: skip
-    got = visits.join(lazy.collect(), on=["customer_id", "week"])
+    got = visits.join(staples, on=["customer_id", "week"])
     lift = got.group_by("mailer_staples").agg((pl.col("p_visit") / pl.col("p_visit_no_mailer"))
                                               .mean()).sort("mailer_staples")  # fmt: skip
     # no staple in the mailer: the same week as without it; more staples, a larger lift
     assert lift["p_visit"].to_list()[0] == pytest.approx(1.0)
     assert lift["p_visit"].to_list()[2] > lift["p_visit"].to_list()[1] > 1.2
+
+
+def test_the_staples_share_is_kept_only_where_the_validation_weeks_say_it_helps():
+    cfg = TripsConfig(train_weeks=30, n_estimators=80)
+    useful, _ = _staple_frame(informative=True)
+    chosen, losses = chosen_features(useful, valid_weeks=(41, 50), cfg=cfg)
+    assert chosen == VISIT_FEATURES and losses["with_staples"] < losses["without_staples"] - 0.01
+    noise, _ = _staple_frame(informative=False)
+    chosen, losses = chosen_features(noise, valid_weeks=(41, 50), cfg=cfg)
+    assert abs(losses["with_staples"] - losses["without_staples"]) < 0.01
+    assert chosen == (
+        VISIT_FEATURES
+        if losses["with_staples"] < losses["without_staples"]
+        else tuple(f for f in VISIT_FEATURES if f != "mailer_staple_share")
+    )
+    # the forecast weeks are never read: changing them changes no choice
+    later = noise.with_columns(
+        visited=pl.when(pl.col("week") > 50).then(~pl.col("visited")).otherwise("visited")
+    )
+    assert chosen_features(later, valid_weeks=(41, 50), cfg=cfg) == (chosen, losses)
