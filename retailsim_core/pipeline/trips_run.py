@@ -16,8 +16,8 @@ from pathlib import Path
 
 from retailsim_core.demand.cells.known_inputs import calendar_frame
 from retailsim_core.demand.response_recovery import lift_recovery, planted_visit_lift
-from retailsim_core.demand.trips.trip_check import store_scores, tuned_store_choice, visit_scores
 from retailsim_core.demand.trips.mailer import mailer_products, mailer_staples
+from retailsim_core.demand.trips.trip_check import store_scores, tuned_store_choice, visit_scores
 from retailsim_core.demand.trips.visits import (
     TripsConfig,
     chosen_features,
