@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from retailsim_core.datasets.tensors import TensorConfig
@@ -69,15 +70,14 @@ def run_world_demand(
     raw = warehouse.scan(RAW_TABLE).select("product_id", "week", "quantity")
     lines = line_quantities(raw, first_forecast_week=first).collect()
     quantity_fit = demand_scores["quantity"]
-    per_token = (
-        data.vocab.frame()
-        .join(lines, on="product_id", how="left")
-        .sort("token")["mean_quantity"]
-        .fill_null(quantity_fit["mean_quantity"])
-        .to_numpy()
+    means = data.vocab.frame().join(lines, on="product_id", how="left")
+    per_token = np.zeros(data.vocab.size)  # (V,) indexed by token: [PAD] and specials hold none
+    per_token[means["token"].to_numpy()] = (
+        means["mean_quantity"].fill_null(quantity_fit["mean_quantity"]).to_numpy()
     )
     promoted = test.filter(pl.col("promotion") != "none")
-    units = shopper_units(models, data, contexts, test, per_token, promoted=promoted)
+    units = shopper_units(models, data, contexts, test, per_token, promoted=promoted,
+                          coefficients=quantity_fit["coefficients"])  # fmt: skip
     observed = (
         raw.filter(pl.col("week") == first - 1)
         .join(data.vocab.frame().lazy().select("product_id"), on="product_id", how="semi")

@@ -34,6 +34,23 @@ from retailsim_core.response.price_events import price_change, without_promotion
 from retailsim_core.serving.context import ServingData
 
 KEY = ["product_id", "store_id", "week"]
+SHELF_LINE_COLUMNS = [SHELF_FEATURES.index(f) for f in ("discount_depth", "display", "mailer")]
+
+
+def line_units(
+    mean: torch.Tensor, coefficients: dict[str, float] | None, shelf: torch.Tensor
+) -> torch.Tensor:
+    """(B, V) units per line of each product (``mean`` (V,)) on each context's shelf (B, V, 3:
+    depth, display, mailer): ``world_demand.cell_quantity``'s stock-up, 1 + (mean - 1) ·
+    exp(b_display · display + b_mailer · mailer + b_price · log(1 - depth)); ``mean`` itself
+    without ``coefficients``."""
+    if coefficients is None:
+        return mean.expand(shelf.shape[:2])
+    b = {k: coefficients.get(k) or 0.0 for k in ("display", "mailer", "log_price_index")}
+    shelf = shelf.double()
+    index = torch.log(1.0 - shelf[..., 0].clamp(0.0, 0.95))
+    effect = b["display"] * shelf[..., 1] + b["mailer"] * shelf[..., 2]
+    return 1.0 + (mean - 1.0).clamp(min=0.0) * torch.exp(effect + b["log_price_index"] * index)
 
 
 @dataclass(frozen=True)
@@ -53,10 +70,13 @@ def shopper_units(
     quantity: np.ndarray,
     promoted: pl.DataFrame | None = None,
     batch_size: int = 256,
+    coefficients: dict[str, float] | None = None,
 ) -> ShopperUnits:
     """``models``: the model of each week; ``contexts``: ``forecast_contexts`` rows (their
     stores known to ``data``); ``cells``: product_id, store_id, week; ``quantity``: (V,) units
-    per line of each token (``totals``); ``promoted``: the cells (product_id, store_id, week)
+    per line of each token (``totals``), moved by the quantity model's ``coefficients`` at each
+    context's shelf (display, mailer, discount) as the forecast's units per line are (None:
+    as given); ``promoted``: the cells (product_id, store_id, week)
     whose promotion the unpromoted forecast removes. A cell no context reaches (its store or
     product unknown) is 0."""
     tokens = data.vocab.frame().select("product_id", "token")
@@ -65,6 +85,7 @@ def shopper_units(
     on, off, depth = np.zeros(cells.height), np.zeros(cells.height), np.zeros(cells.height)
     totals = {}
     q = torch.tensor(np.asarray(quantity, dtype=np.float64))  # (V,) the vocabulary's tokens
+    n_q = len(q)
     for (week,), part in contexts.sort("week").group_by("week", maintain_order=True):
         model = models[int(week)]
         model.train(False)
@@ -81,15 +102,18 @@ def shopper_units(
         acc = torch.zeros(stores.len(), model.vocab_size, dtype=torch.float64)
         acc_off = acc.clone()
         shelf_depth = torch.zeros(stores.len(), data.vocab.size)  # (S, V) a store-week's shelf
+        total = 0.0
         for lo in range(0, part.height, batch_size):
             chunk = part.slice(lo, batch_size)
-            held, held_off, cut = _basket_units(model, data, chunk, week_plan)
+            held, held_off, shelf = _basket_units(model, data, chunk, week_plan)
             weight = torch.tensor(chunk["weight"].to_numpy())[:, None]  # (B, 1)
             rows = torch.tensor(chunk["row"].to_numpy())
             acc.index_add_(0, rows, held.double() * weight)
             acc_off.index_add_(0, rows, held_off.double() * weight)
-            shelf_depth[rows] = cut  # every context of a store-week sees its one shelf
-        totals[int(week)] = float((acc[:, : len(q)].sum(0) * q).sum())
+            shelf_depth[rows] = shelf[..., 0]  # every context of a store-week sees its one shelf
+            per_line = line_units(q, coefficients, shelf[:, :n_q])  # (B, V)
+            total += float((held[:, :n_q].double() * per_line * weight).sum())
+        totals[int(week)] = total
         found = (
             keyed.filter(pl.col("week") == week)
             .join(row_of, on="store_id", how="inner")
@@ -112,10 +136,10 @@ def _basket_units(
     model: WorldModel, data: ServingData, chunk: pl.DataFrame, plan: pl.DataFrame
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(B, V') held units of each context's basket, as the shelf has it and with the
-    promotions of ``plan``'s cells at the context's store removed (the same where none); (B, V)
-    the discount depth of each product on the context's shelf."""
+    promotions of ``plan``'s cells at the context's store removed (the same where none); (B, V,
+    3) each product's discount depth, display and mailer on the context's shelf."""
     batch = data.batch(chunk.select(CONTEXT_COLUMNS))
-    cut = batch["shelf"][..., SHELF_FEATURES.index("discount_depth")]
+    cut = batch["shelf"][..., SHELF_LINE_COLUMNS]
     pairs = (
         chunk.select("store_id").with_row_index("b").join(plan, on="store_id")
     )  # (K,) a context's promoted products at its store this week

@@ -65,6 +65,31 @@ def test_the_cells_are_the_weighted_sum_of_every_contexts_basket(served):
     assert again.buyers == pytest.approx(got, rel=1e-6)
 
 
+def test_the_totals_count_each_lines_units_on_its_own_shelf(served):
+    """The calibration's totals read units per line as the forecast does (D133): moved by the
+    quantity model at each context's display, mailer and discount."""
+    model, data, contexts = served
+    cells = pl.DataFrame(schema={"product_id": pl.String, "store_id": pl.String,
+                                 "week": pl.Int64})  # fmt: skip
+    q = np.linspace(1.0, 2.0, data.vocab.size)
+    coef = {"display": 0.3, "mailer": 0.2, "log_price_index": -1.0}
+    got = shopper_units({12: model, 13: model}, data, contexts, cells, q, coefficients=coef)
+    expected = {12: 0.0, 13: 0.0}
+    with torch.no_grad():
+        for row in contexts.iter_rows(named=True):
+            batch = data.batch(pl.DataFrame([row]).select(CONTEXT_COLUMNS))
+            held = basket_units(model, batch)[0].double().numpy() * row["weight"]
+            shelf = batch["shelf"][0].double().numpy()  # (V, S)
+            depth, display, mailer = (shelf[:, SHELF_FEATURES.index(f)]
+                                      for f in ("discount_depth", "display", "mailer"))  # fmt: skip
+            per_line = 1 + (q - 1) * np.exp(0.3 * display + 0.2 * mailer
+                                            - np.log(1 - np.clip(depth, 0, 0.95)))  # fmt: skip
+            expected[row["week"]] += float((held[: len(q)] * per_line).sum())
+    assert got.totals == pytest.approx(expected, rel=1e-5)
+    plain = shopper_units({12: model, 13: model}, data, contexts, cells, q)
+    assert plain.totals != got.totals  # the tiny shelves have discounts: the totals move
+
+
 def test_the_unpromoted_forecast_is_the_model_on_the_regular_shelf(served):
     model, data, contexts = served
     shelves = data.batch(contexts.select(CONTEXT_COLUMNS))["shelf"]  # (C, V, S)

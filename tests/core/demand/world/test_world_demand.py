@@ -6,10 +6,12 @@ import datetime as dt
 import numpy as np
 import polars as pl
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retailsim_core.demand.trips.visits import store_shares
+from retailsim_core.demand.world.shopper_units import line_units
 from retailsim_core.demand.world.world_demand import (
     cell_quantity,
     forecast_contexts,
@@ -96,6 +98,11 @@ def test_units_per_line_scale_the_units_beyond_the_first_by_the_plan():
     coef = {"display": 0.5, "log_price_index": -1.5}
     out = cell_quantity(cut, means, coef, overall=1.4).collect()
     assert out["quantity"].to_list() == pytest.approx([1 + 0.5**-1.5, 1 + np.exp(0.5), 1.4])
+    # the same units per line as the calibration's totals read them on a shelf (one place each
+    # for a frame and a tensor: they must agree)
+    shelf = torch.tensor([[[0.5, 0.0, 0.0], [0.0, 1.0, 1.0]]])  # (1, 2, 3) depth, display, mailer
+    twin = line_units(torch.tensor([2.0, 2.0], dtype=torch.float64), coef, shelf)
+    assert twin[0].tolist() == pytest.approx(out["quantity"].to_list()[:2])
 
 
 def test_the_median_forecast_is_the_buyers_poisson_median_times_a_lines_median():
