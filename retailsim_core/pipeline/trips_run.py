@@ -54,12 +54,14 @@ def run_trip_check(
     )
     plan = warehouse.scan(PROMOTION_CELLS_TABLE, schema=SOURCE_PROMOTIONS_SCHEMA)
     panel = visit_panel(trips, first_forecast_week=first, last_week=last)
+    valid_weeks = (split.train_end + 1, split.valid_end)
+    # From the weeks the feature choice is fitted on (before the validation weeks) to the last.
     staples = mailer_staples(
         panel,
         warehouse.scan(TRIPS_TABLE).select(*trips.collect_schema().names(), "store_region",
                                            "products"),
         plan,
-        weeks=(first - cfg.train_weeks, last),
+        weeks=(valid_weeks[0] - cfg.train_weeks, last),
     )  # fmt: skip
     frame = panel.pipe(
         visit_features,
@@ -68,11 +70,10 @@ def run_trip_check(
         staples,
         smoothing=cfg.smoothing,
     ).collect()
-    valid_weeks = (split.train_end + 1, split.valid_end)
     features, valid_losses = chosen_features(frame, valid_weeks=valid_weeks, cfg=cfg)
     visits = visit_forecasts(frame, first_forecast_week=first, cfg=cfg, features=features)
     stores, half_life, valid_accuracy = tuned_store_choice(
-        trips, valid_weeks=(split.train_end + 1, split.valid_end), test_weeks=(first, last),
+        trips, valid_weeks=valid_weeks, test_weeks=(first, last),
         cfg=cfg,
     )  # fmt: skip
     scores = {

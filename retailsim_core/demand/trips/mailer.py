@@ -74,15 +74,7 @@ def mailer_staples(
     rows = (
         panel.filter(pl.col("week").is_between(lo, hi))
         .select("customer_id", pl.col("week").cast(pl.Int16))
-        .sort("customer_id", "week")
-        .join_asof(
-            last,
-            left_on="week",
-            right_on="known",
-            by="customer_id",
-            strategy="backward",
-            check_sortedness=False,
-        )  # both sorted just above
+        .pipe(_as_of, last)
         .select("customer_id", "week", "store_region")
     )
     return (
@@ -91,15 +83,7 @@ def mailer_staples(
         .join(rows, on=["customer_id", "week", "store_region"], how="semi")
         .group_by("customer_id", "week")
         .agg(mailer_staples=pl.len().cast(pl.Int32))
-        .sort("customer_id", "week")
-        .join_asof(
-            known,
-            left_on="week",
-            right_on="known",
-            by="customer_id",
-            strategy="backward",
-            check_sortedness=False,
-        )  # fmt: skip
+        .pipe(_as_of, known)
         .select(
             "customer_id",
             "week",
@@ -107,3 +91,12 @@ def mailer_staples(
             mailer_staple_share=pl.col("mailer_staples") / pl.col("staples"),
         )
     )
+
+
+def _as_of(rows: pl.LazyFrame, known: pl.LazyFrame) -> pl.LazyFrame:
+    """``rows`` (customer_id, week) with the latest row of ``known`` (customer_id, known: the
+    first week its values may be read, sorted) that week W may read: known <= W."""
+    return rows.sort("customer_id", "week").join_asof(
+        known, left_on="week", right_on="known", by="customer_id", strategy="backward",
+        check_sortedness=False,  # both sorted: rows just above, known by its builder
+    )  # fmt: skip

@@ -101,8 +101,9 @@ def shopper_units(
         # (S, V') V' = the model's columns: the vocabulary and its special tokens after it
         acc = torch.zeros(stores.len(), model.vocab_size, dtype=torch.float64)
         acc_off = acc.clone()
-        shelf_depth = torch.zeros(stores.len(), data.vocab.size)  # (S, V) a store-week's shelf
-        total = 0.0
+        # (S, V, 3) each store-week's shelf: every context of a store-week sees the same one,
+        # so its lines' units are a store row's, applied to the row's summed baskets
+        shelf_rows = torch.zeros(stores.len(), data.vocab.size, len(SHELF_LINE_COLUMNS))
         for lo in range(0, part.height, batch_size):
             chunk = part.slice(lo, batch_size)
             held, held_off, shelf = _basket_units(model, data, chunk, week_plan)
@@ -110,10 +111,10 @@ def shopper_units(
             rows = torch.tensor(chunk["row"].to_numpy())
             acc.index_add_(0, rows, held.double() * weight)
             acc_off.index_add_(0, rows, held_off.double() * weight)
-            shelf_depth[rows] = shelf[..., 0]  # every context of a store-week sees its one shelf
-            per_line = line_units(q, coefficients, shelf[:, :n_q])  # (B, V)
-            total += float((held[:, :n_q].double() * per_line * weight).sum())
-        totals[int(week)] = total
+            shelf_rows[rows] = shelf
+        per_line = line_units(q, coefficients, shelf_rows[:, :n_q])  # (S, V)
+        totals[int(week)] = float((acc[:, :n_q] * per_line).sum())
+        shelf_depth = shelf_rows[..., 0]  # (S, V)
         found = (
             keyed.filter(pl.col("week") == week)
             .join(row_of, on="store_id", how="inner")
