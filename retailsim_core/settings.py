@@ -106,7 +106,8 @@ class Settings(BaseSettings):
     sequential_seconds: int = _setting(
         600,
         "seconds each of SASRec and BERT4Rec may train, the world model's budget; an epoch "
-        "starts only within it, and 3 epochs without a better validation R@20 end it first",
+        "starts only within it, and after the first 10 epochs, 3 without a better validation "
+        "R@20 end it first",
     )
     compiled_scan: bool = _setting(
         True, "0 runs the PyTorch selective scan instead of the compiled one", "1"

@@ -107,19 +107,34 @@ def test_an_epoch_starts_only_if_it_fits_in_the_time_budget(monkeypatch):
     assert info["epochs"] == 2 and info["stopped_by"] == "time budget"
 
 
-def test_the_learning_curve_says_when_each_epoch_was_validated(monkeypatch):
-    """On a fake clock of 10 s an epoch, the curve's seconds are each epoch's end; patience ends
-    the run once validation stops improving, and the curve keeps the epochs after the best."""
+def _fit_on_a_fake_clock(monkeypatch, curve: list[float], **cfg) -> dict:
+    """``fit_sequential`` on a clock of 10 s an epoch, validating to ``curve`` epoch by epoch."""
     clock = iter(np.arange(0.0, 1_000.0, 10.0))
     monkeypatch.setattr(sequential.time, "perf_counter", lambda: float(next(clock)))
     monkeypatch.setattr(sequential, "sequential_scores", lambda *a, **k: None)
-    scores = iter([0.2, 0.3, 0.25, 0.28, 0.1, 0.9])
-    cfg = SequentialConfig(
-        max_len=4, batch_size=2, negatives=4, max_seconds=None, max_epochs=9, patience=3
-    )
+    scores = iter(curve)
+    config = SequentialConfig(max_len=4, batch_size=2, negatives=4, max_seconds=None, **cfg)
     _, info = sequential.fit_sequential(
-        _data(), 9, np.arange(2), lambda *_: float(next(scores)), cfg
+        _data(), 9, np.arange(2), lambda *_: float(next(scores)), config
+    )
+    return info
+
+
+def test_the_learning_curve_says_when_each_epoch_was_validated(monkeypatch):
+    """On a fake clock of 10 s an epoch, the curve's seconds are each epoch's end; patience ends
+    the run once validation stops improving, and the curve keeps the epochs after the best."""
+    info = _fit_on_a_fake_clock(
+        monkeypatch, [0.2, 0.3, 0.25, 0.28, 0.1, 0.9], max_epochs=9, patience=3, min_epochs=1
     )
     assert info["valid_curve"] == [0.2, 0.3, 0.25, 0.28, 0.1]
     assert info["curve_seconds"] == [10.0, 20.0, 30.0, 40.0, 50.0]
     assert info["best_epoch"] == 2 and info["stopped_by"] == "patience"
+
+
+def test_patience_waits_for_the_minimum_epochs_after_a_flat_start(monkeypatch):
+    """A curve flat at popularity for five epochs, then rising (SASRec on real LGSR): patience 3
+    alone would end it at epoch 4; with ``min_epochs`` 6 it runs on and keeps the late best."""
+    curve = [0.2, 0.2, 0.2, 0.2, 0.2, 0.3, 0.35, 0.34, 0.33, 0.32, 0.5]
+    info = _fit_on_a_fake_clock(monkeypatch, curve, max_epochs=20, patience=3, min_epochs=6)
+    assert info["valid_curve"] == curve[:10]  # three worse after epoch 7, past the minimum
+    assert info["best_epoch"] == 7 and info["stopped_by"] == "patience"
