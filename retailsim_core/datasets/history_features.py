@@ -79,6 +79,11 @@ class TripArrays:
     mission: np.ndarray  # (T, 2) mission type and focus codes (1-based, 0 unknown)
 
     @cached_property
+    def first_day(self) -> int:
+        """The store's first trip day: where a window into the past stops meaning anything."""
+        return int(self.day.min()) if len(self.day) else 0
+
+    @cached_property
     def season(self) -> SeasonIndex:
         """Every customer's weekly demand per product, built once per trip store."""
         return SeasonIndex.build(self)
@@ -190,6 +195,21 @@ class BasketContext:
     weekend: np.ndarray  # (B,) bool
 
 
+def _same_season(trips: TripArrays, ctx: BasketContext, row, age, key_row, total) -> np.ndarray:
+    """(Q,) the customer's trips buying the product at the same time of year (``_SEASON_AGES``
+    days before, +- ``_SEASON_HALF_WIDTH``), a mean over the years whose whole window lies within
+    the store's data; 0 where none does. A window cut by the data's start reads its first weeks
+    as the season: on one year of data every training week had 0 and the year's last weeks
+    counts from its first ones (D134); the mean keeps a second year from doubling the scale."""
+    covered = np.stack(
+        [ctx.day - a - _SEASON_HALF_WIDTH >= trips.first_day for a in _SEASON_AGES], axis=1
+    )  # (B, A)
+    inside = np.zeros(len(age), dtype=bool)
+    for i, a in enumerate(_SEASON_AGES):  # the windows are disjoint: a trip is in one at most
+        inside |= (np.abs(age - a) <= _SEASON_HALF_WIDTH) & covered[row, i]
+    return total(inside) / np.maximum(covered.sum(1), 1)[key_row]
+
+
 def _entries(trips: TripArrays, ctx: BasketContext):
     """(E,) sample row, trips-ago rank, trip row, token and store-trips-ago rank (-1 for a trip at
     another store) of every history product entry; and the (row, trip) pairs."""
@@ -253,7 +273,7 @@ def history_features(trips: TripArrays, ctx: BasketContext) -> tuple[np.ndarray,
     store_trips = np.bincount(trip_row, weights=at_store_trip, minlength=b)
     at_store = total(trips.store[trip] == ctx.store[row])
     mission = trips.mission[trip]
-    near = [np.abs(age - a) <= _SEASON_HALF_WIDTH for a in _SEASON_AGES]
+    same_season = _same_season(trips, ctx, row, age, key_row, total)
     season_lift, season_trend = trips.season.lifts(ctx.day[key_row], product)
     latest_day = np.where(n_trips > 0, trips.day[np.maximum(ctx.end - 1, 0)], ctx.day - _NEVER_DAYS)
     columns = [
@@ -278,7 +298,7 @@ def history_features(trips: TripArrays, ctx: BasketContext) -> tuple[np.ndarray,
         *[np.log1p(total(mission[:, 0] == code)) for code in range(1, N_TYPES + 1)],
         np.log1p(n_trips)[key_row],
         np.log1p(ctx.day - latest_day)[key_row],
-        np.log1p(total(np.logical_or.reduce(near))),
+        np.log1p(same_season),
         season_lift,
         season_trend,
     ]

@@ -121,6 +121,14 @@ def test_season_features_by_hand_and_blind_to_the_last_26_weeks():
     assert not np.array_equal(history_features(earlier, ctx)[1], values)
 
 
+def _same_season_reference(ages: np.ndarray, day: int, first_day: int) -> float:
+    """log1p of the mean, over the years (364 and 728 days back) whose +-21-day window starts
+    on or after the store's first day, of the purchases in that window; 0 without such a year."""
+    years = [a for a in (364, 728) if day - a - 21 >= first_day]
+    n = sum(abs(x - a) <= 21 for x in ages for a in years)
+    return float(np.log1p(n / max(len(years), 1)))
+
+
 def _season_reference(trips: TripArrays, day: int, p: int) -> tuple[float, float]:
     """Every customer's trips, one by one: the product's share of trips in weeks -54..-50 (the
     same week a year before, +-2) against weeks -78..-27 and against weeks -62..-55; each 0
@@ -189,7 +197,7 @@ def _reference(trips: TripArrays, ctx: BasketContext, row: int) -> dict[int, np.
             *[np.log1p(sum(trips.mission[tr, 0] == k for tr in bought)) for k in range(1, 4)],
             np.log1p(n),
             np.log1p(ctx.day[row] - last_day),
-            np.log1p(sum(abs(a - 364) <= 21 or abs(a - 728) <= 21 for a in ages)),
+            _same_season_reference(ages, int(ctx.day[row]), int(trips.day.min())),
             *_season_reference(trips, int(ctx.day[row]), p),
         ]
         out[p] = np.array(vals, dtype=np.float32)
@@ -274,3 +282,34 @@ def test_no_season_where_its_windows_start_before_the_store_s_first_week():
     assert trend[0] != 0.0
     dense = trips.season.dense(np.array([7 * (74 + 52 + 1) + 3]), 9)
     assert (dense == 0).all()
+
+
+def test_no_same_season_count_where_its_window_starts_before_the_data():
+    """The customer's purchases a year before count only where the whole window (364 +- 21
+    days back) lies within the store's data; before D134 a window cut by the data's start read
+    its first weeks as the season (The Complete Journey: 0 in every training week, then counts
+    of January in the Christmas weeks). Two covered years give their mean, not their sum."""
+    first = 7 * 74 + 1  # ``_weekly_store``'s first trip day: product 6 every week from it
+    trips = _weekly_store(weeks_of_5=())
+
+    def same_season(day):
+        ctx = BasketContext(
+            start=np.array([0]),
+            end=np.array([int((trips.day < day).sum())]),
+            day=np.array([day]),
+            store=np.array([1]),
+            hour=np.array([10]),
+            weekend=np.array([False]),
+        )
+        products, values = history_features(trips, ctx)
+        at = int(np.flatnonzero(products[0] == 6)[0])
+        return float(values[0, at, HISTORY_FEATURES.index("log_count_same_season")])
+
+    assert same_season(first + 364 + 20) == 0.0  # the window starts a day before the data
+    inside = same_season(first + 364 + 21)  # starts on the first day: 7 weekly trips in it
+    assert inside == np.float32(math.log1p(7))
+    # two years covered (the trips of weeks 74..125 reach both windows): the mean of the two
+    both = same_season(first + 728 + 21)
+    ages = first + 728 + 21 - (7 * np.arange(74, 126) + 1)
+    n = sum(abs(a - y) <= 21 for a in ages for y in (364, 728))
+    assert both == np.float32(math.log1p(n / 2))
