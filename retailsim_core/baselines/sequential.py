@@ -55,7 +55,7 @@ class SequentialConfig:
     max_epochs: int = 40
     patience: int = 3  # epochs without a better validation R@20
     # Patience counts from this epoch on: both models can sit at popularity for several epochs
-    # before they learn to copy (SASRec on real LGSR: flat for 8 epochs, then +14%; D123).
+    # before they learn to copy (SASRec on real LGSR: flat for 8 epochs, then climbing; D135).
     min_epochs: int = 10
     windows_per_epoch: int | None = 4_000  # sampled training windows per epoch (None = all)
     negatives: int = 512  # shared sampled-softmax negatives per batch (log-Q corrected)

@@ -107,7 +107,7 @@ class SeasonIndex:
     @classmethod
     def build(cls, trips: TripArrays) -> SeasonIndex:
         week = trips.day.astype(np.int64) // 7
-        first = int(week.min()) if len(week) else 0
+        first = trips.first_day // 7
         n_weeks = int(week.max()) - first + 1 if len(week) else 1
         v = int(trips.tokens.max()) + 1 if len(trips.tokens) else 1
         item_week = np.repeat(week - first, np.diff(trips.offsets))
