@@ -55,7 +55,7 @@ class EvalTasks:
         truth = truth_matrix(
             data.item_tokens, data.item_starts[rows], data.item_counts[rows], data.vocab.size
         )
-        _, _, hits, n_true = ranked_hits(torch.as_tensor(scores), truth, data.item_oov[rows])
+        _, hits, n_true = ranked_hits(torch.as_tensor(scores), truth, data.item_oov[rows])
         return float(recall_at(hits, n_true, 20).mean())  # next_basket_metrics' R@20
 
 

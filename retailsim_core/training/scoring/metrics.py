@@ -47,18 +47,28 @@ def ndcg_at(hits: np.ndarray, n_true: np.ndarray, k: int) -> np.ndarray:
     return (hits[:, :shown] * discounts[:shown]).sum(1) / ideal
 
 
+def _entries(m: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, columns) of the stored non-zero cells of ``m``, duplicates merged."""
+    m = sp.csr_matrix(m, copy=True)
+    m.sum_duplicates()
+    rows, cols = m.nonzero()
+    return rows.astype(np.int64), cols.astype(np.int64)  # keys row * V + column overflow int32
+
+
 def ranked_hits(
     scores: torch.Tensor, truth: sp.csr_matrix, outside: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(S, 20) top tokens, (S, V) truth as booleans, (S, 20) hits of the top and (S,) basket
-    sizes (``outside``, the products no method can rank, included): what every ranking metric
-    reads."""
-    s = scores.shape[0]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(S, 20) top tokens, (S, 20) hits of the top and (S,) basket sizes (``outside``, the
+    products no method can rank, included): what every ranking metric reads. Read at the
+    basket's products only: a dense (S, V) truth was most of a chunk's metrics at 61,445
+    products."""
+    s, v = scores.shape
     top = torch.topk(scores.detach(), max(KS), dim=1).indices.numpy()  # (S, 20)
-    dense = truth.toarray().astype(bool)  # (S, V)
-    hits = dense[np.arange(s)[:, None], top]  # (S, 20)
-    n_true = dense.sum(1) + (0 if outside is None else outside)
-    return top, dense, hits, n_true
+    rows, cols = _entries(truth)
+    top_keys = np.arange(s)[:, None] * v + top  # (S, 20)
+    hits = np.isin(top_keys, rows * v + cols)  # (S, 20)
+    n_true = np.bincount(rows, minlength=s) + (0 if outside is None else outside)
+    return top, hits, n_true
 
 
 def next_basket_metrics(
@@ -76,19 +86,25 @@ def next_basket_metrics(
     ``basket_len`` (S,): size of the predicted basket for F1 (from the customer's history, never
     the truth); ``categories`` (V,): category code of each token; ``prices`` (S, V) week prices;
     ``outside`` (S,): products of the basket outside the vocabulary (first sold in a test week):
-    no method can rank them, and recall counts them as missed."""
+    no method can rank them, and recall counts them as missed. Every set operation reads the
+    basket's products and the top 20, never a dense (S, V) mask (the oracle test keeps one)."""
     scores = scores.detach()
-    s = scores.shape[0]
-    top, dense, hits, n_true = ranked_hits(scores, truth, outside)
+    s, v = scores.shape
+    top, hits, n_true = ranked_hits(scores, truth, outside)
+    rows, cols = _entries(truth)  # (N,) the baskets' products
     out: dict[str, np.ndarray] = {}
     for k in KS:
         out[f"P@{k}"] = hits[:, :k].sum(1) / k
         out[f"R@{k}"] = recall_at(hits, n_true, k)
         if k in (10, 20):
             out[f"NDCG@{k}"] = ndcg_at(hits, n_true, k)
-    # MRR: reciprocal rank of the best-ranked true product over the full ranking.
-    best_true = np.where(dense, scores.numpy(), -np.inf).max(1)
-    out["MRR"] = 1.0 / (1 + (scores.numpy() > best_true[:, None]).sum(1))
+    # MRR: reciprocal rank of the best-ranked true product over the full ranking. The best
+    # true score is one of the scores, so it compares exactly in the scores' own dtype.
+    values = scores.numpy()
+    best_true = np.full(s, -np.inf)
+    np.maximum.at(best_true, rows, values[rows, cols].astype(np.float64))
+    above = np.count_nonzero(values > best_true.astype(values.dtype)[:, None], axis=1)
+    out["MRR"] = 1.0 / (1 + above)
     out["top3_hit"] = hits[:, :3].any(1).astype(float)
     # Basket F1 with a predicted basket of the customer's usual size.
     n = np.clip(basket_len, 1, max(KS))
@@ -99,24 +115,23 @@ def next_basket_metrics(
         tp > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0.0
     )
     # Category coverage: share of the basket's categories that the top 10 touches.
-    onehot = sp.csr_matrix(
-        (np.ones(len(categories)), (np.arange(len(categories)), categories))
-    )  # (V, n_cat)
-    top10 = np.zeros_like(dense)
-    top10[np.arange(s)[:, None], top[:, :10]] = True
-    cats_true = (sp.csr_matrix(dense) @ onehot).toarray() > 0
-    cats_top = (sp.csr_matrix(top10) @ onehot).toarray() > 0
-    out["category_coverage"] = (cats_true & cats_top).sum(1) / np.maximum(cats_true.sum(1), 1)
-    rep = repeat.toarray().astype(bool)
-    r_true, e_true = dense & rep, dense & ~rep
-    top20 = np.zeros_like(dense)
-    top20[np.arange(s)[:, None], top] = True
-    out["R@20_repeat"] = np.where(
-        r_true.sum(1) > 0, (r_true & top20).sum(1) / np.maximum(r_true.sum(1), 1), np.nan
+    n_cat = int(categories.max()) + 1
+    cats_true = np.unique(rows * n_cat + categories[cols])
+    cats_top = np.arange(s)[:, None] * n_cat + categories[top[:, :10]]
+    touched = np.isin(cats_true, cats_top)
+    per_basket = np.bincount(cats_true // n_cat, minlength=s)
+    out["category_coverage"] = np.bincount(cats_true[touched] // n_cat, minlength=s) / np.maximum(
+        per_basket, 1
     )
-    out["R@20_explore"] = np.where(
-        e_true.sum(1) > 0, (e_true & top20).sum(1) / np.maximum(e_true.sum(1), 1), np.nan
-    )
+    # Recall of the top 20 on the products bought before (repeat) and the others (explore).
+    keys = rows * v + cols
+    rep_rows, rep_cols = _entries(repeat)
+    bought = np.isin(keys, rep_rows * v + rep_cols)
+    in_top = np.isin(keys, np.arange(s)[:, None] * v + top)
+    for name, part in (("R@20_repeat", bought), ("R@20_explore", ~bought)):
+        total = np.bincount(rows[part], minlength=s)
+        found = np.bincount(rows[part & in_top], minlength=s)
+        out[name] = np.where(total > 0, found / np.maximum(total, 1), np.nan)
     if prices is not None and spend is not None:
         out["predicted_revenue"] = (prices[np.arange(s)[:, None], top] * in_pred).sum(1)
         out["spend"] = spend
