@@ -170,11 +170,16 @@ def basket_length(batch: Batch, vocab_size: int) -> torch.Tensor:
     return ((tokens != PAD) & (tokens < mask_token(vocab_size))).sum(1)
 
 
+def visible_products(inputs, targets, vocab_size: int):
+    """(B, L) True where the input shows a product unmasked (a position without a target);
+    specials never count. NumPy arrays or tensors alike."""
+    return (targets == PAD) & (inputs >= 1) & (inputs <= vocab_size - 3)
+
+
 def shown_products(inputs: torch.Tensor, targets: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """(B, V) True where a product token is shown unmasked in the basket input (positions without
-    a target); specials never count."""
-    n_products = vocab_size - 3
-    visible = (targets == PAD) & (inputs >= 1) & (inputs <= n_products)
+    """(B, V) True where a product token is shown unmasked in the basket input
+    (``visible_products``)."""
+    visible = visible_products(inputs, targets, vocab_size)
     shown = torch.zeros(inputs.shape[0], vocab_size, dtype=torch.bool, device=inputs.device)
     shown.scatter_(1, torch.where(visible, inputs, torch.zeros_like(inputs)).long(), True)
     shown[:, PAD] = False

@@ -15,6 +15,7 @@ import torch
 
 from retailsim_core.datasets.tensors import TrainingSet
 from retailsim_core.datasets.tokens import PAD
+from retailsim_core.models.losses import visible_products
 from retailsim_core.next_basket.eval_config import EvalConfig
 from retailsim_core.next_basket.methods import CONDITIONAL
 from retailsim_core.serving.scorer import MaskedScorer, Scorer
@@ -34,7 +35,7 @@ def masked_ranks(
     basket_scores: bool = False,
 ) -> np.ndarray:
     """Rank of each masked product (positions (r, c)) among all products not shown unmasked in
-    its basket (``shown_products``' rule) and not [EOS]. ``scores``: (M, V), a row per masked
+    its basket (``visible_products``) and not [EOS]. ``scores``: (M, V), a row per masked
     position; ``basket_scores``: (B, V), the basket's row for all its positions (a next-basket
     scorer's, never copied per position). The products scoring at least as high, less the
     excluded ones among them, read at the shown products only: a masked (M, V) copy per method
@@ -45,7 +46,7 @@ def masked_ranks(
     s = scores.detach().cpu().numpy()
     rows, target = r.astype(np.int64), targets[r, c].astype(np.int64)  # (M,)
     at = rows if basket_scores else np.arange(m)  # (M,) each position's row of ``s``
-    visible = (targets == PAD) & (inputs >= 1) & (inputs <= v - 3)  # (B, L)
+    visible = visible_products(inputs, targets, v)  # (B, L)
     b, col = np.nonzero(visible)
     shown = np.unique(b.astype(np.int64) * v + inputs[b, col])  # sorted keys basket * V + token
     start, end = np.searchsorted(shown, rows * v), np.searchsorted(shown, (rows + 1) * v)

@@ -62,13 +62,18 @@ def ranked_hits(
     products no method can rank, included): what every ranking metric reads. Read at the
     basket's products only: a dense (S, V) truth was most of a chunk's metrics at 61,445
     products."""
+    return _ranked(scores, *_entries(truth), outside)[:3]
+
+
+def _ranked(scores, rows, cols, outside) -> tuple[np.ndarray, ...]:
+    """``ranked_hits`` from the truth's entries (rows, cols), and the (S, 20) keys row * V +
+    token of the top, which the set metrics reuse."""
     s, v = scores.shape
     top = torch.topk(scores.detach(), max(KS), dim=1).indices.numpy()  # (S, 20)
-    rows, cols = _entries(truth)
     top_keys = np.arange(s)[:, None] * v + top  # (S, 20)
     hits = np.isin(top_keys, rows * v + cols)  # (S, 20)
     n_true = np.bincount(rows, minlength=s) + (0 if outside is None else outside)
-    return top, hits, n_true
+    return top, hits, n_true, top_keys
 
 
 def next_basket_metrics(
@@ -90,8 +95,8 @@ def next_basket_metrics(
     basket's products and the top 20, never a dense (S, V) mask (the oracle test keeps one)."""
     scores = scores.detach()
     s, v = scores.shape
-    top, hits, n_true = ranked_hits(scores, truth, outside)
     rows, cols = _entries(truth)  # (N,) the baskets' products
+    top, hits, n_true, top_keys = _ranked(scores, rows, cols, outside)
     out: dict[str, np.ndarray] = {}
     for k in KS:
         out[f"P@{k}"] = hits[:, :k].sum(1) / k
@@ -127,7 +132,7 @@ def next_basket_metrics(
     keys = rows * v + cols
     rep_rows, rep_cols = _entries(repeat)
     bought = np.isin(keys, rep_rows * v + rep_cols)
-    in_top = np.isin(keys, np.arange(s)[:, None] * v + top)
+    in_top = np.isin(keys, top_keys)
     for name, part in (("R@20_repeat", bought), ("R@20_explore", ~bought)):
         total = np.bincount(rows[part], minlength=s)
         found = np.bincount(rows[part & in_top], minlength=s)
