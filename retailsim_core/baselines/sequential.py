@@ -50,7 +50,9 @@ class SequentialConfig:
     max_len: int = 100  # tokens read: products and [SEP]s (about 15 trips)
     mask_rate: float = 0.2  # BERT4Rec cloze share
     last_item_share: float = 0.3  # BERT4Rec windows ending in "[SEP] [MASK]"
-    lr: float = 3e-3  # measured: 1e-3 learns copying too slowly for a CPU budget
+    # Measured: 1e-3 learns copying too slowly for a CPU budget; 6e-3 and 1e-2 never leave
+    # popularity before patience ends them (synthetic, docs/benchmarks.md).
+    lr: float = 3e-3
     batch_size: int = 128
     max_epochs: int = 40
     patience: int = 3  # epochs without a better validation R@20

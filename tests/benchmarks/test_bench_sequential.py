@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from benchmarks.bench_sequential import curve_rows, summary_row, top_k_profile
+from benchmarks.bench_sequential import curve_rows, runs, summary_row, top_k_profile
 
 INFO = {
     "valid_curve": [0.05, 0.08, 0.07],
@@ -51,3 +51,14 @@ def test_the_top_k_profile_counts_popular_and_repeat_picks():
 def test_a_curve_without_its_seconds_is_refused():
     with pytest.raises(ValueError):
         curve_rows("SASRec", INFO | {"curve_seconds": [40.0]}, 0.06)
+
+
+def test_a_sweep_trains_each_kind_at_each_rate_and_names_the_rate():
+    assert runs(["sasrec", "bert4rec"], [3e-3], 3e-3) == [
+        ("sasrec", "SASRec", 3e-3),
+        ("bert4rec", "BERT4Rec", 3e-3),
+    ]
+    assert runs(["bert4rec"], [3e-3, 1e-2], 3e-3) == [
+        ("bert4rec", "BERT4Rec lr 0.003", 3e-3),
+        ("bert4rec", "BERT4Rec lr 0.01", 1e-2),
+    ]
