@@ -62,16 +62,17 @@ def ranked_hits(
     products no method can rank, included): what every ranking metric reads. Read at the
     basket's products only: a dense (S, V) truth was most of a chunk's metrics at 61,445
     products."""
-    return _ranked(scores, *_entries(truth), outside)[:3]
+    rows, cols = _entries(truth)
+    return _ranked(scores, rows, rows * scores.shape[1] + cols, outside)[:3]
 
 
-def _ranked(scores, rows, cols, outside) -> tuple[np.ndarray, ...]:
-    """``ranked_hits`` from the truth's entries (rows, cols), and the (S, 20) keys row * V +
-    token of the top, which the set metrics reuse."""
+def _ranked(scores, rows, keys, outside) -> tuple[np.ndarray, ...]:
+    """``ranked_hits`` from the truth's entries (their rows and keys row * V + token), and the
+    (S, 20) keys of the top, which the set metrics reuse."""
     s, v = scores.shape
     top = torch.topk(scores.detach(), max(KS), dim=1).indices.numpy()  # (S, 20)
     top_keys = np.arange(s)[:, None] * v + top  # (S, 20)
-    hits = np.isin(top_keys, rows * v + cols)  # (S, 20)
+    hits = np.isin(top_keys, keys)  # (S, 20)
     n_true = np.bincount(rows, minlength=s) + (0 if outside is None else outside)
     return top, hits, n_true, top_keys
 
@@ -96,7 +97,8 @@ def next_basket_metrics(
     scores = scores.detach()
     s, v = scores.shape
     rows, cols = _entries(truth)  # (N,) the baskets' products
-    top, hits, n_true, top_keys = _ranked(scores, rows, cols, outside)
+    keys = rows * v + cols
+    top, hits, n_true, top_keys = _ranked(scores, rows, keys, outside)
     out: dict[str, np.ndarray] = {}
     for k in KS:
         out[f"P@{k}"] = hits[:, :k].sum(1) / k
@@ -129,7 +131,6 @@ def next_basket_metrics(
         per_basket, 1
     )
     # Recall of the top 20 on the products bought before (repeat) and the others (explore).
-    keys = rows * v + cols
     rep_rows, rep_cols = _entries(repeat)
     bought = np.isin(keys, rep_rows * v + rep_cols)
     in_top = np.isin(keys, top_keys)
