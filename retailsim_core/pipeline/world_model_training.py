@@ -71,7 +71,7 @@ def start_responses(
         start_depth_responses(response, own)
         log(f"own-depth responses start at the training weeks' (median {np.median(own):.2f})")
     plan = promotion_plan(warehouse, weeks)
-    lifts = None if plan is None else plan_lifts(trips.collect(), plan, vocab, inputs.categories)
+    lifts = None if plan is None else plan_lifts(trips, plan, vocab, inputs.categories)
     if lifts is not None:  # a source with a promotion plan
         start_plan_responses(response, lifts)
         log(f"plan responses start at the training weeks' lifts (median {np.median(lifts, 0)})")

@@ -36,9 +36,7 @@ from retailsim_core.models.heads.products import POOLED_RESPONSES, PRODUCT_RESPO
 from retailsim_core.response.promotion_events import (
     CELL,
     PROMOTIONS_SCHEMA,
-    basket_sales,
     panel_groups,
-    sales_panel,
     table_promotions,
     weekly_sales,
 )
@@ -55,20 +53,33 @@ PRIOR_GROUP_CELLS = 250_000
 
 
 def plan_lifts(
-    trips: pl.DataFrame, plan: pl.DataFrame, vocab: pl.DataFrame, categories: np.ndarray
+    trips: pl.DataFrame | pl.LazyFrame,
+    plan: pl.DataFrame,
+    vocab: pl.DataFrame,
+    categories: np.ndarray,
 ) -> np.ndarray | None:
     """(V, 2) each token's display and mailer lift (log units) over the weeks of ``trips``
     (the training weeks' trip store: basket_id, store_id, week, products) and ``plan``
     (``SOURCE_PROMOTIONS_SCHEMA`` cells of those weeks); ``vocab``: product_id, token;
     ``categories`` (V,) code per token. None where the plan promotes nothing sold."""
     depths = pl.LazyFrame(schema=PROMOTIONS_SCHEMA).select(*CELL, "depth")
-    panel = _panel(trips, table_promotions(plan.lazy(), depths))
-    if not panel["promo"].any():
+    promotions = table_promotions(plan.lazy(), depths)
+    # A week's product lists at a time (``weekly_sales``), and the panel a group of products at
+    # a time: the rates are per product x store, never split across groups (the whole panel
+    # of the synthetic ``large`` training weeks peaked at 13.5 GB).
+    sales = weekly_sales(trips.lazy())
+    per_store = {kind: [] for kind in PLAN_RESPONSES}
+    promoted = False
+    for panel in panel_groups(sales, promotions, cells=PRIOR_GROUP_CELLS):
+        promoted = promoted or bool(panel["promo"].any())
+        for kind in PLAN_RESPONSES:
+            per_store[kind].append(store_rates(panel, kind))
+    if not promoted:
         return None
     category = _categories(vocab, categories)
     out = np.zeros((len(categories), len(PLAN_RESPONSES)))
     for j, kind in enumerate(PLAN_RESPONSES):
-        ratio = rate_ratios(panel, category, kind, PSEUDO_UNITS)
+        ratio = rate_ratios(pl.concat(per_store[kind]), category, PSEUDO_UNITS)
         out[:, j] = np.log(_per_token(ratio, vocab, categories))
     return out
 
@@ -115,10 +126,6 @@ def depth_responses(
     return slopes * per_depth
 
 
-def _panel(trips: pl.DataFrame, promotions: pl.LazyFrame) -> pl.DataFrame:
-    return sales_panel(basket_sales(trips, trips["basket_id"]), promotions).collect()
-
-
 def _categories(vocab: pl.DataFrame, categories: np.ndarray) -> pl.DataFrame:
     return pl.DataFrame(
         {"product_id": vocab["product_id"], "category": categories[vocab["token"].to_numpy()]}
@@ -144,16 +151,12 @@ class RateRatios:
     by_product: pl.DataFrame  # product_id, ratio
 
 
-def rate_ratios(
-    panel: pl.DataFrame, category: pl.DataFrame, kind: str, pseudo_units: float
-) -> RateRatios:
-    """Units on ``kind`` (cells whose kind names it) against the units the product × store
-    sells in its unpromoted weeks, as gamma-Poisson rate ratios: a product's (observed + m *
-    prior) / (expected + m), its prior its category's ratio, the category's likewise toward the
-    overall one, m = ``pseudo_units`` expected units. A log rate ratio is what a logit shift
-    does to a small choice probability, the scale of the model's response."""
+def store_rates(panel: pl.DataFrame, kind: str) -> pl.DataFrame:
+    """Per product x store of ``panel`` with unpromoted weeks and weeks on ``kind`` (cells whose
+    kind names it): the units observed on ``kind`` and the units its unpromoted mean expects
+    over those weeks."""
     on = pl.col("kind").str.contains(kind)
-    per_store = (
+    return (
         panel.group_by("product_id", "store_id")
         .agg(
             off_mean=pl.col("units").filter(~pl.col("promo")).mean(),
@@ -161,8 +164,16 @@ def rate_ratios(
             on_weeks=on.sum(),
         )
         .filter(pl.col("off_mean").is_not_null() & (pl.col("on_weeks") > 0))
-        .with_columns(expected=pl.col("off_mean") * pl.col("on_weeks"))
+        .select("product_id", "observed", expected=pl.col("off_mean") * pl.col("on_weeks"))
     )
+
+
+def rate_ratios(per_store: pl.DataFrame, category: pl.DataFrame, pseudo_units: float) -> RateRatios:
+    """Units observed against expected (``store_rates``) as gamma-Poisson rate ratios: a
+    product's (observed + m * prior) / (expected + m), its prior its category's ratio, the
+    category's likewise toward the overall one, m = ``pseudo_units`` expected units. A log rate
+    ratio is what a logit shift does to a small choice probability, the scale of the model's
+    response."""
     sums = pl.col("observed", "expected").sum()
     per_product = (
         per_store.group_by("product_id")

@@ -66,6 +66,15 @@ def test_lifts_are_shrunk_rate_ratios_and_unpromoted_products_take_their_categor
     assert mailer[2] == pytest.approx(0.0)
 
 
+def test_lifts_from_a_panel_built_a_group_of_products_at_a_time_equal_one_panel(monkeypatch):
+    """``plan_lifts`` reads the panel a group of products at a time (``PRIOR_GROUP_CELLS``
+    cells): one product a group gives the lifts of one whole panel, from a frame or a scan."""
+    trips, plan = _world()
+    whole = plan_lifts(trips, plan, VOCAB, CATEGORIES)
+    monkeypatch.setattr(response_prior, "PRIOR_GROUP_CELLS", 1)
+    np.testing.assert_allclose(plan_lifts(trips.lazy(), plan, VOCAB, CATEGORIES), whole)
+
+
 def test_no_promoted_sale_gives_no_start():
     trips, plan = _world()
     assert plan_lifts(trips, plan.filter(pl.col("product_id") == "Z"), VOCAB, CATEGORIES) is None
