@@ -32,6 +32,7 @@ from retailsim_core.ingest.lgsr import (
     STORE_FORMAT_CODES,
     STORE_REGION_CODES,
 )
+from retailsim_core.storage.mapped import ChunkedArrays, MappedArrays
 
 BASKET_TYPES = BASKET_TYPE_CODES  # T6 / trip-context code order (1-based; 0 = missing)
 MISSIONS = MISSION_CODES
@@ -85,27 +86,39 @@ class TripIndex:
     vocab_size: int  # V: the width of per-product inputs
 
     @classmethod
-    def build(cls, trips: pl.DataFrame, vocab: ProductVocab) -> TripIndex:
+    def build(
+        cls, trips: pl.DataFrame, vocab: ProductVocab, mapped: MappedArrays | None = None
+    ) -> TripIndex:
+        """Given ``mapped``, every array lives on its disk (its pages released with the sets'
+        after each batch), so memory does not grow with the trips."""
         products = trips["products"]
         offsets = np.concatenate([[0], np.cumsum(products.list.len().to_numpy())])
         # A slice of trips at a time: the exploded product strings and their join for every trip
         # at once were a 1.5 GB transient at ``large`` (3 GB at ``xlarge``) beside the store.
-        tokens = [
-            _tokens(products.slice(lo, TOKEN_CHUNK), vocab)
-            for lo in range(0, max(len(products), 1), TOKEN_CHUNK)
-        ]
+        columns = ChunkedArrays(mapped)
+        for lo in range(0, max(len(products), 1), TOKEN_CHUNK):
+            columns.append({"trip_tokens": _tokens(products.slice(lo, TOKEN_CHUNK), vocab)})
+        put = columns.put
         arrays = TripArrays(
-            tokens=np.concatenate(tokens),
-            offsets=offsets.astype(np.int64),
-            day=trips["shop_date"].cast(pl.Int32).to_numpy(),
-            store=trips["store_id"].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64),
-            hour=trips["shop_hour"].fill_null(0).to_numpy().astype(np.int64),
-            weekend=(trips["shop_date"].dt.weekday() >= 6).to_numpy(),
-            mission=trips.select(
-                codes("basket_type", BASKET_TYPES), codes("basket_dominant_mission", MISSIONS)
-            ).to_numpy(),
+            tokens=columns.finish()["trip_tokens"],
+            offsets=put("trip_offsets", offsets.astype(np.int64)),
+            day=put("trip_day", trips["shop_date"].cast(pl.Int32).to_numpy()),
+            store=put(
+                "trip_store",
+                trips["store_id"].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64),
+            ),
+            hour=put("trip_hour", trips["shop_hour"].fill_null(0).to_numpy().astype(np.int64)),
+            weekend=put("trip_weekend", (trips["shop_date"].dt.weekday() >= 6).to_numpy()),
+            mission=put(
+                "trip_mission",
+                trips.select(
+                    codes("basket_type", BASKET_TYPES), codes("basket_dominant_mission", MISSIONS)
+                ).to_numpy(),
+            ),
         )
-        customer = trips["customer_id"].cast(pl.Categorical).to_physical().to_numpy()
+        customer = put(
+            "trip_customer", trips["customer_id"].cast(pl.Categorical).to_physical().to_numpy()
+        )
         return cls(arrays=arrays, customer=customer, vocab_size=vocab.size)
 
 

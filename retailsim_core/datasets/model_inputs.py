@@ -67,7 +67,7 @@ class ModelInputs:
     @cached_property
     def trip_index(self) -> TripIndex:
         """The trip store's arrays, built once for every set of these inputs."""
-        return TripIndex.build(self.store.trips, self.vocab)
+        return TripIndex.build(self.store.trips, self.vocab, self.mapped)
 
     @property
     def categories(self) -> np.ndarray:

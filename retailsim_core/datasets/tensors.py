@@ -38,7 +38,7 @@ from retailsim_core.datasets.shelf import ShelfPrices
 from retailsim_core.datasets.tokens import MAX_ITEMS, PAD, ProductVocab
 from retailsim_core.datasets.trips import TripStore
 from retailsim_core.ingest.lgsr import LIFESTAGE_CODES, PRICE_SENSITIVITY_CODES
-from retailsim_core.storage.mapped import MappedArrays
+from retailsim_core.storage.mapped import ChunkedArrays, MappedArrays
 
 SIZES = ("S", "M", "L")
 PRICE_COLUMNS = (
@@ -90,12 +90,14 @@ class TrainingSet:
         rows its samples join to. ``index``: the trip store's ``TripIndex`` when already built."""
         self.cfg, self.vocab, self.n, self.shelf = cfg, vocab, samples.height, shelf
         self.calendar, self.mapped = calendar, mapped
-        self.index = index if index is not None else TripIndex.build(store.trips, vocab)
+        self.index = index if index is not None else TripIndex.build(store.trips, vocab, mapped)
         self.trips = self.index.arrays
         self.trip_tokens, self.trip_offsets = self.trips.tokens, self.trips.offsets
         self.trip_day, self.trip_context = self.trips.day, self.trips.mission
         self.trip_customer = self.index.customer
-        trips = store.trips.with_row_index("row")
+        # Each basket's trip row by its id (two columns in one chunk): a join against the whole
+        # store would copy a store on disk, every column, into memory (its parts are chunks).
+        trips = store.trips.select("basket_id").with_row_index("row").rechunk()
         columns = ChunkedArrays(mapped)
         for lo in range(0, max(self.n, 1), CHUNK_ROWS):
             chunk = samples.slice(lo, CHUNK_ROWS)
@@ -128,10 +130,8 @@ class TrainingSet:
         hist_end = bounds["end"].to_numpy()
         start = bounds["start"].to_numpy()  # whole history (baselines)
         hist_start = np.maximum(start, hist_end - self.cfg.max_history_trips)
-        basket = s.select("trip").join(
-            trips, left_on="trip", right_on="row", how="left", maintain_order="left"
-        )
         trip_row = s["trip"].to_numpy()
+        basket = pl.concat([s.select("trip"), store.trips[trip_row]], how="horizontal")
         a = self.trips
         ctx = BasketContext(
             start=start,
@@ -277,33 +277,6 @@ def _targets(basket: pl.DataFrame, prices: pl.LazyFrame, vocab: ProductVocab) ->
         .reshape(-1, len(PRICE_COLUMNS)),
         "item_counts": np.bincount(items["i"].to_numpy(), minlength=n).astype(np.int64),
     }
-
-
-class ChunkedArrays:
-    """Named arrays appended chunk by chunk: concatenated in memory, or written to ``mapped``
-    as they come (one chunk in memory at a time) and read back mapped."""
-
-    def __init__(self, mapped: MappedArrays | None):
-        self.mapped, self.parts, self.writers = mapped, {}, {}
-
-    def append(self, chunk: dict[str, np.ndarray]) -> None:
-        for name, array in chunk.items():
-            if self.mapped is None:
-                self.parts.setdefault(name, []).append(array)
-            else:
-                if name not in self.writers:
-                    self.writers[name] = self.mapped.writer(name)
-                self.writers[name].append(array)
-
-    def finish(self) -> dict[str, np.ndarray]:
-        if self.mapped is None:
-            return {k: v[0] if len(v) == 1 else np.concatenate(v) for k, v in self.parts.items()}
-        for writer in self.writers.values():
-            writer.close()
-        return {name: self.mapped.read(w) for name, w in self.writers.items()}
-
-    def put(self, name: str, array: np.ndarray) -> np.ndarray:
-        return array if self.mapped is None else self.mapped.put(name, array)
 
 
 class LengthBucketSampler:

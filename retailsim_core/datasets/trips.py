@@ -6,14 +6,19 @@ the customer's run). The same store serves training, validation (incremental his
 Within a customer, trips are in time order: date, hour, then basket id (LGSR's basket ids are
 not chronological; ordering by them put ~17% of consecutive trips out of time order on the
 public sample, and the encoder, "last trip", recency and sequence baselines all read this order).
-On disk it is Arrow IPC (uncompressed), which Polars/PyArrow memory-map: opening it costs no copy.
+On disk it is Arrow IPC (uncompressed) in parts, which Polars memory-maps: opening it costs no
+copy, and the trips' pages are the kernel's page cache, not process memory (``write_sorted``
+builds it there a range of customers at a time, so memory holds one range, whatever the number
+of trips).
 
 Glossary: T trips, I items (basket lines) over all trips, C customers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +28,7 @@ from retailsim_core.storage.io import atomic_write
 
 TIME_ORDER = ("customer_id", "shop_date", "shop_hour", "basket_id")
 GATHER_ROWS = 500_000  # trips a sorting gather reads at once
+PART_TRIPS = 1_000_000  # trips of one part of an on-disk store: the range ``write_sorted`` sorts
 TRIPS_SCHEMA = pl.Schema(
     {
         "customer_id": pl.String,
@@ -130,22 +136,58 @@ class TripStore:
         )
         return cls(trips=trips, customers=runs.with_columns(pl.col("start", "end").cast(pl.Int64)))
 
+    @classmethod
+    def write_sorted(
+        cls, weeks: Iterable[pl.LazyFrame], folder: Path, part_trips: int = PART_TRIPS
+    ) -> TripStore:
+        """The store of the trips of ``weeks`` (a scan each; ``build``'s rows and order) written
+        to ``folder`` one range of customers at a time and opened memory-mapped. Each week is
+        read once and cut into the ranges' pieces; each range's pieces are then sorted alone
+        and written as one part: memory holds one week or one range (about ``part_trips``
+        trips; a customer is never split), never every trip (a filter of every week per range
+        decoded whole weeks, 1.9 GB retained at ``xlarge``). The ranges are contiguous in
+        customer order, so their parts in order are the store's order."""
+        weeks = list(weeks)
+        counts = pl.concat(
+            [w.group_by("customer_id").agg(pl.len()).collect() for w in weeks]
+            or [pl.DataFrame(schema={"customer_id": pl.String, "len": pl.UInt32})]
+        )
+        counts = counts.group_by("customer_id").agg(pl.col("len").sum()).sort("customer_id")
+        if counts["customer_id"].null_count():
+            raise ValueError("trips without a customer_id: the store holds carded trips only")
+        end = counts["len"].cast(pl.Int64).cum_sum()
+        customers = counts.select("customer_id", start=end - counts["len"], end=end)
+        part = (customers["start"] // part_trips).rle()  # (run length, part) in customer order
+        last = customers["customer_id"].gather(part.struct.field("len").cum_sum() - 1)
+        pieces = folder / "pieces"
+        pieces.mkdir(parents=True, exist_ok=True)
+        for i, week in enumerate(weeks):
+            rows = week.collect()
+            rows = rows.with_columns(part=last.search_sorted(rows["customer_id"], side="left"))
+            for (j,), piece in rows.partition_by("part", as_dict=True).items():
+                _write(pieces / f"{j:05d}-{i:05d}.arrow", piece.drop("part"))
+        for j in range(len(last)):
+            files = sorted(pieces.glob(f"{j:05d}-*.arrow"))
+            rows = pl.concat([pl.read_ipc(f, memory_map=False) for f in files])
+            _write(folder / f"trips-{j:05d}.arrow", cls._sorted([rows]).trips)
+            for f in files:
+                f.unlink()
+        pieces.rmdir()
+        _write(folder / "customers.arrow", customers)
+        return cls.open(folder)
+
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(
-            folder / "trips.arrow",
-            lambda tmp: self.trips.write_ipc(tmp, compression="uncompressed"),
-        )
-        atomic_write(
-            folder / "customers.arrow",
-            lambda tmp: self.customers.write_ipc(tmp, compression="uncompressed"),
-        )
+        _write(folder / "trips-00000.arrow", self.trips)
+        _write(folder / "customers.arrow", self.customers)
 
     @classmethod
     def open(cls, folder: Path) -> TripStore:
-        """Memory-mapped: the trips are not read into memory until used."""
+        """Memory-mapped: the trips are not read into memory until used, and then as page cache.
+        The parts stay separate chunks (``rechunk`` would copy them into memory)."""
+        parts = [pl.read_ipc(p, memory_map=True) for p in sorted(folder.glob("trips-*.arrow"))]
         return cls(
-            trips=pl.read_ipc(folder / "trips.arrow", memory_map=True),
+            trips=pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=TRIPS_SCHEMA),
             customers=pl.read_ipc(folder / "customers.arrow", memory_map=True),
         )
 
@@ -156,22 +198,32 @@ class TripStore:
             "q"
         )
         known = q.join(self.customers, on="customer_id", how="left", maintain_order="left")
-        # Global order key: trips sorted by (customer, week) -> (customer rank, week) is sorted.
-        rank = self.customers.with_row_index("c").select("customer_id", "c")
-        trip_c = self.trips.select("customer_id").join(
-            rank, on="customer_id", how="left", maintain_order="left"
-        )["c"]
-        keys = (
-            trip_c.cast(pl.Int64).to_numpy() * 1024 + self.trips["week"].cast(pl.Int64).to_numpy()
-        )
-        qc = known.join(rank, on="customer_id", how="left", maintain_order="left")
+        qc = known.join(self._ranks, on="customer_id", how="left", maintain_order="left")
         qkey = (
             qc["c"].fill_null(-1).cast(pl.Int64).to_numpy() * 1024
             + qc["week"].cast(pl.Int64).to_numpy()
         )
-        end = np.searchsorted(keys, qkey, side="left")
+        end = np.searchsorted(self._keys, qkey, side="left")
         start = qc["start"].to_numpy()
         has = qc["c"].is_not_null().to_numpy()
         return pl.DataFrame({"start": np.where(has, start, 0), "end": np.where(has, end, 0)}).cast(
             pl.Int64
         )
+
+    @cached_property
+    def _ranks(self) -> pl.DataFrame:
+        """customer_id, c: each customer's rank in the store's order."""
+        return self.customers.with_row_index("c").select("customer_id", "c")
+
+    @cached_property
+    def _keys(self) -> np.ndarray:
+        """(T,) int64 (customer rank, week) of every trip: sorted, as the trips are. Built once
+        per store (a loader asks for bounds a chunk of samples at a time), a run of trips at a
+        time from the customers' runs, never from a join of every trip."""
+        runs = self.customers["end"].to_numpy() - self.customers["start"].to_numpy()
+        rank = np.repeat(np.arange(len(runs), dtype=np.int64), runs)
+        return rank * 1024 + self.trips["week"].cast(pl.Int64).to_numpy()
+
+
+def _write(path: Path, frame: pl.DataFrame) -> None:
+    atomic_write(path, lambda tmp: frame.write_ipc(tmp, compression="uncompressed"))

@@ -134,6 +134,11 @@ class MappedArrays:
         self._names.add(unique)
         return ArrayWriter(self.folder / f"{unique}.safetensors")
 
+    def subfolder(self, name: str) -> Path:
+        """A new, empty folder in the scratch folder, for files other than arrays (the trip
+        store's parts), removed with it."""
+        return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.folder))
+
     def read(self, writer: ArrayWriter) -> np.ndarray:
         """The closed ``writer``'s array, mapped."""
         array, mapped = read_mapped(writer.path)
@@ -155,3 +160,30 @@ class MappedArrays:
 
     def cleanup(self) -> None:
         self._finalizer()
+
+
+class ChunkedArrays:
+    """Named arrays appended chunk by chunk: concatenated in memory, or written to ``mapped``
+    as they come (one chunk in memory at a time) and read back mapped."""
+
+    def __init__(self, mapped: MappedArrays | None):
+        self.mapped, self.parts, self.writers = mapped, {}, {}
+
+    def append(self, chunk: dict[str, np.ndarray]) -> None:
+        for name, array in chunk.items():
+            if self.mapped is None:
+                self.parts.setdefault(name, []).append(array)
+            else:
+                if name not in self.writers:
+                    self.writers[name] = self.mapped.writer(name)
+                self.writers[name].append(array)
+
+    def finish(self) -> dict[str, np.ndarray]:
+        if self.mapped is None:
+            return {k: v[0] if len(v) == 1 else np.concatenate(v) for k, v in self.parts.items()}
+        for writer in self.writers.values():
+            writer.close()
+        return {name: self.mapped.read(w) for name, w in self.writers.items()}
+
+    def put(self, name: str, array: np.ndarray) -> np.ndarray:
+        return array if self.mapped is None else self.mapped.put(name, array)

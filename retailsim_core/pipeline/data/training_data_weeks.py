@@ -8,6 +8,7 @@ sample is never copied: it is the slice of the trip store before its week (``Tri
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import polars as pl
 
@@ -76,7 +77,13 @@ def training_data_weeks(
     return pl.DataFrame(rows)
 
 
-def build_trip_store(warehouse: Warehouse, max_week: int | None = None) -> TripStore:
-    """All trips of weeks <= ``max_week`` (default: every materialized week) as one store."""
+def build_trip_store(
+    warehouse: Warehouse, max_week: int | None = None, folder: Path | None = None
+) -> TripStore:
+    """All trips of weeks <= ``max_week`` (default: every materialized week) as one store; given
+    ``folder``, written there and memory-mapped (``TripStore.write_sorted``)."""
     weeks = [w for w in warehouse.weeks(TRIPS_TABLE) if max_week is None or w <= max_week]
-    return TripStore.from_scan(warehouse.scan(TRIPS_TABLE, weeks, schema=TRIPS_SCHEMA))
+    if folder is None:
+        return TripStore.from_scan(warehouse.scan(TRIPS_TABLE, weeks, schema=TRIPS_SCHEMA))
+    scans = (warehouse.scan(TRIPS_TABLE, [w], schema=TRIPS_SCHEMA) for w in weeks)
+    return TripStore.write_sorted(scans, folder)

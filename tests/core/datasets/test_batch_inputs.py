@@ -81,7 +81,8 @@ def test_a_new_store_reads_its_format_and_region_row_even_when_both_are_unknown(
     assert codes[:, 2].tolist() == [1, 0, 0] and np.isfinite(numeric).all()
 
 
-def test_the_trip_index_tokenised_in_slices_equals_one_pass(monkeypatch):
+def test_the_trip_index_tokenised_in_slices_equals_one_pass(monkeypatch, tmp_path):
+    """Tokenised a slice at a time, and on disk from a store on disk: the arrays of one pass."""
     import datetime as dt
 
     import numpy as np
@@ -117,3 +118,15 @@ def test_the_trip_index_tokenised_in_slices_equals_one_pass(monkeypatch):
     assert sliced.arrays.tokens.tolist() == want
     np.testing.assert_array_equal(sliced.arrays.offsets, whole.arrays.offsets)
     assert (sliced.arrays.tokens == PAD).any() and len(sliced.arrays.tokens) == sum(map(len, lists))
+    # On disk, from a store on disk: every array the same, and a read-only memory map.
+    from retailsim_core.storage.mapped import MappedArrays
+
+    mapped = MappedArrays(tmp_path)
+    disk = TripStore.write_sorted([frame.lazy()], mapped.subfolder("trips"), part_trips=5)
+    on_disk = batch_inputs.TripIndex.build(disk.trips, vocab, mapped)
+    for name in ("tokens", "offsets", "day", "store", "hour", "weekend", "mission"):
+        got, want = getattr(on_disk.arrays, name), getattr(whole.arrays, name)
+        np.testing.assert_array_equal(got, want)
+        assert not got.flags.writeable
+    np.testing.assert_array_equal(on_disk.customer, whole.customer)
+    assert not on_disk.customer.flags.writeable

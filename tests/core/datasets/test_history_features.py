@@ -2,14 +2,17 @@
 against a slow per-basket reference on random stores (hypothesis)."""
 
 import math
+from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from retailsim_core.datasets import history_features as history_module
 from retailsim_core.datasets.history_features import (
     HISTORY_FEATURES,
     BasketContext,
+    SeasonIndex,
     TripArrays,
     history_features,
 )
@@ -313,3 +316,21 @@ def test_no_same_season_count_where_its_window_starts_before_the_data():
     ages = first + 728 + 21 - (7 * np.arange(74, 126) + 1)
     n = sum(abs(a - y) <= 21 for a in ages for y in (364, 728))
     assert both == np.float32(math.log1p(n / 2))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 7))
+def test_the_season_counted_a_slice_of_trips_at_a_time_equals_one_count(seed, slice_trips):
+    """``SeasonIndex.build`` counts ``SEASON_TRIPS`` trips at a time: the same tables as one
+    count of every trip (empty trips and unknown products included)."""
+    rng = np.random.default_rng(seed)
+    weeks = np.sort(rng.integers(1, 30, 25))
+    baskets = [list(rng.integers(0, 6, rng.integers(0, 4))) for _ in weeks]  # 0 is [PAD]
+    n = len(weeks)
+    trips = _trips(baskets, list(7 * weeks + 2), [1] * n, [10] * n, [False] * n, [[1, 1]] * n)
+    whole = SeasonIndex.build(trips)
+    with mock.patch.object(history_module, "SEASON_TRIPS", slice_trips):
+        sliced = SeasonIndex.build(trips)
+    assert sliced.first_week == whole.first_week
+    assert np.array_equal(sliced.product_trips, whole.product_trips)
+    assert np.array_equal(sliced.trips, whole.trips)

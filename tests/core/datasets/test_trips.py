@@ -1,11 +1,15 @@
 """The trip store's order: built a column and a slice of rows at a time, from a frame or from a
-scan, it equals one sort of the whole frame, in one chunk."""
+scan, it equals one sort of the whole frame, in one chunk; written to disk a range of customers
+at a time, the same rows."""
 
 import datetime as dt
+import tempfile
+from pathlib import Path
 from unittest import mock
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -35,3 +39,39 @@ def test_the_store_is_its_trips_sorted_in_time_order(n, seed, rows):
         assert store.trips.n_chunks("all") == [1] * len(TRIPS_SCHEMA)
         assert store.customers["end"].sum() - store.customers["start"].sum() == n
     assert_frame_equal(stores[0].customers, stores[1].customers)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(0, 40), seed=st.integers(0, 2**16), part=st.integers(1, 12))
+def test_the_store_on_disk_is_the_store_in_memory(n, seed, part):
+    """Written a range of customers at a time (``part`` trips a range) and opened mapped, the
+    store has the rows, order and customer runs of the one sorted in memory."""
+    rng = np.random.default_rng(seed)
+    given = {
+        "customer_id": [f"C{c}" for c in rng.integers(0, 7, n)],
+        "week": rng.integers(1, 5, n).tolist(),
+        "shop_date": [dt.date(2006, 1, 1) + dt.timedelta(int(d)) for d in rng.integers(0, 9, n)],
+        "basket_id": rng.permutation(n).tolist(),
+        "products": [[f"P{p}" for p in rng.integers(0, 4, k)] for k in rng.integers(0, 3, n)],
+    }
+    frame = pl.DataFrame(
+        [pl.Series(c, given.get(c, [None] * n), dtype=t) for c, t in TRIPS_SCHEMA.items()]
+    )
+    memory = TripStore.build(frame)
+    with tempfile.TemporaryDirectory() as folder:
+        disk = TripStore.write_sorted(
+            [w.lazy() for w in frame.partition_by("week")], Path(folder), part_trips=part
+        )
+        assert_frame_equal(disk.trips, memory.trips)
+        assert_frame_equal(disk.customers, memory.customers)
+        weeks = pl.Series([3] * len(memory.customers))
+        assert_frame_equal(
+            disk.history_bounds(memory.customers["customer_id"], weeks),
+            memory.history_bounds(memory.customers["customer_id"], weeks),
+        )
+
+
+def test_a_store_on_disk_refuses_trips_without_a_customer(tmp_path):
+    frame = pl.DataFrame([pl.Series(c, [None], dtype=t) for c, t in TRIPS_SCHEMA.items()])
+    with pytest.raises(ValueError, match="without a customer_id"):
+        TripStore.write_sorted([frame.lazy()], tmp_path)
