@@ -30,25 +30,60 @@ def memory_status(field: str) -> float:
     raise KeyError(field)
 
 
+# The phase a log line closes, by its start (first match); the training's own lines.
+PHASES = (
+    ("start", "start"),
+    ("trip store", "trip store"),
+    ("shelf", "shelf and T4 rows"),
+    ("tensors", "training sets built"),
+    ("own-depth responses", "response priors"),
+    ("plan responses", "response priors"),
+    ("  epoch 1 (", "to the first batch (popularity, scaling)"),
+    ("  epoch", "training (batches)"),
+    ("  budget", "training (batches)"),
+    ("epoch", "training (batches)"),
+    ("size head", "size calibration"),
+    ("done", "checkpoint written"),
+)
+
+
+def phase_of(message: str, seen: set[str]) -> str:
+    """The phase ``message`` closes: the first batch's line closes "to the first batch" once."""
+    for prefix, phase in PHASES:
+        if message.startswith(prefix) and not (phase.startswith("to the first") and phase in seen):
+            return phase
+    return "other"
+
+
 class RssMonitor:
-    """The peak resident memory between two ``mark`` calls, sampled by a daemon thread."""
+    """Peaks of resident (``VmRSS``) and anonymous (``RssAnon``) memory between two ``mark``
+    calls, sampled by a daemon thread. Resident memory counts the pages of memory-mapped files
+    (the trip store, the training sets) that a pass touched: page cache the kernel takes back
+    when memory is short. Anonymous memory is what the process cannot give back."""
 
     def __init__(self, every: float = 0.1):
-        self.peak, self.start, self.every = 0.0, time.perf_counter(), every
-        self.marks: list[tuple[str, float]] = []  # (the log line that closed a phase, its peak)
+        self.peak, self.anon, self.start, self.every = 0.0, 0.0, time.perf_counter(), every
+        self.phases: dict[str, list[float]] = {}  # phase: [peak RSS, peak anonymous] MiB
         threading.Thread(target=self._sample, daemon=True).start()
 
     def _sample(self) -> None:
         while True:
             self.peak = max(self.peak, memory_status("VmRSS"))
+            self.anon = max(self.anon, memory_status("RssAnon"))
             time.sleep(self.every)
 
     def mark(self, message: str) -> None:
-        now = memory_status("VmRSS")
+        now, anon = memory_status("VmRSS"), memory_status("RssAnon")
         peak, self.peak = max(self.peak, now), now
+        peak_anon, self.anon = max(self.anon, anon), anon
+        phase = phase_of(message, set(self.phases))
+        old = self.phases.get(phase, [0.0, 0.0])
+        self.phases[phase] = [max(old[0], peak), max(old[1], peak_anon)]
         seconds = time.perf_counter() - self.start
-        self.marks.append((message, peak))
-        print(f"{seconds:7.1f} s  rss {now:8.0f} MiB  peak since last {peak:8.0f} MiB  {message}")
+        print(
+            f"{seconds:7.1f} s  rss {now:8.0f} MiB  peak since last {peak:8.0f} MiB  "
+            f"anonymous {peak_anon:8.0f} MiB  {message}"
+        )
 
 
 def main() -> None:
@@ -81,18 +116,24 @@ def main() -> None:
             customer_share=args.customer_share,
         )
     monitor.mark(f"done: {summary.train_samples:,} training samples, {summary.epochs} epochs")
-    print(f"peak RSS (VmHWM) {memory_status('VmHWM'):.0f} MiB")
+    whole = [memory_status("VmHWM"), max(anon for _, anon in monitor.phases.values())]
+    print(f"peak RSS (VmHWM) {whole[0]:.0f} MiB, peak anonymous {whole[1]:.0f} MiB")
     if args.record:
         from benchmarks.results import record, table
 
-        rows = [[phase, mib] for phase, mib in monitor.marks]
-        rows.append(["whole run (VmHWM)", memory_status("VmHWM")])
+        rows = [[phase, *peaks] for phase, peaks in monitor.phases.items()]
+        rows.append(["whole run (VmHWM; sampled anonymous peak)", *whole])
+        columns = ["phase", "peak RSS MiB", "peak anonymous MiB"]
+        budget = "" if args.max_seconds is None else f" --max-seconds {args.max_seconds:g}"
         record(
             args.record,
-            title="Training memory",
-            command=f"python -m benchmarks.bench_training_memory --customer-share "
-            f"{args.customer_share} --record {args.record}",
-            tables={"phases": table(["phase", "peak RSS MiB"], rows, {"peak RSS MiB": ",.0f"})},
+            title=f"Training memory, {Path(args.warehouse).name}: "
+            f"{summary.train_samples:,} training samples",
+            command=f"python -m benchmarks.bench_training_memory --warehouse <warehouse>{budget}"
+            f" --customer-share {args.customer_share} --record {args.record}",
+            tables={
+                "phases": table(columns, rows, {c: ",.0f" for c in columns[1:]}),
+            },
         )
 
 
