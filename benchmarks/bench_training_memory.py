@@ -92,6 +92,7 @@ def main() -> None:
     ap.add_argument("--preset", default="small")
     ap.add_argument("--max-seconds", type=float, default=None, help="training budget")
     ap.add_argument("--customer-share", type=float, default=1.0)
+    ap.add_argument("--label", help="the warehouse's name in the title (default its folder's)")
     ap.add_argument("--record", metavar="AREA", help="write benchmarks/results/AREA.json")
     args = ap.parse_args()
     from retailsim_core.models.world_model import WorldModelConfig
@@ -127,9 +128,10 @@ def main() -> None:
         budget = "" if args.max_seconds is None else f" --max-seconds {args.max_seconds:g}"
         record(
             args.record,
-            title=f"Training memory, {Path(args.warehouse).name}: "
+            title=f"Training memory, {args.label or Path(args.warehouse).name}: "
             f"{summary.train_samples:,} training samples",
-            command=f"python -m benchmarks.bench_training_memory --warehouse <warehouse>{budget}"
+            command="python -m benchmarks.bench_training_memory --warehouse <warehouse>"
+            f"{budget}"
             f" --customer-share {args.customer_share} --record {args.record}",
             tables={
                 "phases": table(columns, rows, {c: ",.0f" for c in columns[1:]}),

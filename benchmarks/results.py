@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RECORDS = "benchmarks/results"  # the records' folder in the checkout
 
 
 def table(columns: list[str], rows: list[list], formats: dict[str, str] | None = None) -> dict:
@@ -44,12 +45,13 @@ def machine() -> str:
 
 
 def commit(repo: Path = RESULTS_DIR.parent.parent) -> str:
-    """The checkout's short commit, ``+`` when it has uncommitted changes."""
+    """The checkout's short commit, ``+`` when it has uncommitted changes (other records do
+    not count: two benchmarks run side by side would mark each other's)."""
     head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True
     ).stdout.strip()
     dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){RECORDS}"],
         cwd=repo,
         capture_output=True,
         text=True,

@@ -101,3 +101,25 @@ def test_a_results_file_must_be_named_after_its_area(tmp_path):
     path.rename(tmp_path / "other.json")
     with pytest.raises(ValueError, match="not the file's name"):
         load(tmp_path)
+
+
+def test_a_record_marks_its_commit_dirty_for_code_not_for_other_records(tmp_path):
+    """Two benchmarks recording side by side must not mark each other's commit with ``+``."""
+    import subprocess
+
+    from benchmarks.results import commit
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "a.json").write_text("{}\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+    assert not commit(tmp_path).endswith("+")
+    (tmp_path / "benchmarks" / "results" / "a.json").write_text('{"b": 1}\n')
+    assert not commit(tmp_path).endswith("+")
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert commit(tmp_path).endswith("+")
