@@ -64,6 +64,7 @@ class RssMonitor:
     def __init__(self, every: float = 0.1):
         self.peak, self.anon, self.start, self.every = 0.0, 0.0, time.perf_counter(), every
         self.phases: dict[str, list[float]] = {}  # phase: [peak RSS, peak anonymous] MiB
+        self.marks: list[tuple[str, float]] = []  # (the log line that closed a phase, peak RSS)
         threading.Thread(target=self._sample, daemon=True).start()
 
     def _sample(self) -> None:
@@ -76,6 +77,7 @@ class RssMonitor:
         now, anon = memory_status("VmRSS"), memory_status("RssAnon")
         peak, self.peak = max(self.peak, now), now
         peak_anon, self.anon = max(self.anon, anon), anon
+        self.marks.append((message, peak))
         phase = phase_of(message, set(self.phases))
         old = self.phases.get(phase, [0.0, 0.0])
         self.phases[phase] = [max(old[0], peak), max(old[1], peak_anon)]

@@ -36,3 +36,17 @@ def test_each_log_line_closes_its_phase():
         "checkpoint written",
     ]
     assert phase_of("something new", seen) == "other"
+
+
+def test_the_monitor_keeps_each_line_and_its_phase_peaks():
+    """``bench_evaluation_memory`` reads the marks; the training benchmark the phases."""
+    from benchmarks.bench_training_memory import RssMonitor
+
+    lines = ["start", "trip store: 1 trips", "  epoch 1 (warm-up) batch 0/1 loss 1.0"]
+    monitor = RssMonitor(every=0.01)
+    for line in lines:
+        monitor.mark(line)
+    assert [message for message, _ in monitor.marks] == lines
+    first_batch = "to the first batch (popularity, scaling)"
+    assert list(monitor.phases) == ["start", "trip store", first_batch]
+    assert all(rss > 0 and anon > 0 for rss, anon in monitor.phases.values())
