@@ -21,9 +21,9 @@ import numpy as np
 import polars as pl
 import torch
 
-from retailsim_core.datasets.model_inputs import ModelInputs
 from retailsim_core.datasets.tensors import TensorConfig
 from retailsim_core.datasets.tokens import ProductVocab
+from retailsim_core.datasets.trips import TripStore
 from retailsim_core.models.heads.products import PriceResponse
 from retailsim_core.models.world_model import WorldModel, WorldModelConfig, parameter_count
 from retailsim_core.pipeline.data.price_weeks import regional_cuts
@@ -54,24 +54,27 @@ def start_responses(
     response: PriceResponse,
     warehouse: Warehouse,
     split: TemporalSplit,
-    inputs: ModelInputs,
+    store: TripStore,
+    vocab: ProductVocab,
+    categories: np.ndarray,
     log: Callable[[str], None],
 ) -> None:
     """Start the own-depth responses, and the display and mailer responses where the training
     weeks have a promotion plan, at the training weeks' rate ratios (``response_prior``; D87,
-    D88). The depth is the shelf's: a cut the region's other stores showed (D45)."""
+    D88). The depth is the shelf's: a cut the region's other stores showed (D45). ``store``:
+    the trip store; ``categories``: (V,) category code per token."""
     weeks = list(range(1, split.train_end + 1))
     # Lazy: the sales are aggregated from the store's own frame, never a filtered copy of it.
-    trips = inputs.store.trips.lazy().filter(pl.col("week") <= split.train_end)
-    vocab = inputs.vocab.frame()
+    trips = store.trips.lazy().filter(pl.col("week") <= split.train_end)
+    products = vocab.frame()
     stores = trips.select("store_id", "store_region").unique("store_id").collect()
     cuts = regional_cuts(warehouse, weeks, stores).lazy()
-    own = depth_responses(trips, cuts, vocab, inputs.categories)
+    own = depth_responses(trips, cuts, products, categories)
     if own is not None:
         start_depth_responses(response, own)
         log(f"own-depth responses start at the training weeks' (median {np.median(own):.2f})")
     plan = promotion_plan(warehouse, weeks)
-    lifts = None if plan is None else plan_lifts(trips, plan, vocab, inputs.categories)
+    lifts = None if plan is None else plan_lifts(trips, plan, products, categories)
     if lifts is not None:  # a source with a promotion plan
         start_plan_responses(response, lifts)
         log(f"plan responses start at the training weeks' lifts (median {np.median(lifts, 0)})")
@@ -141,10 +144,13 @@ def train_world_model(
         inputs.copurchase,
         torch.from_numpy(inputs.categories),
     )
-    start_responses(model.price_response, warehouse, split, inputs, log)
-    vocab, buckets = inputs.vocab, train_samples["bucket"].to_numpy()
+    store, vocab, categories = inputs.store, inputs.vocab, inputs.categories
+    buckets = train_samples["bucket"].to_numpy()
     basket_hash = train_samples["basket_id"].hash().sum()
-    del inputs, samples, train_samples  # the sets hold what training reads: the frames can go
+    # The sets hold what training reads: the frames can go, before the priors' transients.
+    del inputs, samples, train_samples
+    start_responses(model.price_response, warehouse, split, store, vocab, categories, log)
+    del store
     fit_feature_scaling(model, train_data, train_cfg.seed)
     popularity = popularity_scores(train_data, np.arange(len(train_data)))
     train_data.release()  # the pages the whole-set passes above read

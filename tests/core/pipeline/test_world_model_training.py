@@ -15,7 +15,9 @@ def _started(wh, split, weeks):
     inputs = load_model_inputs(wh, weeks)
     n = inputs.vocab.size
     response = PriceResponse(4, n, torch.zeros(2, 0, dtype=torch.long), torch.zeros(n))
-    start_responses(response, wh, split, inputs, lambda _: None)
+    start_responses(
+        response, wh, split, inputs.store, inputs.vocab, inputs.categories, lambda _: None
+    )
     return response
 
 
