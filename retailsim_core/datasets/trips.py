@@ -147,7 +147,7 @@ class TripStore:
         trips; a customer is never split), never every trip (a filter of every week per range
         decoded whole weeks, 1.9 GB retained at ``xlarge``). The ranges are contiguous in
         customer order, so their parts in order are the store's order."""
-        weeks = list(weeks)
+        weeks = list(weeks)  # read twice: the customers' counts fix the ranges, then the cut
         counts = pl.concat(
             [w.group_by("customer_id").agg(pl.len()).collect() for w in weeks]
             or [pl.DataFrame(schema={"customer_id": pl.String, "len": pl.UInt32})]
@@ -218,8 +218,8 @@ class TripStore:
     @cached_property
     def _keys(self) -> np.ndarray:
         """(T,) int64 (customer rank, week) of every trip: sorted, as the trips are. Built once
-        per store (a loader asks for bounds a chunk of samples at a time), a run of trips at a
-        time from the customers' runs, never from a join of every trip."""
+        per store (a loader asks for bounds a chunk of samples at a time), the ranks repeated
+        over the customers' runs rather than joined to every trip's customer_id."""
         runs = self.customers["end"].to_numpy() - self.customers["start"].to_numpy()
         rank = np.repeat(np.arange(len(runs), dtype=np.int64), runs)
         return rank * 1024 + self.trips["week"].cast(pl.Int64).to_numpy()

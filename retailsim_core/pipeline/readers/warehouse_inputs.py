@@ -54,7 +54,7 @@ def load_model_inputs(
     vocab = ProductVocab.from_products(id_map["product_id"].to_list())
     weeks = sorted(weeks) if weeks is not None else warehouse.weeks(SAMPLES_TABLE)
     samples = warehouse.scan(SAMPLES_TABLE, weeks, schema=SAMPLES_SCHEMA).collect()
-    folder = None if mapped is None else mapped.subfolder("trips")  # on disk too (D97)
+    folder = None if mapped is None else mapped.subfolder("trips")  # on disk too (D136)
     store = build_trip_store(warehouse, max_week=max(weeks), folder=folder)
     log(f"trip store: {store.trips.height:,} trips; {samples.height:,} samples")
     # The samples' own cells, a week at a time (``_prices_and_shelf`` collects each week's).
