@@ -38,6 +38,8 @@ import torch.nn.functional as F
 from retailsim_core.baselines.neighbour_baselines import pool_bounds
 from retailsim_core.datasets.tensors import TrainingSet, ragged
 from retailsim_core.datasets.tokens import PAD, mask_token
+from retailsim_core.models.dropout import swap_dropout
+from retailsim_core.training.run.param_groups import adamw
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,9 @@ class SequentialRecommender(nn.Module):
             batch_first=True,
             norm_first=True,
         )
-        self.encoder = nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
+        self.encoder = swap_dropout(
+            nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
+        )
         self.norm = nn.LayerNorm(cfg.d_model)
         # Small initial embeddings: the output logits start near 0 (loss ~ log V), as in
         # BERT/SASRec.
@@ -184,7 +188,9 @@ def sampled_softmax_loss(
     targets (N,) -> scalar."""
     negatives = torch.from_numpy(rng.choice(len(q), n_negatives, p=q.numpy()))
     candidates, inverse = torch.unique(torch.cat([targets, negatives]), return_inverse=True)
-    logits = states @ table[candidates].T - torch.log(q[candidates].clamp(min=1e-12))  # (N, C)
+    # The log-Q term as the product's bias: one fused op, no (N, C) temporary and its backward.
+    log_q = torch.log(q[candidates].clamp(min=1e-12)).to(states.dtype)
+    logits = torch.addmm(-log_q, states, table[candidates].T)  # (N, C)
     return F.cross_entropy(logits, inverse[: len(targets)])
 
 
@@ -265,7 +271,7 @@ def fit_sequential(
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     model = SequentialRecommender(cfg, data.vocab.size)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
+    opt = adamw(model.parameters(), lr=cfg.lr, weight_decay=0.01)
     best, bad, state, curve, start, stopped_by = (
         -1.0,
         0,

@@ -36,6 +36,7 @@ from retailsim_core.datasets.tensors import (
     SIZES,
 )
 from retailsim_core.datasets.tokens import MAX_ITEMS, PAD, eos_token, mask_token
+from retailsim_core.models.dropout import swap_dropout
 from retailsim_core.models.heads.products import (
     CopurchaseResponse,
     PriceResponse,
@@ -170,14 +171,16 @@ class BasketDecoder(nn.Module):
     def __init__(self, cfg: WorldModelConfig):
         super().__init__()
         self.layers = nn.ModuleList(
-            nn.TransformerDecoderLayer(
-                cfg.d_model,
-                cfg.n_heads,
-                cfg.d_ffn,
-                cfg.dropout,
-                activation="gelu",
-                batch_first=True,
-                norm_first=True,
+            swap_dropout(
+                nn.TransformerDecoderLayer(
+                    cfg.d_model,
+                    cfg.n_heads,
+                    cfg.d_ffn,
+                    cfg.dropout,
+                    activation="gelu",
+                    batch_first=True,
+                    norm_first=True,
+                )
             )
             for _ in range(cfg.decoder_layers)
         )

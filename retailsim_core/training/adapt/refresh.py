@@ -27,7 +27,7 @@ from retailsim_core.models.determinism import deterministic_kernels
 from retailsim_core.models.world_model import WorldModel
 from retailsim_core.training.run.loop import TrainStep, train_epoch
 from retailsim_core.training.run.loop_state import WeightAverage
-from retailsim_core.training.run.param_groups import param_groups
+from retailsim_core.training.run.param_groups import adamw, param_groups
 from retailsim_core.training.run.train_config import TrainConfig
 
 
@@ -97,7 +97,7 @@ def fine_tune(
     torch.manual_seed(cfg.seed)
     contrastive = nn.Linear(model.cfg.d_model, model.cfg.d_model)
     step = TrainStep(model, contrastive)
-    optimizer = torch.optim.AdamW(
+    optimizer = adamw(
         param_groups(step, model, run_cfg), lr=phase.lr, weight_decay=run_cfg.weight_decay
     )
     average = WeightAverage(model, run_cfg.ema_decay) if run_cfg.ema_decay is not None else None

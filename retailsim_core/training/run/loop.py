@@ -38,7 +38,7 @@ from retailsim_core.training.run.loop_state import (
     resume_loop_state,
     save_loop_state,
 )
-from retailsim_core.training.run.param_groups import param_groups, step_with_column_lr
+from retailsim_core.training.run.param_groups import adamw, param_groups, step_with_column_lr
 from retailsim_core.training.run.train_config import Phase, TrainConfig
 from retailsim_core.training.scoring.validation import (
     masked_item_metrics_of_weights,
@@ -194,7 +194,7 @@ def train(
     torch.manual_seed(cfg.seed)
     contrastive.reset_parameters()
     step = distributed.wrap(TrainStep(model, contrastive))
-    optimizer = torch.optim.AdamW(
+    optimizer = adamw(
         param_groups(step, model, cfg), lr=cfg.phases[0].lr, weight_decay=cfg.weight_decay
     )
     is_writer = distributed.rank_and_world()[0] == 0

@@ -10,6 +10,13 @@ from retailsim_core.models.heads.products import DEPTH_RESPONSES, PRODUCT_RESPON
 from retailsim_core.training.run.train_config import TrainConfig
 
 
+def adamw(params, **kwargs) -> torch.optim.AdamW:
+    """AdamW on its fused kernel, one pass over every parameter instead of a Python loop of
+    per-tensor ops (the world model's ~150 tensors: 0.8 ms a step against 4.0 on 2 cores; D137).
+    Same update rule; the rounding of a few ops differs from the loop's."""
+    return torch.optim.AdamW(params, fused=True, **kwargs)
+
+
 def param_groups(step: nn.Module, model, cfg: TrainConfig) -> list[dict]:
     """Everything at the phase LR with weight decay, except the price responses of categories
     and products, without decay (decay would pull rarely promoted products' elasticities to 0;

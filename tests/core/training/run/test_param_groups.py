@@ -4,7 +4,7 @@ train at their own LR multiple (D91), exactly as if they were a parameter of the
 import torch
 
 from retailsim_core.models.heads.products import DEPTH_RESPONSES, PRODUCT_RESPONSES, PriceResponse
-from retailsim_core.training.run.param_groups import param_groups, step_with_column_lr
+from retailsim_core.training.run.param_groups import adamw, param_groups, step_with_column_lr
 from retailsim_core.training.run.train_config import TrainConfig
 
 
@@ -41,3 +41,25 @@ def test_the_depth_responses_take_their_own_multiple():
         expected = cfg.depth_lr_scale / cfg.price_lr_scale if name in DEPTH_RESPONSES else 1.0
         assert share == expected
     assert groups[1]["lr_scale"] == groups[2]["lr_scale"] == cfg.price_lr_scale
+
+
+def test_the_fused_adamw_follows_the_per_tensor_loop():
+    gen = torch.Generator().manual_seed(1)
+    shapes = [(7, 3), (3,), (4, 4, 2)]
+    fused = [torch.nn.Parameter(torch.randn(s, generator=gen)) for s in shapes]
+    loop = [torch.nn.Parameter(p.detach().clone()) for p in fused]
+
+    def groups(ps):
+        return [{"params": ps[:2]}, {"params": ps[2:], "weight_decay": 0.0, "lr": 0.3}]
+
+    a = adamw(groups(fused), lr=0.01, weight_decay=0.01)
+    b = torch.optim.AdamW(groups(loop), lr=0.01, weight_decay=0.01, foreach=False)
+    assert a.defaults["fused"]
+    for _ in range(20):
+        for p, q in zip(fused, loop, strict=True):
+            g = torch.randn(p.shape, generator=gen)
+            p.grad, q.grad = g.clone(), g.clone()
+        step_with_column_lr(a)
+        b.step()
+    for p, q in zip(fused, loop, strict=True):
+        torch.testing.assert_close(p.data, q.data, rtol=1e-5, atol=1e-6)
