@@ -2,8 +2,8 @@
 
 On CPU ``F.dropout`` draws its mask with ``bernoulli_``, which costs about 2.4 times ``rand``
 (a (128, 100, 256) float tensor on 2 cores: 24 ms against 10 ms), and the Transformer layers'
-dropouts were 12-14% of a training step of the world model and of SASRec (torch.profiler,
-docs/benchmarks.md). ``Dropout`` keeps ``nn.Dropout``'s contract: each element is zeroed with
+dropouts were 12-14% of a training step of the world model and of SASRec (torch.profiler;
+D137). ``Dropout`` keeps ``nn.Dropout``'s contract: each element is zeroed with
 probability ``p`` and the survivors scaled by 1 / (1 - p) in training, the identity in eval mode.
 On other devices (CUDA's fused dropout is fast) it calls ``F.dropout``, the reference its tests
 compare against. ``swap_dropout`` puts it in place of every ``nn.Dropout`` of a module (the
