@@ -186,10 +186,14 @@ class TripStore:
         """Memory-mapped: the trips are not read into memory until used, and then as page cache.
         The parts stay separate chunks (``rechunk`` would copy them into memory)."""
         parts = [pl.read_ipc(p, memory_map=True) for p in sorted(folder.glob("trips-*.arrow"))]
-        return cls(
-            trips=pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=TRIPS_SCHEMA),
-            customers=pl.read_ipc(folder / "customers.arrow", memory_map=True),
-        )
+        customers = pl.read_ipc(folder / "customers.arrow", memory_map=True)
+        trips = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=TRIPS_SCHEMA)
+        if trips.height != (int(customers["end"].max()) if customers.height else 0):
+            raise ValueError(
+                f"{folder}: {trips.height:,} trips in its parts, but its customers' runs end at "
+                "another count: a part is missing or from another store"
+            )
+        return cls(trips=trips, customers=customers)
 
     def history_bounds(self, customer_id: pl.Series, week: pl.Series) -> pl.DataFrame:
         """(start, end) rows of each (customer, week): the customer's trips in weeks < week.

@@ -75,3 +75,17 @@ def test_a_store_on_disk_refuses_trips_without_a_customer(tmp_path):
     frame = pl.DataFrame([pl.Series(c, [None], dtype=t) for c, t in TRIPS_SCHEMA.items()])
     with pytest.raises(ValueError, match="without a customer_id"):
         TripStore.write_sorted([frame.lazy()], tmp_path)
+
+
+def test_a_store_missing_a_part_is_refused_not_read_short(tmp_path):
+    frame = pl.DataFrame(
+        [
+            pl.Series(c, {"customer_id": ["A", "B"], "week": [1, 1]}.get(c, [None] * 2), dtype=t)
+            for c, t in TRIPS_SCHEMA.items()
+        ]
+    )
+    TripStore.write_sorted([frame.lazy()], tmp_path, part_trips=1)
+    assert TripStore.open(tmp_path).trips.height == 2
+    (tmp_path / "trips-00001.arrow").unlink()
+    with pytest.raises(ValueError, match="a part is missing"):
+        TripStore.open(tmp_path)
